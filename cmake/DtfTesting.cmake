@@ -1,0 +1,32 @@
+# Test helpers. Every MPI launch in a test runs under a timeout so that a hang fails the test.
+#
+#   dtf_add_test(NAME <name> COMMAND <cmd...> [TIMEOUT <s>] [LABELS <l...>] [ENVIRONMENT <k=v...>])
+#
+# Tests that need MPI launch it themselves through `dtfrun` or `mpirun` wrapped by
+# tests/run_with_timeout; the environment for running as root and over loopback TCP is set here
+# once for all tests.
+set(DTF_TEST_ENV
+  OMPI_ALLOW_RUN_AS_ROOT=1
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  OMPI_MCA_oob_tcp_if_include=lo
+  OMPI_MCA_btl_tcp_if_include=lo
+  OMPI_MCA_rmaps_base_oversubscribe=1
+  OMPI_MCA_hwloc_base_binding_policy=none
+  DTF_BUILD_DIR=${PROJECT_BINARY_DIR}
+  DTF_SOURCE_DIR=${PROJECT_SOURCE_DIR})
+
+function(dtf_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  if(NOT T_WORKING_DIRECTORY)
+    set(T_WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND} WORKING_DIRECTORY ${T_WORKING_DIRECTORY})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "${DTF_TEST_ENV};${T_ENVIRONMENT}")
+  if(T_LABELS)
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()

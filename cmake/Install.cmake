@@ -1,0 +1,21 @@
+# Installed package: libdtf.so, dtf.h, the Fortran module, `find_package(dtf)` (dtf::dtf, dtf::fortran),
+# dtf.pc, and the tools (dtfrun, dtf-config).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS dtf dtf_fortran EXPORT dtfTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/dtf.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/mod/dtf.mod DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(EXPORT dtfTargets NAMESPACE dtf:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/dtfConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/dtfConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/dtfConfig.cmake ${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/dtf.pc.in ${PROJECT_BINARY_DIR}/dtf.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/dtf.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

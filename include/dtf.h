@@ -1,0 +1,84 @@
+/*
+ * dtf.h - public C API of dtf, the data transfer framework for coupled MPI workflows.
+ *
+ * A program keeps its PnetCDF code and adds three calls:
+ *
+ *     MPI_Init(&argc, &argv);
+ *     dtf_init("dtf.ini", "model");        // connect to the components named in dtf.ini
+ *     ... ncmpi_create / put / ncmpi_close ... dtf_transfer(path, ncid) ...
+ *     dtf_finalize();
+ *     MPI_Finalize();
+ *
+ * Every function returns DTF_SUCCESS (0) or one of the DTF_ERR_* codes below; dtf_strerror() gives
+ * the generic message and dtf_errmsg() the detailed one (rank, component, file, what was expected).
+ * No function aborts the process.
+ *
+ * PnetCDF calls that dtf intercepts return PnetCDF codes (NC_*), or a DTF_ERR_* code when the failure
+ * is dtf's own (a timeout, a lost peer); ncmpi_strerror() knows both.
+ */
+#ifndef DTF_H
+#define DTF_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DTF_VERSION_MAJOR 0
+#define DTF_VERSION_MINOR 1
+#define DTF_VERSION_PATCH 0
+#define DTF_VERSION "0.1.0"
+
+/* The error table: X(name, value, message). One row per code; everything else is derived from it.
+ * Values are negative and far below PnetCDF's (which end above -300), so the two never collide. */
+#define DTF_ERROR_TABLE(X)                                                                          \
+    X(DTF_SUCCESS, 0, "success")                                                                    \
+    X(DTF_ERR_ARG, -1001, "invalid argument")                                                       \
+    X(DTF_ERR_CONFIG, -1002, "invalid dtf configuration file")                                      \
+    X(DTF_ERR_NOT_INIT, -1003, "dtf_init has not been called (or dtf_finalize already was)")       \
+    X(DTF_ERR_ALREADY_INIT, -1004, "dtf_init was already called")                                   \
+    X(DTF_ERR_TIMEOUT, -1005, "timed out waiting for a peer component (see DTF_TIMEOUT)")           \
+    X(DTF_ERR_CONNECT, -1006, "could not connect to a peer component")                              \
+    X(DTF_ERR_MPI, -1007, "an MPI call failed")                                                     \
+    X(DTF_ERR_UNSUPPORTED, -1008, "operation not supported by dtf for this file")                   \
+    X(DTF_ERR_NOMEM, -1009, "out of memory")                                                        \
+    X(DTF_ERR_IO, -1010, "file system error")                                                       \
+    X(DTF_ERR_PEER, -1011, "a peer component failed or disagrees")                                  \
+    X(DTF_ERR_FILE, -1012, "the file is not open or not handled by dtf")                            \
+    X(DTF_ERR_INTERNAL, -1013, "internal error in dtf")
+
+#define DTF_ENUM_ENTRY_(name, value, message) name = (value),
+enum dtf_error { DTF_ERROR_TABLE(DTF_ENUM_ENTRY_) DTF_ERR_LAST_ = -1013 };
+#undef DTF_ENUM_ENTRY_
+
+/* Initialize dtf for this program ("component").
+ * Collective over MPI_COMM_WORLD of the calling program; call it after MPI_Init.
+ * config_path: the DTF INI file; the environment variable DTF_INI_FILE, when set, overrides it.
+ * component_name: this program's name as listed by comp_name= in the config file.
+ * Connects (MPI_Comm_connect/MPI_Comm_accept) to every component that shares a [FILE] section with
+ * this one; every wait is bounded by DTF_TIMEOUT seconds (default 120). */
+int dtf_init(const char *config_path, const char *component_name);
+
+/* Move the data of an open file between the components.
+ * Collective over all ranks of both components that opened the file (the communicators given to
+ * ncmpi_create/ncmpi_open). For files in mode="file" and files dtf does not handle it does nothing and
+ * returns DTF_SUCCESS. */
+int dtf_transfer(const char *filename, int ncid);
+
+/* Finalize dtf and disconnect from the peer components.
+ * Collective over MPI_COMM_WORLD of the calling program; call it before MPI_Finalize. Waits at most
+ * DTF_TIMEOUT seconds for the peers. Files still open are reported. */
+int dtf_finalize(void);
+
+/* Generic message of a DTF_ERR_* code (or of a PnetCDF code, delegated to ncmpi_strerror).
+ * Local; never NULL. */
+const char *dtf_strerror(int code);
+
+/* The detailed message of the last error raised on the calling thread ("" when none).
+ * Local; valid until the next dtf call on this thread. */
+const char *dtf_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DTF_H */

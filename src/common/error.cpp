@@ -1,0 +1,83 @@
+#include "common/error.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "common/log.hpp"
+
+namespace dtf {
+
+namespace {
+struct ErrorRow {
+    int code;
+    const char *name;
+    const char *message;
+};
+#define DTF_ROW_(name, value, message) {value, #name, message},
+constexpr ErrorRow kErrors[] = {DTF_ERROR_TABLE(DTF_ROW_)};
+#undef DTF_ROW_
+
+const ErrorRow *find_row(int code) noexcept {
+    for (const auto &row : kErrors)
+        if (row.code == code) return &row;
+    return nullptr;
+}
+
+thread_local std::string t_last_error;
+} // namespace
+
+std::string vformat(const char *fmt, va_list ap) {
+    va_list copy;
+    va_copy(copy, ap);
+    int n = std::vsnprintf(nullptr, 0, fmt, copy);
+    va_end(copy);
+    if (n <= 0) return {};
+    std::vector<char> buf(static_cast<size_t>(n) + 1);
+    std::vsnprintf(buf.data(), buf.size(), fmt, ap);
+    return std::string(buf.data(), static_cast<size_t>(n));
+}
+
+std::string format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void fail(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    throw Error(code, std::move(s));
+}
+
+const char *error_name(int code) noexcept {
+    const ErrorRow *row = find_row(code);
+    return row ? row->name : nullptr;
+}
+
+const char *error_message(int code) noexcept {
+    const ErrorRow *row = find_row(code);
+    return row ? row->message : nullptr;
+}
+
+bool is_dtf_error(int code) noexcept { return code != 0 && find_row(code) != nullptr; }
+
+void set_last_error(const std::string &message) {
+    try {
+        t_last_error = message;
+    } catch (...) {
+    }
+}
+
+const char *last_error() noexcept { return t_last_error.c_str(); }
+
+void report_error(int code, const char *message) noexcept {
+    set_last_error(message);
+    const char *name = error_name(code);
+    log::error("%s: %s", name ? name : "error", message);
+}
+
+} // namespace dtf

@@ -1,0 +1,52 @@
+#include "common/log.hpp"
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+
+#include "common/error.hpp"
+
+namespace dtf::log {
+
+namespace {
+std::atomic<int> g_level{0};
+std::mutex g_mutex;
+std::string g_context = "[dtf]";
+
+void emit(const char *tag, const char *fmt, va_list ap) noexcept {
+    try {
+        std::string body = vformat(fmt, ap);
+        std::lock_guard<std::mutex> lock(g_mutex);
+        std::fprintf(stderr, "%s %s%s\n", g_context.c_str(), tag, body.c_str());
+        std::fflush(stderr);
+    } catch (...) {
+    }
+}
+} // namespace
+
+void set_level(int lvl) noexcept { g_level.store(lvl, std::memory_order_relaxed); }
+int level() noexcept { return g_level.load(std::memory_order_relaxed); }
+
+void set_context(const std::string &component, int rank) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_context = format("[dtf %s:%d]", component.c_str(), rank);
+}
+
+bool enabled(int lvl) noexcept { return level() >= lvl; }
+
+#define DTF_LOG_FN_(fn, lvl, tag)                                                                 \
+    void fn(const char *fmt, ...) noexcept {                                                       \
+        if (!enabled(lvl)) return;                                                                 \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        emit(tag, fmt, ap);                                                                        \
+        va_end(ap);                                                                                \
+    }
+DTF_LOG_FN_(error, kError, "error: ")
+DTF_LOG_FN_(warn, kWarn, "warning: ")
+DTF_LOG_FN_(info, kInfo, "")
+DTF_LOG_FN_(debug, kDebug, "debug: ")
+#undef DTF_LOG_FN_
+
+} // namespace dtf::log

@@ -1,0 +1,81 @@
+// The DTF configuration: the INI file that names the components and the files they share, and the
+// DTF_* environment variables. Pure C++ (no MPI): parsed identically on every rank, unit-tested alone.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtf::config {
+
+enum class Mode { Transfer, File };
+
+// One [FILE] section.
+struct FileRule {
+    std::string pattern;               // filename= as written ('%' matches any run of characters)
+    std::vector<std::string> excludes; // exclude_name=: paths containing any of these are not handled
+    std::string comp1, comp2;          // the two components that share the file
+    Mode mode = Mode::Transfer;
+    bool replay_io = false;
+    int num_sessions = 1; // open/close sessions before dtf forgets the file
+    bool write_only = false;
+    bool mirror_io_root = false;
+    int line = 0; // line of the [FILE] header, for messages
+};
+
+struct Config {
+    std::string path;                    // file it was read from (for messages)
+    std::vector<std::string> components; // comp_name= in order; index = component id
+    bool buffer_data = false;
+    int iodb_build_mode = 0; // accepted for compatibility
+    bool do_checksum = false;
+    bool log_ioreqs = false;
+    std::vector<FileRule> files;
+
+    // Index of a component name, or -1.
+    int component_index(std::string_view name) const;
+    // The first rule whose pattern matches the normalized absolute path and whose excludes do not;
+    // nullptr when dtf does not handle the path.
+    const FileRule *match(std::string_view normalized_path) const;
+    // Components that share at least one [FILE] section with `component` (indices, ascending).
+    std::vector<int> peers_of(int component) const;
+};
+
+// Parse the INI text. `filename` is used in messages only. Throws dtf::Error(DTF_ERR_CONFIG, ...)
+// whose message is "<filename>:<line>: <what is wrong and what was expected>".
+Config parse(std::string_view text, std::string_view filename);
+
+// Read and parse a file (throws DTF_ERR_CONFIG when it cannot be read, naming the path and errno).
+Config load(const std::string &path);
+
+// True when `pattern` matches the whole normalized path, or a whole trailing run of its components:
+// "hist.%.nc" matches "/d/run/hist.01.nc" but not "/d/run/myhist.01.nc".
+bool pattern_matches(std::string_view pattern, std::string_view normalized_path);
+
+// Make `path` absolute against `cwd` and collapse "//", "/./" and "/../" (purely lexical).
+std::string normalize_path(std::string_view path, std::string_view cwd);
+
+// Settings from the environment.
+struct Settings {
+    std::string ini_file;        // DTF_INI_FILE (overrides the path given to dtf_init)
+    std::string global_path;     // DTF_GLOBAL_PATH (rendezvous directory; default: config's dir)
+    double timeout_s = 120.0;    // DTF_TIMEOUT
+    int verbose = 0;             // DTF_VERBOSE_LEVEL
+    bool print_stats = false;    // DTF_PRINT_STATS
+    int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
+    std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name
+    std::vector<std::string> warnings; // e.g. unknown DTF_* variables
+};
+
+// Read settings from "NAME=value" entries (normally `environ`). Throws DTF_ERR_CONFIG naming the
+// variable when a value is malformed (e.g. "DTF_TIMEOUT='abc': expected a positive number of seconds").
+Settings settings_from_env(const std::vector<std::string> &environment);
+Settings settings_from_process_env();
+
+// The effective configuration with every default filled in, as INI text plus the settings as
+// comments; used by `dtf-config` and by DTF_VERBOSE_LEVEL>=1.
+std::string describe(const Config &config, const Settings &settings);
+
+const char *mode_name(Mode mode);
+
+} // namespace dtf::config

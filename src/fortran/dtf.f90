@@ -1,0 +1,2 @@
+module dtf
+end module dtf
