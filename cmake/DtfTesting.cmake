@@ -12,8 +12,8 @@ set(DTF_TEST_ENV
   OMPI_MCA_btl_tcp_if_include=lo
   OMPI_MCA_rmaps_base_oversubscribe=1
   OMPI_MCA_hwloc_base_binding_policy=none
-  DTF_BUILD_DIR=${PROJECT_BINARY_DIR}
-  DTF_SOURCE_DIR=${PROJECT_SOURCE_DIR})
+  DTFTEST_BUILD_DIR=${PROJECT_BINARY_DIR}
+  DTFTEST_SOURCE_DIR=${PROJECT_SOURCE_DIR})
 
 function(dtf_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})

@@ -13,11 +13,16 @@ namespace dtf {
 
 class Error : public std::runtime_error {
 public:
-    Error(int code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}
+    // `quiet`: the same error was agreed on by all ranks of a communicator and is reported by one
+    // of them; the others only remember it (dtf_errmsg) instead of printing it again.
+    Error(int code, std::string message, bool quiet = false)
+        : std::runtime_error(std::move(message)), code_(code), quiet_(quiet) {}
     int code() const noexcept { return code_; }
+    bool quiet() const noexcept { return quiet_; }
 
 private:
     int code_;
+    bool quiet_;
 };
 
 // printf-style formatting into a std::string.
@@ -46,7 +51,10 @@ template <class F> int guard(F &&f) noexcept {
     try {
         return f();
     } catch (const Error &e) {
-        report_error(e.code(), e.what());
+        if (e.quiet())
+            set_last_error(e.what());
+        else
+            report_error(e.code(), e.what());
         return e.code();
     } catch (const std::bad_alloc &) {
         report_error(DTF_ERR_NOMEM, "out of memory");

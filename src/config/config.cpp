@@ -1,1 +1,691 @@
-// placeholder
+// The DTF configuration: INI parser, file-name patterns, environment settings and describe().
+//
+// Parsing runs in two passes: split() turns the text into sections of (key, value, line) entries
+// and reports the purely syntactic errors (comments, quotes, headers, lines without '='); Parser
+// then interprets each section and finally checks what spans sections (components named by [FILE]
+// rules must exist, ncomp must agree with the comp_name= entries). Every error names file and line.
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+#include "common/error.hpp"
+
+extern char **environ;
+
+namespace dtf::config {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Small string helpers
+
+constexpr const char *kSpace = " \t\r\f\v";
+constexpr const char *kCommentChars = "#;!";
+
+std::string_view trim(std::string_view s) {
+    size_t b = s.find_first_not_of(kSpace);
+    if (b == std::string_view::npos) return {};
+    size_t e = s.find_last_not_of(kSpace);
+    return s.substr(b, e - b + 1);
+}
+
+std::string to_lower(std::string_view s) {
+    std::string out(s);
+    for (char &c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string to_upper(std::string_view s) {
+    std::string out(s);
+    for (char &c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+bool is_comment_start(std::string_view s) {
+    return !s.empty() && std::strchr(kCommentChars, s[0]) != nullptr;
+}
+
+std::string join(const std::vector<std::string> &items, const char *sep) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+    return out;
+}
+
+// Levenshtein distance (for "did you mean" hints).
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The candidate closest to `word` when it is close enough to be a likely typo, else "".
+std::string nearest(std::string_view word, const std::vector<std::string> &candidates) {
+    size_t limit = word.size() <= 4 ? 1 : 2;
+    std::string best;
+    size_t best_distance = limit + 1;
+    for (const auto &c : candidates) {
+        size_t d = edit_distance(word, c);
+        if (d < best_distance) best = c, best_distance = d;
+    }
+    return best;
+}
+
+// Strict integer: optional sign and digits only, within int range.
+bool parse_int(std::string_view s, long long &out) {
+    std::string str(trim(s));
+    if (str.empty() || str.size() > 18) return false;
+    size_t i = (str[0] == '-' || str[0] == '+') ? 1 : 0;
+    if (i == str.size() || str.find_first_not_of("0123456789", i) != std::string::npos)
+        return false;
+    out = std::strtoll(str.c_str(), nullptr, 10);
+    return true;
+}
+
+// Strict finite floating-point number (no "inf"/"nan", no trailing text).
+bool parse_double(std::string_view s, double &out) {
+    std::string str(trim(s));
+    if (str.empty()) return false;
+    char *end = nullptr;
+    errno = 0;
+    out = std::strtod(str.c_str(), &end);
+    return errno == 0 && *end == '\0' && std::isfinite(out) &&
+           str.find_first_of("nNiIxX") == std::string::npos; // reject inf, nan, hex floats
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1: lines -> sections
+
+struct RawEntry {
+    std::string key; // lower case
+    std::string value;
+    int line;
+};
+
+struct RawSection {
+    std::string name; // "INFO" or "FILE"
+    int line;
+    std::vector<RawEntry> entries;
+};
+
+struct KeySpec {
+    const char *name;
+    const char *expected; // what a value must be, for messages
+    bool repeatable;
+};
+
+const std::vector<KeySpec> kInfoKeys = {
+    {"ncomp", "the number of components (an integer >= 1)", false},
+    {"comp_name", "a component name", true},
+    {"buffer_data", "0 or 1", false},
+    {"iodb_build_mode", "an integer >= 0", false},
+    {"do_checksum", "0 or 1", false},
+    {"log_ioreqs", "0 or 1", false},
+};
+
+const std::vector<KeySpec> kFileKeys = {
+    {"filename", "a file name pattern", false},
+    {"exclude_name", "a text that the excluded paths contain", true},
+    {"comp1", "a component name", false},
+    {"comp2", "a component name", false},
+    {"mode", "\"transfer\" or \"file\"", false},
+    {"replay_io", "0 or 1", false},
+    {"num_sessions", "an integer >= 1", false},
+    {"write_only", "0 or 1", false},
+    {"mirror_io_root", "0 or 1", false},
+};
+
+class Parser {
+public:
+    explicit Parser(std::string_view filename) : filename_(filename) { config_.path = filename_; }
+    Config run(std::string_view text);
+
+private:
+    [[noreturn]] void fail_at(int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+    std::vector<RawSection> split(std::string_view text);
+    void lex_line(std::string_view line, int n, std::vector<RawSection> &sections);
+    std::string lex_value(std::string_view raw, const std::string &key, int n);
+
+    void check_keys(const RawSection &section, const std::vector<KeySpec> &specs);
+    void apply_info(const RawSection &section);
+    void apply_file(const RawSection &section);
+    void check_components();
+
+    int to_int(const RawEntry &e, int min);
+    bool to_bool(const RawEntry &e);
+    Mode to_mode(const RawEntry &e);
+
+    std::string filename_;
+    Config config_;
+    // [INFO] bookkeeping for messages.
+    int info_line_ = 0, ncomp_ = -1, ncomp_line_ = 0;
+    // Lines of comp1=/comp2=/filename= of each rule, parallel to config_.files.
+    struct RuleLines {
+        int comp1 = 0, comp2 = 0, filename = 0;
+    };
+    std::vector<RuleLines> rule_lines_;
+};
+
+void Parser::fail_at(int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string message = vformat(fmt, ap);
+    va_end(ap);
+    throw Error(DTF_ERR_CONFIG, format("%s:%d: %s", filename_.c_str(), line, message.c_str()));
+}
+
+std::vector<RawSection> Parser::split(std::string_view text) {
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3); // UTF-8 byte order mark
+    std::vector<RawSection> sections;
+    int n = 0;
+    for (size_t pos = 0; pos <= text.size();) {
+        size_t nl = text.find('\n', pos);
+        size_t len = (nl == std::string_view::npos ? text.size() : nl) - pos;
+        lex_line(text.substr(pos, len), ++n, sections); // trim() also drops the '\r' of CRLF
+        if (nl == std::string_view::npos) break;
+        pos = nl + 1;
+    }
+    return sections;
+}
+
+void Parser::lex_line(std::string_view raw, int n, std::vector<RawSection> &sections) {
+    std::string_view s = trim(raw);
+    if (s.empty() || is_comment_start(s)) return;
+
+    if (s[0] == '[') {
+        size_t close = s.find(']');
+        if (close == std::string_view::npos)
+            fail_at(n, "unterminated section header '%.*s'; expected ']'", int(s.size()), s.data());
+        std::string name = to_upper(trim(s.substr(1, close - 1)));
+        std::string_view rest = trim(s.substr(close + 1));
+        if (!rest.empty() && !is_comment_start(rest))
+            fail_at(n, "unexpected text '%.*s' after the section header; expected a comment",
+                    int(rest.size()), rest.data());
+        if (name != "INFO" && name != "FILE")
+            fail_at(n, "unknown section [%s]; expected [INFO] or [FILE]", name.c_str());
+        sections.push_back({name, n, {}});
+        return;
+    }
+
+    size_t eq = s.find('=');
+    size_t comment = s.find_first_of(kCommentChars);
+    if (eq == std::string_view::npos || comment < eq) {
+        std::string_view text = trim(s.substr(0, comment));
+        fail_at(n, "expected 'key=value' or a [SECTION] header, got '%.*s'", int(text.size()),
+                text.data());
+    }
+    std::string key = to_lower(trim(s.substr(0, eq)));
+    if (key.empty()) fail_at(n, "missing key before '='; expected 'key=value'");
+    if (sections.empty())
+        fail_at(n, "key '%s' outside any section; expected an [INFO] or [FILE] header before it",
+                key.c_str());
+    std::string value = lex_value(s.substr(eq + 1), key, n);
+    sections.back().entries.push_back({key, std::move(value), n});
+}
+
+// The value after '=': quoted ("..." or '...', taken verbatim) or bare (up to a comment, trimmed).
+std::string Parser::lex_value(std::string_view raw, const std::string &key, int n) {
+    std::string_view v = trim(raw);
+    if (v.empty() || (v[0] != '"' && v[0] != '\''))
+        return std::string(trim(v.substr(0, v.find_first_of(kCommentChars))));
+    char quote = v[0];
+    size_t close = v.find(quote, 1);
+    if (close == std::string_view::npos)
+        fail_at(n, "unterminated quote in the value of '%s'; expected a closing %c", key.c_str(),
+                quote);
+    std::string_view rest = trim(v.substr(close + 1));
+    if (!rest.empty() && !is_comment_start(rest))
+        fail_at(n, "unexpected text '%.*s' after the quoted value of '%s'; expected a comment",
+                int(rest.size()), rest.data(), key.c_str());
+    return std::string(v.substr(1, close - 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2: sections -> Config
+
+// Unknown keys, keys repeated within the section, empty values.
+void Parser::check_keys(const RawSection &section, const std::vector<KeySpec> &specs) {
+    std::map<std::string, int> first_line;
+    for (const auto &e : section.entries) {
+        const KeySpec *spec = nullptr;
+        for (const auto &s : specs)
+            if (e.key == s.name) spec = &s;
+        if (!spec) {
+            std::vector<std::string> names;
+            for (const auto &s : specs) names.push_back(s.name);
+            std::string hint = nearest(e.key, names);
+            if (!hint.empty())
+                fail_at(e.line, "unknown key '%s' in [%s]; did you mean '%s'?", e.key.c_str(),
+                        section.name.c_str(), hint.c_str());
+            fail_at(e.line, "unknown key '%s' in [%s]; expected one of: %s", e.key.c_str(),
+                    section.name.c_str(), join(names, ", ").c_str());
+        }
+        auto [it, inserted] = first_line.emplace(e.key, e.line);
+        if (!inserted && !spec->repeatable)
+            fail_at(e.line, "key '%s' repeated in this [%s] section (first given on line %d)",
+                    e.key.c_str(), section.name.c_str(), it->second);
+        if (e.value.empty())
+            fail_at(e.line, "empty value for '%s'; expected %s", e.key.c_str(), spec->expected);
+    }
+}
+
+int Parser::to_int(const RawEntry &e, int min) {
+    long long v = 0;
+    if (!parse_int(e.value, v) || v < min || v > 1000000000)
+        fail_at(e.line, "bad value '%s' for '%s'; expected an integer >= %d", e.value.c_str(),
+                e.key.c_str(), min);
+    return static_cast<int>(v);
+}
+
+bool Parser::to_bool(const RawEntry &e) {
+    std::string_view v = trim(e.value);
+    if (v != "0" && v != "1")
+        fail_at(e.line, "bad value '%s' for '%s'; expected 0 or 1", e.value.c_str(), e.key.c_str());
+    return v == "1";
+}
+
+Mode Parser::to_mode(const RawEntry &e) {
+    std::string v = to_lower(trim(e.value));
+    if (v == "transfer") return Mode::Transfer;
+    if (v == "file") return Mode::File;
+    fail_at(e.line, "bad value '%s' for 'mode'; expected \"transfer\" or \"file\"",
+            e.value.c_str());
+}
+
+void Parser::apply_info(const RawSection &section) {
+    if (info_line_)
+        fail_at(section.line, "duplicate [INFO] section (the first one is on line %d)", info_line_);
+    info_line_ = section.line;
+    check_keys(section, kInfoKeys);
+    std::map<std::string, int> name_lines;
+    for (const auto &e : section.entries) {
+        if (e.key == "ncomp") {
+            ncomp_ = to_int(e, 1);
+            ncomp_line_ = e.line;
+        } else if (e.key == "comp_name") {
+            auto [it, inserted] = name_lines.emplace(e.value, e.line);
+            if (!inserted)
+                fail_at(e.line, "duplicate component name '%s' (first given on line %d)",
+                        e.value.c_str(), it->second);
+            config_.components.push_back(e.value);
+        } else if (e.key == "buffer_data") {
+            config_.buffer_data = to_bool(e);
+        } else if (e.key == "iodb_build_mode") {
+            config_.iodb_build_mode = to_int(e, 0);
+        } else if (e.key == "do_checksum") {
+            config_.do_checksum = to_bool(e);
+        } else if (e.key == "log_ioreqs") {
+            config_.log_ioreqs = to_bool(e);
+        }
+    }
+}
+
+// A filename pattern in the form used for matching and for detecting duplicates.
+std::string canonical_pattern(std::string_view pattern);
+
+void Parser::apply_file(const RawSection &section) {
+    check_keys(section, kFileKeys);
+    FileRule rule;
+    RuleLines lines;
+    rule.line = section.line;
+    for (const auto &e : section.entries) {
+        if (e.key == "filename") rule.pattern = e.value, lines.filename = e.line;
+        else if (e.key == "exclude_name") rule.excludes.push_back(e.value);
+        else if (e.key == "comp1") rule.comp1 = e.value, lines.comp1 = e.line;
+        else if (e.key == "comp2") rule.comp2 = e.value, lines.comp2 = e.line;
+        else if (e.key == "mode") rule.mode = to_mode(e);
+        else if (e.key == "replay_io") rule.replay_io = to_bool(e);
+        else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
+        else if (e.key == "write_only") rule.write_only = to_bool(e);
+        else if (e.key == "mirror_io_root") rule.mirror_io_root = to_bool(e);
+    }
+    const char *missing = rule.pattern.empty() ? "filename"
+                          : rule.comp1.empty() ? "comp1"
+                          : rule.comp2.empty() ? "comp2"
+                                               : nullptr;
+    if (missing)
+        fail_at(section.line, "[FILE] section without '%s='; expected %s", missing,
+                rule.pattern.empty() ? "a file name pattern" : "a component name");
+    for (size_t i = 0; i < config_.files.size(); ++i)
+        if (canonical_pattern(config_.files[i].pattern) == canonical_pattern(rule.pattern))
+            fail_at(lines.filename, "duplicate filename pattern '%s' (the first one is on line %d)",
+                    rule.pattern.c_str(), rule_lines_[i].filename);
+    config_.files.push_back(std::move(rule));
+    rule_lines_.push_back(lines);
+}
+
+// Checks that need both [INFO] and all [FILE] sections (they may come in any order).
+void Parser::check_components() {
+    if (!info_line_)
+        fail_at(1, "no [INFO] section; expected one with ncomp= and comp_name= entries");
+    size_t given = config_.components.size();
+    if (ncomp_ < 0)
+        fail_at(info_line_,
+                "[INFO] section without 'ncomp='; expected the number of components "
+                "(%zu comp_name= given)",
+                given);
+    if (given != static_cast<size_t>(ncomp_))
+        fail_at(ncomp_line_,
+                "ncomp=%d but %zu comp_name= given; expected one comp_name= per component", ncomp_,
+                given);
+    std::string known = join(config_.components, ", ");
+    for (size_t i = 0; i < config_.files.size(); ++i) {
+        const FileRule &r = config_.files[i];
+        const RuleLines &l = rule_lines_[i];
+        if (config_.component_index(r.comp1) < 0)
+            fail_at(l.comp1, "unknown component '%s' in comp1=; expected one of: %s",
+                    r.comp1.c_str(), known.c_str());
+        if (config_.component_index(r.comp2) < 0)
+            fail_at(l.comp2, "unknown component '%s' in comp2=; expected one of: %s",
+                    r.comp2.c_str(), known.c_str());
+        if (r.comp1 == r.comp2)
+            fail_at(l.comp2, "comp1 and comp2 are both '%s'; expected two different components",
+                    r.comp1.c_str());
+    }
+}
+
+Config Parser::run(std::string_view text) {
+    for (const auto &section : split(text)) {
+        if (section.name == "INFO") apply_info(section);
+        else apply_file(section);
+    }
+    check_components();
+    return std::move(config_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths and patterns
+
+// The components of `path` after lexical normalization: empty and "." components are dropped and
+// ".." removes the component before it; a ".." with nothing before it is dropped (at the root of an
+// absolute path it has no effect; at the start of a relative pattern it cannot be resolved without
+// knowing the writer's working directory, so the rest of the pattern is matched as a suffix).
+std::vector<std::string_view> components(std::string_view path) {
+    std::vector<std::string_view> out;
+    for (size_t pos = 0; pos <= path.size();) {
+        size_t slash = path.find('/', pos);
+        if (slash == std::string_view::npos) slash = path.size();
+        std::string_view c = path.substr(pos, slash - pos);
+        if (c == "..") {
+            if (!out.empty()) out.pop_back();
+        } else if (!c.empty() && c != ".") {
+            out.push_back(c);
+        }
+        pos = slash + 1;
+    }
+    return out;
+}
+
+std::string canonical_pattern(std::string_view pattern) {
+    std::string out = (!pattern.empty() && pattern[0] == '/') ? "/" : "";
+    auto parts = components(pattern);
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? "/" : "") + std::string(parts[i]);
+    return out;
+}
+
+// Whether one path component matches one pattern component; '%' matches any run of characters.
+// Greedy with backtracking to the most recent '%' (linear in practice, no recursion).
+bool component_matches(std::string_view pattern, std::string_view text) {
+    size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+    while (t < text.size()) {
+        if (p < pattern.size() && pattern[p] == '%') {
+            star = p++;
+            mark = t;
+        } else if (p < pattern.size() && pattern[p] == text[t]) {
+            ++p, ++t;
+        } else if (star != std::string_view::npos) {
+            p = star + 1;
+            t = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '%') ++p;
+    return p == pattern.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environment
+
+struct EnvVar {
+    const char *name;
+    void (*apply)(Settings &, const std::string &name, const std::string &value);
+};
+
+[[noreturn]] void bad_env(const std::string &name, const std::string &value, const char *expected) {
+    fail(DTF_ERR_CONFIG, "%s='%s': expected %s", name.c_str(), value.c_str(), expected);
+}
+
+int env_int(const std::string &name, const std::string &value, int min, const char *expected) {
+    long long v = 0;
+    if (!parse_int(value, v) || v < min || v > 1000000000) bad_env(name, value, expected);
+    return static_cast<int>(v);
+}
+
+const EnvVar kEnvVars[] = {
+    {"DTF_INI_FILE",
+     [](Settings &s, const std::string &, const std::string &v) { s.ini_file = v; }},
+    {"DTF_GLOBAL_PATH",
+     [](Settings &s, const std::string &, const std::string &v) { s.global_path = v; }},
+    {"DTF_TIMEOUT",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         if (!parse_double(v, s.timeout_s) || s.timeout_s <= 0)
+             bad_env(n, v, "a positive number of seconds");
+     }},
+    {"DTF_VERBOSE_LEVEL",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         s.verbose = env_int(n, v, 0, "an integer >= 0");
+     }},
+    {"DTF_PRINT_STATS",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         std::string_view t = trim(v);
+         if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
+         s.print_stats = t == "1";
+     }},
+    {"DTF_RENDEZVOUS",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         s.rendezvous = to_lower(trim(v));
+         if (s.rendezvous != "auto" && s.rendezvous != "file" && s.rendezvous != "name")
+             bad_env(n, v, "auto, file or name");
+     }},
+    {"MAX_WORKGROUP_SIZE",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         s.max_workgroup_size = env_int(n, v, 1, "an integer >= 1");
+     }},
+};
+
+std::string unknown_env_warning(const std::string &name) {
+    std::vector<std::string> known;
+    for (const auto &var : kEnvVars) known.push_back(var.name);
+    std::string hint = nearest(name, known);
+    // DTF_MAX_WORKGROUP_SIZE is far from MAX_WORKGROUP_SIZE in edit distance but an obvious slip.
+    if (hint.empty()) hint = nearest(name.substr(4), known);
+    if (hint.empty()) return format("unknown environment variable %s ignored", name.c_str());
+    return format("unknown environment variable %s ignored; did you mean %s?", name.c_str(),
+                  hint.c_str());
+}
+
+// Settings values end up in comment lines: keep them on one line.
+std::string one_line(std::string s) {
+    for (char &c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+// A value as INI text: quoted with a quote character it does not contain.
+std::string quoted(const std::string &value) {
+    if (value.find('"') == std::string::npos) return "\"" + value + "\"";
+    if (value.find('\'') == std::string::npos) return "'" + value + "'";
+    return value; // contains both quote characters: only a bare value can carry it
+}
+
+std::string format_seconds(double s) {
+    for (int precision = 6; precision < 17; ++precision) {
+        std::string text = format("%.*g", precision, s);
+        if (std::strtod(text.c_str(), nullptr) == s) return text;
+    }
+    return format("%.17g", s);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Public functions
+
+int Config::component_index(std::string_view name) const {
+    for (size_t i = 0; i < components.size(); ++i)
+        if (components[i] == name) return static_cast<int>(i);
+    return -1;
+}
+
+const FileRule *Config::match(std::string_view normalized_path) const {
+    for (const auto &rule : files) {
+        if (!pattern_matches(rule.pattern, normalized_path)) continue;
+        bool excluded = false;
+        for (const auto &ex : rule.excludes)
+            if (normalized_path.find(ex) != std::string_view::npos) excluded = true;
+        if (!excluded) return &rule;
+    }
+    return nullptr;
+}
+
+std::vector<int> Config::peers_of(int component) const {
+    std::set<int> peers;
+    for (const auto &rule : files) {
+        int a = component_index(rule.comp1), b = component_index(rule.comp2);
+        if (a == component && b >= 0 && b != component) peers.insert(b);
+        if (b == component && a >= 0 && a != component) peers.insert(a);
+    }
+    return {peers.begin(), peers.end()};
+}
+
+Config parse(std::string_view text, std::string_view filename) {
+    return Parser(filename).run(text);
+}
+
+[[noreturn]] static void unreadable(const std::string &path, int err) {
+    fail(DTF_ERR_CONFIG, "cannot read dtf configuration file '%s': %s", path.c_str(),
+         std::strerror(err));
+}
+
+Config load(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) unreadable(path, errno);
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            ::close(fd);
+            unreadable(path, err);
+        }
+        text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return parse(text, path);
+}
+
+// Matching rule (both sides are split into '/'-separated components after lexical normalization,
+// see components() above; a leading "./" or "../" of a relative pattern is thereby dropped):
+//  - an absolute pattern ("/scratch/%/hist.nc") matches when it has as many components as the path
+//    and each pattern component matches the path component at the same position;
+//  - a relative pattern ("run/hist.%.nc") matches the last components of the path the same way, so
+//    it matches whole components only: "hist.%.nc" matches "/d/run/hist.01.nc" but not
+//    "/d/run/myhist.01.nc".
+// Within a component '%' matches any run of characters, including none, but never a '/': in
+// "data/%/hist.%.nc" the first '%' stands for exactly one directory.
+bool pattern_matches(std::string_view pattern, std::string_view normalized_path) {
+    auto want = components(pattern);
+    auto have = components(normalized_path);
+    if (want.empty()) return false;
+    bool absolute = pattern[0] == '/';
+    if (absolute ? want.size() != have.size() : want.size() > have.size()) return false;
+    size_t offset = have.size() - want.size();
+    for (size_t i = 0; i < want.size(); ++i)
+        if (!component_matches(want[i], have[offset + i])) return false;
+    return true;
+}
+
+std::string normalize_path(std::string_view path, std::string_view cwd) {
+    bool absolute = !path.empty() && path[0] == '/';
+    std::string joined = absolute ? std::string(path) : std::string(cwd) + "/" + std::string(path);
+    std::string out;
+    for (auto c : components(joined)) out += "/" + std::string(c);
+    return out.empty() ? "/" : out;
+}
+
+Settings settings_from_env(const std::vector<std::string> &environment) {
+    Settings settings;
+    for (const auto &entry : environment) {
+        size_t eq = entry.find('=');
+        if (eq == std::string::npos) continue;
+        std::string name = entry.substr(0, eq), value = entry.substr(eq + 1);
+        const EnvVar *var = nullptr;
+        for (const auto &v : kEnvVars)
+            if (name == v.name) var = &v;
+        if (var) {
+            if (!value.empty()) var->apply(settings, name, value); // empty means unset
+        } else if (name.compare(0, 4, "DTF_") == 0) {
+            settings.warnings.push_back(unknown_env_warning(name));
+        }
+    }
+    return settings;
+}
+
+Settings settings_from_process_env() {
+    std::vector<std::string> environment;
+    for (char **e = environ; e && *e; ++e) environment.emplace_back(*e);
+    return settings_from_env(environment);
+}
+
+const char *mode_name(Mode mode) { return mode == Mode::File ? "file" : "transfer"; }
+
+std::string describe(const Config &c, const Settings &s) {
+    std::string out = "; dtf configuration";
+    if (!c.path.empty()) out += " read from " + one_line(c.path);
+    out += "\n";
+    out += "[INFO]\n";
+    out += format("ncomp=%zu\n", c.components.size());
+    for (const auto &name : c.components) out += "comp_name=" + quoted(name) + "\n";
+    out += format("buffer_data=%d\niodb_build_mode=%d\ndo_checksum=%d\nlog_ioreqs=%d\n",
+                  c.buffer_data, c.iodb_build_mode, c.do_checksum, c.log_ioreqs);
+    for (const auto &r : c.files) {
+        out += "\n[FILE]\nfilename=" + quoted(r.pattern) + "\n";
+        for (const auto &ex : r.excludes) out += "exclude_name=" + quoted(ex) + "\n";
+        out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
+        out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),
+                      r.replay_io, r.num_sessions);
+        out += format("write_only=%d\nmirror_io_root=%d\n", r.write_only, r.mirror_io_root);
+    }
+    out += "\n; settings from the environment\n";
+    out += "; DTF_INI_FILE=" + one_line(s.ini_file) + "\n";
+    out += "; DTF_GLOBAL_PATH=" + one_line(s.global_path) + "\n";
+    out += "; DTF_TIMEOUT=" + format_seconds(s.timeout_s) + "\n";
+    out += format("; DTF_VERBOSE_LEVEL=%d\n; DTF_PRINT_STATS=%d\n", s.verbose, s.print_stats);
+    out += "; DTF_RENDEZVOUS=" + one_line(s.rendezvous) + "\n";
+    out += format("; MAX_WORKGROUP_SIZE=%d\n", s.max_workgroup_size);
+    return out;
+}
+
+} // namespace dtf::config

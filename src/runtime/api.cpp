@@ -1,15 +1,51 @@
-// TEMPORARY stub so the tree builds while the runtime is written.
-#include "dtf.h"
-#include "pnc/hook.h"
+// The public C API (dtf.h). Every function holds the runtime lock and converts errors to codes.
+#include <pnetcdf.h>
+
+#include <mutex>
+
+#include "common/api.hpp"
+#include "common/cwd.hpp"
 #include "common/error.hpp"
-extern "C" {
-__attribute__((visibility("default"))) int dtf_init(const char *, const char *) { return 0; }
-__attribute__((visibility("default"))) int dtf_transfer(const char *, int) { return 0; }
-__attribute__((visibility("default"))) int dtf_finalize(void) { return 0; }
-__attribute__((visibility("default"))) const char *dtf_strerror(int c) { const char *m = dtf::error_message(c); return m ? m : "unknown"; }
-__attribute__((visibility("default"))) const char *dtf_errmsg(void) { return dtf::last_error(); }
-int dtf_pnc_active_ = 0;
-unsigned char dtf_pnc_owned_[DTF_PNC_OWNED_MAX];
-int dtf_pnc_path_call(int, void **) { return DTF_PNC_PASS; }
-int dtf_pnc_ncid_call(int, int, void **) { return DTF_PNC_PASS; }
+#include "config/config.hpp"
+#include "runtime/runtime.hpp"
+
+using dtf::runtime::Runtime;
+
+DTF_API int dtf_init(const char *config_path, const char *component_name) {
+    return dtf::guard([&] {
+        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        Runtime::init(config_path, component_name);
+        return 0;
+    });
 }
+
+DTF_API int dtf_transfer(const char *filename, int ncid) {
+    return dtf::guard([&] {
+        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        Runtime *rt = Runtime::instance();
+        if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
+        if (!filename) dtf::fail(DTF_ERR_ARG, "dtf_transfer: filename is NULL");
+        auto it = rt->open_files().find(ncid);
+        if (it == rt->open_files().end()) return 0; // not a file dtf handles: nothing to move
+        std::string path = dtf::config::normalize_path(filename, dtf::current_dir());
+        if (path != it->second.path)
+            dtf::fail(DTF_ERR_ARG, "dtf_transfer('%s', %d): ncid %d is the file '%s'", filename, ncid, ncid,
+                      it->second.path.c_str());
+        return 0; // file mode: the data moves through the file system at close
+    });
+}
+
+DTF_API int dtf_finalize(void) {
+    return dtf::guard([&] {
+        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        Runtime::finalize();
+        return 0;
+    });
+}
+
+DTF_API const char *dtf_strerror(int code) {
+    if (const char *m = dtf::error_message(code)) return m;
+    return ncmpi_strerror(code);
+}
+
+DTF_API const char *dtf_errmsg(void) { return dtf::last_error(); }

@@ -1,1 +1,163 @@
-// placeholder, being written
+// File mode: the hand-off of a real file between components, and the PnetCDF dispatch entry points.
+//
+// Rule (per path, per rank; counters in PathCounters, updated by notices from the other component):
+//   read session  (ncmpi_open without NC_WRITE) waits until the other component has closed one more
+//                 write session than this rank has closed read sessions;
+//   write session (ncmpi_create, or ncmpi_open with NC_WRITE) waits until the other component has
+//                 closed as many read sessions as this rank has closed write sessions, so that a file is
+//                 never overwritten while it is being read (skipped with write_only=1).
+// So A writes, B reads, then B writes and A reads (role reversal) works for any number of cycles, and
+// nothing polls the file system. The wait is agreed over the communicator given to open/create: all
+// ranks proceed or all return the same error.
+#include <pnetcdf.h>
+
+#include "common/cwd.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "pnc/hook.h"
+#include "runtime/runtime.hpp"
+#include "transport/mpi_util.hpp"
+
+extern "C" {
+int dtf_pnc_active_ = 0;
+unsigned char dtf_pnc_owned_[DTF_PNC_OWNED_MAX];
+}
+
+namespace dtf::runtime {
+
+namespace {
+
+template <class Fn> Fn real(int fn) {
+    void *p = dtf_pnc_real(fn);
+    if (!p)
+        fail(DTF_ERR_INTERNAL,
+             "the real PnetCDF function %s was not found: link the program with -ldtf before -lpnetcdf, or "
+             "LD_PRELOAD libdtf.so into a program linked with PnetCDF",
+             dtf_pnc_name(fn));
+    return reinterpret_cast<Fn>(p);
+}
+
+void set_owned(int ncid, bool owned) {
+    if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], owned ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+struct Target {
+    std::string path;
+    const config::FileRule *rule = nullptr;
+    int peer = -1;
+};
+
+// The rule that makes dtf handle `path` for this component, if any.
+bool find_target(Runtime &rt, const char *path, Target *t) {
+    if (!path) return false;
+    t->path = config::normalize_path(path, current_dir());
+    t->rule = rt.config().match(t->path);
+    if (!t->rule) return false;
+    const std::string &me = rt.self_name();
+    if (t->rule->comp1 != me && t->rule->comp2 != me) {
+        log::debug("'%s' matches %s:%d but this component is not in it; passing through", t->path.c_str(),
+                   rt.config().path.c_str(), t->rule->line);
+        return false;
+    }
+    t->peer = rt.config().component_index(t->rule->comp1 == me ? t->rule->comp2 : t->rule->comp1);
+    return true;
+}
+
+void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) {
+    PathCounters &c = rt.counters()[t.path];
+    const std::string &peer = rt.config().components[static_cast<size_t>(t.peer)];
+    if (writer && t.rule->write_only) return;
+    if (writer)
+        rt.wait_until([&] { return c.peer_reads >= c.my_writes; }, [&] {
+            return format("%s of '%s' waited for component '%s' to finish reading version %d of it before "
+                          "overwriting it (it has closed %d read sessions)",
+                          call, t.path.c_str(), peer.c_str(), c.my_writes, c.peer_reads);
+        });
+    else
+        rt.wait_until([&] { return c.peer_writes > c.my_reads; }, [&] {
+            return format("%s of '%s' waited for component '%s' to close write session %d of it (it has closed "
+                          "%d; file mode, %s:%d)",
+                          call, t.path.c_str(), peer.c_str(), c.my_reads + 1, c.peer_writes,
+                          rt.config().path.c_str(), t.rule->line);
+        });
+}
+
+using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
+
+int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
+    Target t;
+    if (!find_target(rt, path, &t)) return DTF_PNC_PASS;
+    const bool create = fn == DTF_FN_ncmpi_create;
+    const char *call = create ? "ncmpi_create" : "ncmpi_open";
+    if (t.rule->mode == config::Mode::Transfer)
+        fail(DTF_ERR_UNSUPPORTED,
+             "rank %d (%s): %s of '%s': mode=\"transfer\" (%s:%d) is not available in this version of dtf; "
+             "use mode=\"file\"",
+             rt.world_rank(), rt.self_name().c_str(), call, t.path.c_str(), rt.config().path.c_str(), t.rule->line);
+    const bool writer = create || (mode & NC_WRITE);
+    transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); });
+    int rc = real<OpenFn>(fn)(comm, path, mode, info, ncidp);
+    if (rc != NC_NOERR) return rc;
+    OpenFile f;
+    f.ncid = *ncidp;
+    f.path = t.path;
+    f.rule = t.rule;
+    f.peer = t.peer;
+    f.writer = writer;
+    transport::check_mpi(MPI_Comm_dup(comm, &f.comm), "MPI_Comm_dup");
+    rt.open_files()[f.ncid] = f;
+    set_owned(f.ncid, true);
+    log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
+    return rc;
+}
+
+int close_file(Runtime &rt, int fn, int ncid) {
+    auto it = rt.open_files().find(ncid);
+    if (it == rt.open_files().end()) return DTF_PNC_PASS;
+    OpenFile f = it->second;
+    rt.open_files().erase(it);
+    set_owned(ncid, false);
+    int rc = real<int (*)(int)>(fn)(ncid);
+    if (rc != NC_NOERR || fn == DTF_FN_ncmpi_abort) {
+        log::warn("'%s' was %s; the other component is not told", f.path.c_str(),
+                  rc != NC_NOERR ? "not closed cleanly" : "aborted");
+        MPI_Comm_free(&f.comm);
+        return rc;
+    }
+    // Every rank has closed (so the data is in the file) before the other component hears of it.
+    transport::check_mpi(MPI_Barrier(f.comm), "MPI_Barrier (close)");
+    int rank;
+    MPI_Comm_rank(f.comm, &rank);
+    MPI_Comm_free(&f.comm);
+    PathCounters &c = rt.counters()[f.path];
+    int session = f.writer ? ++c.my_writes : ++c.my_reads;
+    ++(f.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+    if (rank == 0)
+        rt.notify(f.peer, Notice{f.writer ? NoticeKind::ClosedWrite : NoticeKind::ClosedRead, rt.self(), session, f.path});
+    return rc;
+}
+
+} // namespace
+
+} // namespace dtf::runtime
+
+using dtf::runtime::Runtime;
+
+extern "C" int dtf_pnc_path_call(int fn, void **args) {
+    std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+    Runtime *rt = Runtime::instance();
+    if (!rt) return DTF_PNC_PASS;
+    if (fn != DTF_FN_ncmpi_create && fn != DTF_FN_ncmpi_open) return DTF_PNC_PASS;
+    return dtf::guard([&] {
+        return dtf::runtime::open_or_create(*rt, fn, *static_cast<MPI_Comm *>(args[0]),
+                                            *static_cast<const char **>(args[1]), *static_cast<int *>(args[2]),
+                                            *static_cast<MPI_Info *>(args[3]), *static_cast<int **>(args[4]));
+    });
+}
+
+extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **) {
+    std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+    Runtime *rt = Runtime::instance();
+    if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
+    return dtf::guard([&] { return dtf::runtime::close_file(*rt, fn, ncid); });
+}

@@ -1,1 +1,327 @@
-// placeholder, being written
+#include "runtime/runtime.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/clock.hpp"
+#include "common/cwd.hpp"
+#include "common/log.hpp"
+#include "pnc/hook.h"
+#include "transport/connect.hpp"
+#include "transport/mpi_util.hpp"
+
+namespace dtf::runtime {
+
+using transport::check_mpi;
+
+namespace {
+Runtime *g_runtime = nullptr; // the one instance, guarded by Runtime::mutex()
+constexpr int kTagNotice = 0x0d71;
+
+std::string read_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(DTF_ERR_CONFIG, "cannot read config file '%s'", path.c_str());
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string directory_of(const std::string &path) {
+    std::string abs = config::normalize_path(path, current_dir());
+    std::string dir = abs.substr(0, abs.rfind('/'));
+    return dir.empty() ? "/" : dir;
+}
+
+bool is_open_mpi() {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    return std::string(version, static_cast<size_t>(len)).find("Open MPI") != std::string::npos;
+}
+
+uint64_t fnv1a(const std::string &s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// First line where two texts differ, for "started with a different configuration" messages.
+std::string first_difference(const std::string &a, const std::string &b) {
+    std::istringstream ia(a), ib(b);
+    std::string la, lb;
+    for (int line = 1;; ++line) {
+        bool ga = static_cast<bool>(std::getline(ia, la)), gb = static_cast<bool>(std::getline(ib, lb));
+        if (!ga && !gb) return "(no difference found)";
+        if (!ga) la = "(end)";
+        if (!gb) lb = "(end)";
+        if (la != lb) return format("here '%s', there '%s'", la.c_str(), lb.c_str());
+    }
+}
+} // namespace
+
+std::recursive_mutex &Runtime::mutex() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+Runtime *Runtime::instance() { return g_runtime; }
+
+void Runtime::init(const char *config_path, const char *component_name) {
+    if (g_runtime) fail(DTF_ERR_ALREADY_INIT, "dtf_init: dtf is already initialized");
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized) fail(DTF_ERR_MPI, "dtf_init must be called after MPI_Init and before MPI_Finalize");
+    std::unique_ptr<Runtime> rt(new Runtime);
+    double t0 = now_s();
+    try {
+        rt->setup(config_path, component_name);
+    } catch (...) {
+        rt->teardown(false);
+        throw;
+    }
+    rt->stats_.init_s = now_s() - t0;
+    g_runtime = rt.release();
+    for (const auto &rule : g_runtime->config_.files)
+        if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name()) dtf_pnc_active_ = 1;
+}
+
+void Runtime::setup(const char *config_path, const char *component_name) {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup(MPI_COMM_WORLD)");
+    MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(world_, &rank_);
+    MPI_Comm_size(world_, &size_);
+    transport::on_all(world_, [&] { settings_ = config::settings_from_process_env(); });
+    log::set_level(settings_.verbose);
+    if (rank_ == 0)
+        for (const auto &w : settings_.warnings) std::fprintf(stderr, "[dtf] warning: %s\n", w.c_str());
+
+    config_path_ = !settings_.ini_file.empty() ? settings_.ini_file : (config_path ? config_path : "");
+    if (config_path_.empty())
+        fail(DTF_ERR_ARG, "dtf_init: no configuration file (pass its path or set DTF_INI_FILE)");
+    if (!component_name || !*component_name) fail(DTF_ERR_ARG, "dtf_init: no component name given");
+    std::string text;
+    transport::on_root(world_, 0, [&] {
+        text = read_file(config_path_);
+        config_ = config::parse(text, config_path_);
+    });
+    int len = static_cast<int>(text.size());
+    check_mpi(MPI_Bcast(&len, 1, MPI_INT, 0, world_), "MPI_Bcast");
+    text.resize(static_cast<size_t>(len));
+    check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, 0, world_), "MPI_Bcast");
+    if (rank_ != 0) config_ = config::parse(text, config_path_);
+
+    self_ = config_.component_index(component_name);
+    if (self_ < 0) {
+        std::string known;
+        for (const auto &c : config_.components) known += (known.empty() ? "'" : ", '") + c + "'";
+        throw Error(DTF_ERR_CONFIG,
+                    format("dtf_init: component '%s' is not listed in %s (comp_name= gives %s)", component_name,
+                           config_path_.c_str(), known.c_str()),
+                    rank_ != 0);
+    }
+    log::set_context(self_name(), rank_);
+    if (rank_ == 0 && log::enabled(log::kInfo))
+        log::info("effective configuration:\n%s", config::describe(config_, settings_).c_str());
+    double t0 = now_s();
+    connect_peers();
+    stats_.connect_s = now_s() - t0;
+}
+
+void Runtime::connect_peers() {
+    std::vector<int> peers = config_.peers_of(self_);
+    if (peers.empty()) return;
+    std::unique_ptr<transport::Board> board;
+    transport::on_root(world_, 0, [&] {
+        const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
+        bool has_server = server && *server;
+        if (settings_.rendezvous == "auto" && !has_server && is_open_mpi())
+            fail(DTF_ERR_CONNECT,
+                 "component '%s' must connect to other components, but separately launched Open MPI jobs can "
+                 "only connect through a name server: launch the components with `dtfrun`, or start "
+                 "`ompi-server --no-daemonize --report-uri FILE` and give every mpirun `--ompi-server file:FILE`",
+                 self_name().c_str());
+        bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && has_server);
+        std::string dir = settings_.global_path.empty() ? directory_of(config_path_) : settings_.global_path;
+        board = names ? transport::make_name_board() : transport::make_file_board(dir);
+    });
+    // Pairs in one global order (lower component index accepts), so no two components wait on
+    // each other in opposite orders.
+    for (int p : peers) {
+        PeerLink link;
+        link.component = p;
+        link.name = config_.components[p];
+        log::debug("connecting to component '%s'", link.name.c_str());
+        transport::PairSpec spec{self_name(), link.name, self_ < p};
+        link.inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
+        MPI_Comm_remote_size(link.inter, &link.remote_size);
+        peers_[p] = link;
+        handshake(peers_[p], settings_.timeout_s);
+        log::info("connected to component '%s' (%d ranks)", link.name.c_str(), link.remote_size);
+    }
+}
+
+// Both sides must run compatible dtf versions with the same configuration.
+void Runtime::handshake(PeerLink &link, double timeout_s) {
+    std::string mine = format("dtf %s wire %08x component %s config %s\n", DTF_VERSION, kNoticeMagic,
+                              self_name().c_str(), config_path_.c_str()) +
+                       config::describe(config_, config::Settings{});
+    std::string theirs = transport::exchange_with_peer(link.inter, world_, mine, timeout_s, link.name);
+    std::string my_head = mine.substr(0, mine.find('\n')), their_head = theirs.substr(0, theirs.find('\n'));
+    std::string my_body = mine.substr(mine.find('\n') + 1), their_body = theirs.substr(theirs.find('\n') + 1);
+    bool quiet = rank_ != 0;
+    std::string expect = format("component %s ", link.name.c_str());
+    if (my_head.substr(0, my_head.find(" component")) != their_head.substr(0, their_head.find(" component")))
+        throw Error(DTF_ERR_PEER, format("component '%s' runs an incompatible dtf: here '%s', there '%s'",
+                                         link.name.c_str(), my_head.c_str(), their_head.c_str()), quiet);
+    if (their_head.find(expect) == std::string::npos)
+        throw Error(DTF_ERR_PEER, format("expected component '%s' but '%s' answered", link.name.c_str(),
+                                         their_head.c_str()), quiet);
+    if (fnv1a(my_body) != fnv1a(their_body))
+        throw Error(DTF_ERR_CONFIG,
+                    format("component '%s' was started with a different configuration (%s) than '%s' (%s); "
+                           "first difference: %s",
+                           link.name.c_str(), their_head.substr(their_head.find(" config ") + 8).c_str(),
+                           self_name().c_str(), config_path_.c_str(),
+                           first_difference(my_body, their_body).c_str()),
+                    quiet);
+}
+
+void Runtime::notify(int peer, const Notice &notice) {
+    auto it = peers_.find(peer);
+    if (it == peers_.end()) fail(DTF_ERR_INTERNAL, "notice for unconnected component %d", peer);
+    auto send = std::make_unique<PendingSend>();
+    send->bytes = encode(notice);
+    send->requests.resize(static_cast<size_t>(it->second.remote_size));
+    for (int r = 0; r < it->second.remote_size; ++r)
+        check_mpi(MPI_Isend(send->bytes.data(), static_cast<int>(send->bytes.size()), MPI_BYTE, r, kTagNotice,
+                            it->second.inter, &send->requests[static_cast<size_t>(r)]),
+                  "MPI_Isend (notice)");
+    sends_.push_back(std::move(send));
+    ++stats_.notices_sent;
+}
+
+void Runtime::progress() {
+    for (auto &[comp, link] : peers_) {
+        for (;;) {
+            int flag = 0;
+            MPI_Status status;
+            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagNotice, link.inter, &flag, &status), "MPI_Iprobe");
+            if (!flag) break;
+            int size = 0;
+            MPI_Get_count(&status, MPI_BYTE, &size);
+            std::vector<char> bytes(static_cast<size_t>(size));
+            check_mpi(MPI_Recv(bytes.data(), size, MPI_BYTE, status.MPI_SOURCE, kTagNotice, link.inter,
+                               MPI_STATUS_IGNORE),
+                      "MPI_Recv (notice)");
+            std::string why;
+            auto notice = decode(bytes.data(), bytes.size(), &why);
+            if (!notice || notice->from_component != comp)
+                fail(DTF_ERR_PEER, "malformed notice from component '%s' rank %d: %s", link.name.c_str(),
+                     status.MPI_SOURCE, notice ? "wrong sender component" : why.c_str());
+            apply(*notice);
+        }
+    }
+    for (auto it = sends_.begin(); it != sends_.end();) {
+        int done = 0;
+        check_mpi(MPI_Testall(static_cast<int>((*it)->requests.size()), (*it)->requests.data(), &done,
+                              MPI_STATUSES_IGNORE),
+                  "MPI_Testall (notice)");
+        it = done ? sends_.erase(it) : it + 1;
+    }
+}
+
+void Runtime::apply(const Notice &n) {
+    PathCounters &c = counters_[n.path];
+    int &count = n.kind == NoticeKind::ClosedWrite ? c.peer_writes : c.peer_reads;
+    count = std::max(count, n.session);
+    ++stats_.notices_received;
+    log::debug("notice: component '%s' closed %s session %d of '%s'", config_.components[n.from_component].c_str(),
+               n.kind == NoticeKind::ClosedWrite ? "write" : "read", n.session, n.path.c_str());
+}
+
+void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what) {
+    Deadline deadline(settings_.timeout_s);
+    Backoff backoff(20e-6, 2e-3);
+    for (;;) {
+        progress();
+        if (done()) break;
+        if (deadline.expired())
+            fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_,
+                 self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
+        backoff.sleep();
+    }
+    stats_.wait_s += deadline.elapsed();
+}
+
+void Runtime::finalize() {
+    Runtime *rt = g_runtime;
+    if (!rt) fail(DTF_ERR_NOT_INIT, "dtf_finalize: dtf is not initialized");
+    g_runtime = nullptr;
+    dtf_pnc_active_ = 0;
+    std::unique_ptr<Runtime> owner(rt);
+    rt->teardown(true);
+}
+
+namespace {
+void print_stats(MPI_Comm world, const std::string &name, int size, const Stats &s) {
+    double times[3] = {s.init_s, s.connect_s, s.wait_s}, tmax[3];
+    long counts[4] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received}, csum[4];
+    MPI_Reduce(times, tmax, 3, MPI_DOUBLE, MPI_MAX, 0, world);
+    MPI_Reduce(counts, csum, 4, MPI_LONG, MPI_SUM, 0, world);
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    if (rank == 0)
+        std::fprintf(stderr,
+                     "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s), waited for peers %.3f s "
+                     "(max over ranks); file sessions closed by all ranks: %ld written, %ld read; notices %ld "
+                     "sent, %ld received\n",
+                     name.c_str(), size, tmax[0], tmax[1], tmax[2], csum[0], csum[1], csum[2], csum[3]);
+}
+} // namespace
+
+// Best effort: every step runs even if an earlier one failed; the first error is thrown at the end.
+// `orderly` (dtf_finalize): meet every peer in a bounded barrier, then disconnect. Otherwise (dtf_init
+// failed half-way) only release local resources: the peers may be anywhere.
+void Runtime::teardown(bool orderly) {
+    std::unique_ptr<Error> first;
+    auto attempt = [&](const std::function<void()> &step) {
+        try {
+            step();
+        } catch (const Error &e) {
+            if (!first) first = std::make_unique<Error>(e);
+        }
+    };
+    for (auto &[ncid, f] : open_files_) {
+        log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
+        if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], 0, __ATOMIC_RELEASE);
+        if (f.comm != MPI_COMM_NULL) MPI_Comm_free(&f.comm);
+    }
+    open_files_.clear();
+    if (orderly) {
+        attempt([&] { wait_until([&] { return sends_.empty(); }, [&] { return format("delivering %zu notices", sends_.size()); }); });
+        for (auto &[comp, link] : peers_) {
+            bool synced = false;
+            attempt([&] {
+                MPI_Request req;
+                check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
+                transport::wait_request(&req, Deadline(settings_.timeout_s), [&] {
+                    return format("rank %d (%s): dtf_finalize waited for component '%s' to call dtf_finalize",
+                                  rank_, self_name().c_str(), link.name.c_str());
+                });
+                synced = true;
+                progress();
+            });
+            // Disconnecting from a peer that never arrived would block; leave that link to MPI_Finalize.
+            if (synced) MPI_Comm_disconnect(&link.inter);
+        }
+        if (settings_.print_stats) attempt([&] { print_stats(world_, self_name(), size_, stats_); });
+    }
+    for (auto &[comp, link] : peers_)
+        if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);
+    peers_.clear();
+    if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
+    if (first) throw *first;
+}
+
+} // namespace dtf::runtime

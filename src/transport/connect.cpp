@@ -1,1 +1,168 @@
-// placeholder, being written
+#include "transport/connect.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <random>
+#include <sstream>
+
+#include "common/clock.hpp"
+#include "common/log.hpp"
+#include "transport/mpi_util.hpp"
+
+namespace dtf::transport {
+
+namespace {
+
+std::string make_nonce() {
+    std::random_device rd;
+    std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid()));
+    return format("%016llx", static_cast<unsigned long long>(gen()));
+}
+
+std::string host_name() {
+    char h[256] = {0};
+    gethostname(h, sizeof h - 1);
+    return h;
+}
+
+struct PortRecord {
+    std::string nonce, origin, port; // origin: "<host> <pid> <unix time>"
+};
+
+std::optional<PortRecord> parse_port(const std::optional<std::string> &text) {
+    if (!text) return std::nullopt;
+    size_t nl = text->find('\n'), sp = text->find(' ');
+    if (nl == std::string::npos || sp == std::string::npos || sp > nl) return std::nullopt;
+    return PortRecord{text->substr(0, sp), text->substr(sp + 1, nl - sp - 1), text->substr(nl + 1)};
+}
+
+std::string pair_key(const PairSpec &s) {
+    return s.acceptor ? s.self + "--" + s.peer : s.peer + "--" + s.self;
+}
+
+void accept_side(Board &board, const PairSpec &spec, const std::string &port, double timeout_s) {
+    const std::string key = pair_key(spec), nonce = make_nonce();
+    board.remove(key + ".ack");
+    board.remove(key + ".go");
+    board.put(key + ".port", format("%s %s %d %lld\n%s", nonce.c_str(), host_name().c_str(),
+                                    static_cast<int>(getpid()), static_cast<long long>(time(nullptr)),
+                                    port.c_str()));
+    log::debug("published port for '%s' in %s", spec.peer.c_str(), board.where().c_str());
+    Deadline deadline(timeout_s);
+    Backoff backoff(1e-3, 50e-3);
+    for (;;) {
+        if (auto ack = board.get(key + ".ack")) {
+            std::istringstream in(*ack);
+            std::string a, b;
+            if ((in >> a >> b) && a == nonce) {
+                board.put(key + ".go", b);
+                return;
+            }
+        }
+        if (deadline.expired())
+            fail(DTF_ERR_TIMEOUT,
+                 "component '%s' waited %.1f s for component '%s' to connect (port published in %s as "
+                 "'.dtf-%s.port'); is '%s' running, with the same config file and DTF_GLOBAL_PATH? "
+                 "(DTF_TIMEOUT=%g)",
+                 spec.self.c_str(), deadline.elapsed(), spec.peer.c_str(), board.where().c_str(), key.c_str(),
+                 spec.peer.c_str(), timeout_s);
+        backoff.sleep();
+    }
+}
+
+std::string connect_side(Board &board, const PairSpec &spec, double timeout_s) {
+    const std::string key = pair_key(spec), nonce = make_nonce();
+    Deadline deadline(timeout_s);
+    Backoff backoff(1e-3, 50e-3);
+    std::optional<PortRecord> seen;
+    for (;;) {
+        auto rec = parse_port(board.get(key + ".port"));
+        if (rec && (!seen || seen->nonce != rec->nonce)) {
+            board.put(key + ".ack", rec->nonce + " " + nonce);
+            seen = rec;
+        }
+        if (seen) {
+            auto go = board.get(key + ".go");
+            if (go && *go == nonce) return seen->port;
+        }
+        if (deadline.expired()) {
+            std::string found = seen ? format("; the port entry found there (written by host/pid/time %s) never "
+                                              "answered: left over from an earlier run?",
+                                              seen->origin.c_str())
+                                     : "; no port entry was found there";
+            fail(DTF_ERR_TIMEOUT,
+                 "component '%s' waited %.1f s for component '%s' to accept a connection in %s%s. Is '%s' "
+                 "running, with the same config file and DTF_GLOBAL_PATH? (DTF_TIMEOUT=%g)",
+                 spec.self.c_str(), deadline.elapsed(), spec.peer.c_str(), board.where().c_str(), found.c_str(),
+                 spec.peer.c_str(), timeout_s);
+        }
+        backoff.sleep();
+    }
+}
+
+} // namespace
+
+MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double timeout_s) {
+    int rank;
+    MPI_Comm_rank(local, &rank);
+    char port[MPI_MAX_PORT_NAME] = {0};
+    on_root(local, 0, [&] {
+        ScopedErrorsReturn errors_return;
+        if (spec.acceptor) {
+            check_mpi(MPI_Open_port(MPI_INFO_NULL, port), "MPI_Open_port");
+            try {
+                accept_side(*board, spec, port, timeout_s);
+            } catch (...) {
+                MPI_Close_port(port);
+                throw;
+            }
+        } else {
+            std::string p = connect_side(*board, spec, timeout_s);
+            snprintf(port, sizeof port, "%s", p.c_str());
+        }
+    });
+    MPI_Comm inter = MPI_COMM_NULL;
+    int rc = spec.acceptor ? MPI_Comm_accept(port, MPI_INFO_NULL, 0, local, &inter)
+                           : MPI_Comm_connect(port, MPI_INFO_NULL, 0, local, &inter);
+    if (rank == 0 && spec.acceptor) {
+        ScopedErrorsReturn errors_return;
+        MPI_Close_port(port);
+        const std::string key = pair_key(spec);
+        for (const char *suffix : {".port", ".ack", ".go"}) board->remove(key + suffix);
+    }
+    if (rc != MPI_SUCCESS)
+        fail(DTF_ERR_CONNECT, "component '%s': %s to component '%s' failed: %s", spec.self.c_str(),
+             spec.acceptor ? "MPI_Comm_accept" : "MPI_Comm_connect", spec.peer.c_str(),
+             mpi_error_string(rc).c_str());
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    return inter;
+}
+
+std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
+                               const std::string &peer_name) {
+    const int tag = 0x0d7f;
+    std::string theirs;
+    on_root(local, 0, [&] {
+        Deadline deadline(timeout_s);
+        auto what = [&] { return format("waiting for the handshake of component '%s'", peer_name.c_str()); };
+        int len = static_cast<int>(mine.size()), their_len = 0;
+        MPI_Request reqs[2];
+        check_mpi(MPI_Isend(&len, 1, MPI_INT, 0, tag, inter, &reqs[0]), "MPI_Isend");
+        check_mpi(MPI_Irecv(&their_len, 1, MPI_INT, 0, tag, inter, &reqs[1]), "MPI_Irecv");
+        wait_request(&reqs[1], deadline, what);
+        wait_request(&reqs[0], deadline, what);
+        theirs.resize(static_cast<size_t>(their_len));
+        check_mpi(MPI_Isend(mine.data(), len, MPI_CHAR, 0, tag, inter, &reqs[0]), "MPI_Isend");
+        check_mpi(MPI_Irecv(theirs.data(), their_len, MPI_CHAR, 0, tag, inter, &reqs[1]), "MPI_Irecv");
+        wait_request(&reqs[1], deadline, what);
+        wait_request(&reqs[0], deadline, what);
+    });
+    int len = static_cast<int>(theirs.size());
+    check_mpi(MPI_Bcast(&len, 1, MPI_INT, 0, local), "MPI_Bcast");
+    theirs.resize(static_cast<size_t>(len));
+    check_mpi(MPI_Bcast(theirs.data(), len, MPI_CHAR, 0, local), "MPI_Bcast");
+    return theirs;
+}
+
+} // namespace dtf::transport

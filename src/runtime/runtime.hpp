@@ -1,0 +1,103 @@
+// The runtime: the one object that holds dtf's state for this process between dtf_init and
+// dtf_finalize (configuration, this component, the links to peer components, the files dtf handles).
+// Everything reaches it through Runtime::instance(); all access holds Runtime::mutex().
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "runtime/notice.hpp"
+#include "transport/rendezvous.hpp"
+
+namespace dtf::runtime {
+
+struct PeerLink {
+    int component = -1;
+    std::string name;
+    MPI_Comm inter = MPI_COMM_NULL; // local group: our MPI_COMM_WORLD; remote group: theirs
+    int remote_size = 0;
+};
+
+// What this rank knows about one path (file mode): its own closed sessions and the peer's.
+struct PathCounters {
+    int my_writes = 0, my_reads = 0;     // sessions this rank closed
+    int peer_writes = 0, peer_reads = 0; // sessions the other component closed (from notices)
+};
+
+// A file dtf handles that is open on this rank.
+struct OpenFile {
+    int ncid = -1;
+    std::string path; // normalized absolute path
+    const config::FileRule *rule = nullptr;
+    int peer = -1; // the other component of the rule
+    bool writer = false;
+    MPI_Comm comm = MPI_COMM_NULL; // dup of the communicator given to ncmpi_create/ncmpi_open
+};
+
+struct Stats {
+    double init_s = 0, connect_s = 0, wait_s = 0;
+    long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0;
+};
+
+class Runtime {
+public:
+    // Collective over MPI_COMM_WORLD. Throws dtf::Error (agreed on all ranks).
+    static void init(const char *config_path, const char *component_name);
+    // Collective over MPI_COMM_WORLD.
+    static void finalize();
+    // nullptr outside dtf_init .. dtf_finalize.
+    static Runtime *instance();
+    static std::recursive_mutex &mutex();
+
+    const config::Config &config() const { return config_; }
+    const config::Settings &settings() const { return settings_; }
+    int self() const { return self_; }
+    const std::string &self_name() const { return config_.components[self_]; }
+    int world_rank() const { return rank_; }
+
+    // Files (implemented in files.cpp).
+    std::map<std::string, PathCounters> &counters() { return counters_; }
+    std::map<int, OpenFile> &open_files() { return open_files_; }
+    Stats &stats() { return stats_; }
+
+    // Send a notice to every rank of component `peer` (non-blocking; completed in progress()).
+    void notify(int peer, const Notice &notice);
+    // Receive pending notices and complete finished sends. Cheap when nothing is pending.
+    void progress();
+    // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
+    // DTF_TIMEOUT seconds.
+    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
+
+private:
+    Runtime() = default;
+    void setup(const char *config_path, const char *component_name);
+    void connect_peers();
+    void handshake(PeerLink &link, double timeout_s);
+    void teardown(bool orderly);
+    void apply(const Notice &n);
+
+    config::Config config_;
+    config::Settings settings_;
+    std::string config_path_;
+    int self_ = -1;
+    int rank_ = 0, size_ = 1;
+    MPI_Comm world_ = MPI_COMM_NULL;
+    std::map<int, PeerLink> peers_;
+    std::map<std::string, PathCounters> counters_;
+    std::map<int, OpenFile> open_files_;
+    struct PendingSend {
+        std::vector<MPI_Request> requests; // one per remote rank, all sending `bytes`
+        std::vector<char> bytes;
+    };
+    std::vector<std::unique_ptr<PendingSend>> sends_;
+    Stats stats_;
+};
+
+} // namespace dtf::runtime

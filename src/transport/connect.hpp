@@ -1,0 +1,36 @@
+// Connecting two separately launched components into an inter-communicator.
+//
+// Protocol (on rank 0 of each side, over a rendezvous Board; key K = "<acceptor>--<connector>"):
+//   acceptor : open an MPI port; put K.port = "<nonceA> <host> <pid> <time>\n<port>"; wait for
+//              K.ack = "<nonceA> <nonceB>" carrying its own nonceA; put K.go = "<nonceB>"; accept.
+//   connector: poll K.port; ack every new nonceA it sees with "<nonceA> <nonceB>"; connect once
+//              K.go carries its own nonceB.
+// Entries left by a crashed earlier run carry other nonces and are ignored; every wait is bounded by
+// the timeout and polls with backoff. Only after both roots agreed do all ranks enter
+// MPI_Comm_accept/MPI_Comm_connect, so no rank blocks in MPI while a peer is missing.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "transport/rendezvous.hpp"
+
+namespace dtf::transport {
+
+struct PairSpec {
+    std::string self; // this component's name
+    std::string peer; // the peer component's name
+    bool acceptor;    // true on the side with the lower component index
+};
+
+// Collective over `local`. `board` is used on rank 0 only (may be null elsewhere). Returns an
+// inter-communicator with MPI_ERRORS_RETURN. Throws DTF_ERR_TIMEOUT naming the peer and the board.
+MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double timeout_s);
+
+// Exchange a string between the roots of an inter-communicator and broadcast the peer's string to
+// every local rank. Collective over both groups of `inter`. Bounded by `timeout_s`.
+std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
+                               const std::string &peer_name);
+
+} // namespace dtf::transport

@@ -1,0 +1,96 @@
+#include "transport/mpi_util.hpp"
+
+#include <vector>
+
+namespace dtf::transport {
+
+std::string mpi_error_string(int rc) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS) return format("MPI error %d", rc);
+    return std::string(s, static_cast<size_t>(len));
+}
+
+ScopedErrorsReturn::ScopedErrorsReturn() {
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_);
+    MPI_Comm_get_errhandler(MPI_COMM_SELF, &self_);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+}
+
+ScopedErrorsReturn::~ScopedErrorsReturn() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, world_);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, self_);
+    MPI_Errhandler_free(&world_);
+    MPI_Errhandler_free(&self_);
+}
+
+void check_mpi(int rc, const char *what) {
+    if (rc != MPI_SUCCESS) fail(DTF_ERR_MPI, "%s failed: %s", what, mpi_error_string(rc).c_str());
+}
+
+namespace {
+// Broadcast (code, message) from `root` to every rank of `comm`.
+void share(MPI_Comm comm, int root, int &code, std::string &message) {
+    int header[2] = {code, static_cast<int>(message.size())};
+    check_mpi(MPI_Bcast(header, 2, MPI_INT, root, comm), "MPI_Bcast (error agreement)");
+    code = header[0];
+    if (code == 0) return;
+    message.resize(static_cast<size_t>(header[1]));
+    check_mpi(MPI_Bcast(message.data(), header[1], MPI_CHAR, root, comm), "MPI_Bcast (error agreement)");
+}
+} // namespace
+
+void on_root(MPI_Comm comm, int root, const std::function<void()> &fn) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    int code = 0;
+    std::string message;
+    if (rank == root) {
+        try {
+            fn();
+        } catch (const Error &e) {
+            code = e.code();
+            message = e.what();
+        }
+    }
+    share(comm, root, code, message);
+    if (code != 0) throw Error(code, message, rank != root);
+}
+
+void on_all(MPI_Comm comm, const std::function<void()> &fn) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int own_code = 0;
+    std::string own_message;
+    try {
+        fn();
+    } catch (const Error &e) {
+        own_code = e.code();
+        own_message = e.what();
+    }
+    int mine = own_code ? rank : size, first = size;
+    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+    if (first == size) return;
+    int code = own_code;
+    std::string message = own_message;
+    share(comm, first, code, message);
+    if (own_code != 0) throw Error(own_code, own_message); // each failing rank reports its own failure
+    throw Error(code, format("rank %d: %s", first, message.c_str()), true);
+}
+
+void wait_request(MPI_Request *req, const Deadline &deadline, const std::function<std::string()> &what) {
+    Backoff backoff;
+    for (;;) {
+        int done = 0;
+        check_mpi(MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done) return;
+        if (deadline.expired())
+            fail(DTF_ERR_TIMEOUT, "%s (waited %.1f s; DTF_TIMEOUT=%g)", what().c_str(), deadline.elapsed(),
+                 deadline.timeout());
+        backoff.sleep();
+    }
+}
+
+} // namespace dtf::transport

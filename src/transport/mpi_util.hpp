@@ -1,0 +1,46 @@
+// Small MPI helpers shared by the transport and the runtime: error checks with context, error
+// agreement across the ranks of a communicator (a failure on one rank never hangs the others), and
+// bounded waits on requests.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+#include "common/clock.hpp"
+#include "common/error.hpp"
+
+namespace dtf::transport {
+
+// MPI calls without a communicator (MPI_Lookup_name, MPI_Open_port, ...) report errors through
+// MPI_COMM_WORLD's handler, which is the application's. This switches it (and MPI_COMM_SELF's) to
+// MPI_ERRORS_RETURN for the scope and restores the application's handlers afterwards.
+class ScopedErrorsReturn {
+public:
+    ScopedErrorsReturn();
+    ~ScopedErrorsReturn();
+    ScopedErrorsReturn(const ScopedErrorsReturn &) = delete;
+    ScopedErrorsReturn &operator=(const ScopedErrorsReturn &) = delete;
+
+private:
+    MPI_Errhandler world_, self_;
+};
+
+// Throw DTF_ERR_MPI "<what> failed: <MPI error string>" unless rc == MPI_SUCCESS.
+void check_mpi(int rc, const char *what);
+std::string mpi_error_string(int rc);
+
+// Run `fn` on rank `root` of `comm`; broadcast its outcome. Every rank returns normally or throws the
+// same error (quietly on the ranks other than root). Collective over `comm`.
+void on_root(MPI_Comm comm, int root, const std::function<void()> &fn);
+
+// Run `fn` on every rank of `comm`, then agree: if any rank failed, every rank throws the error of the
+// lowest failing rank (ranks that failed themselves throw their own). Collective over `comm`.
+void on_all(MPI_Comm comm, const std::function<void()> &fn);
+
+// Wait for `req`, polling with backoff, until `deadline`; on expiry cancel nothing (the caller decides)
+// and throw DTF_ERR_TIMEOUT with "<what()> (waited S s; DTF_TIMEOUT=T)".
+void wait_request(MPI_Request *req, const Deadline &deadline, const std::function<std::string()> &what);
+
+} // namespace dtf::transport

@@ -1,0 +1,145 @@
+/*
+ * Coupled file-mode test component: run as "model" (M ranks) and as "assim" (N ranks), launched as
+ * two separate MPI jobs by dtfrun. Per cycle c:
+ *   model  creates state.nc and writes S(c)            (row blocks over its ranks)
+ *   assim  opens state.nc, checks S(c)                 (column blocks over its ranks)
+ *   assim  creates state.nc again and writes R(c)      (role reversal on the same path)
+ *   model  opens state.nc, checks R(c)
+ *   model  also writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it.
+ * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
+ * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
+ *
+ * usage: filemode (model|assim) DIR CYCLES [NY NX]
+ */
+#include <mpi.h>
+#include <pnetcdf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtf.h"
+
+static int rank, nranks;
+static const char *role;
+
+#define CHECK(call)                                                                                  \
+    do {                                                                                             \
+        int err_ = (call);                                                                           \
+        if (err_ != NC_NOERR) {                                                                      \
+            fprintf(stderr, "%s rank %d: %s failed: %s %s\n", role, rank, #call, ncmpi_strerror(err_),  \
+                    dtf_errmsg());                                                                   \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                                            \
+        }                                                                                            \
+    } while (0)
+
+static double value(int which, int cycle, MPI_Offset j, MPI_Offset i) {
+    return which * 1e7 + cycle * 1e5 + (double)j * 100 + (double)i;
+}
+
+/* Split n into nparts blocks; block p is [*start, *start + *count). */
+static void block(MPI_Offset n, int nparts, int p, MPI_Offset *start, MPI_Offset *count) {
+    MPI_Offset base = n / nparts, extra = n % nparts;
+    *start = p * base + (p < extra ? p : extra);
+    *count = base + (p < extra ? 1 : 0);
+}
+
+static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_Offset nx) {
+    int ncid, dims[2], var;
+    MPI_Offset start[2], count[2];
+    usleep(200000); /* a reader that does not wait for the hand-off runs ahead and fails */
+    CHECK(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER, MPI_INFO_NULL, &ncid));
+    CHECK(ncmpi_def_dim(ncid, "y", ny, &dims[0]));
+    CHECK(ncmpi_def_dim(ncid, "x", nx, &dims[1]));
+    CHECK(ncmpi_def_var(ncid, "field", NC_DOUBLE, 2, dims, &var));
+    CHECK(ncmpi_put_att_int(ncid, NC_GLOBAL, "cycle", NC_INT, 1, &cycle));
+    CHECK(ncmpi_enddef(ncid));
+    block(ny, nranks, rank, &start[0], &count[0]); /* rows */
+    start[1] = 0;
+    count[1] = nx;
+    double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
+    for (MPI_Offset j = 0; j < count[0]; j++)
+        for (MPI_Offset i = 0; i < nx; i++) buf[j * nx + i] = value(which, cycle, start[0] + j, i);
+    CHECK(ncmpi_put_vara_double_all(ncid, var, start, count, buf));
+    CHECK(dtf_transfer(path, ncid));
+    CHECK(ncmpi_close(ncid));
+    free(buf);
+}
+
+static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_Offset nx) {
+    int ncid, var, file_cycle, bad = 0;
+    MPI_Offset start[2], count[2];
+    CHECK(ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    CHECK(ncmpi_get_att_int(ncid, NC_GLOBAL, "cycle", &file_cycle));
+    CHECK(ncmpi_inq_varid(ncid, "field", &var));
+    start[0] = 0;
+    count[0] = ny;
+    block(nx, nranks, rank, &start[1], &count[1]); /* columns: another decomposition */
+    double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
+    CHECK(ncmpi_get_vara_double_all(ncid, var, start, count, buf));
+    CHECK(dtf_transfer(path, ncid));
+    CHECK(ncmpi_close(ncid));
+    if (file_cycle != cycle) {
+        fprintf(stderr, "%s rank %d: %s has cycle %d, expected %d\n", role, rank, path, file_cycle, cycle);
+        bad = 1;
+    }
+    for (MPI_Offset j = 0; j < count[0] && !bad; j++)
+        for (MPI_Offset i = 0; i < count[1]; i++) {
+            double want = value(which, cycle, j, start[1] + i), got = buf[j * count[1] + i];
+            if (memcmp(&want, &got, sizeof want) != 0) {
+                fprintf(stderr, "%s rank %d: %s cycle %d [%lld,%lld] = %.17g, expected %.17g\n", role, rank,
+                        path, cycle, (long long)j, (long long)(start[1] + i), got, want);
+                bad = 1;
+                break;
+            }
+        }
+    free(buf);
+    return bad;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (argc < 4) {
+        fprintf(stderr, "usage: filemode (model|assim) DIR CYCLES [NY NX]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    role = argv[1];
+    const char *dir = argv[2];
+    int cycles = atoi(argv[3]);
+    MPI_Offset ny = argc > 5 ? atoll(argv[4]) : 12, nx = argc > 5 ? atoll(argv[5]) : 10;
+    int is_model = strcmp(role, "model") == 0, bad = 0, err;
+
+    double t0 = MPI_Wtime();
+    if ((err = dtf_init("filemode.ini", role)) != DTF_SUCCESS) {
+        fprintf(stderr, "%s rank %d: dtf_init failed after %.1f s: %s: %s\n", role, rank, MPI_Wtime() - t0,
+                dtf_strerror(err), dtf_errmsg());
+        MPI_Finalize();
+        return 2;
+    }
+    char state[4096], hist[4096];
+    snprintf(state, sizeof state, "%s/state.nc", dir);
+    for (int c = 1; c <= cycles; c++) {
+        snprintf(hist, sizeof hist, "%s/hist.%04d.nc", dir, c);
+        if (is_model) {
+            write_file(state, 1, c, ny, nx);
+            write_file(hist, 3, c, ny, nx);
+            bad |= read_file(state, 2, c, ny, nx);
+        } else {
+            bad |= read_file(state, 1, c, ny, nx);
+            write_file(state, 2, c, ny, nx);
+            bad |= read_file(hist, 3, c, ny, nx);
+        }
+    }
+    if ((err = dtf_finalize()) != DTF_SUCCESS) {
+        fprintf(stderr, "%s rank %d: dtf_finalize failed: %s\n", role, rank, dtf_errmsg());
+        bad = 2;
+    }
+    int any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %d ranks, %d cycles, %s\n", role, nranks, cycles, any_bad ? "WRONG DATA" : "all values verified");
+    MPI_Finalize();
+    return any_bad;
+}

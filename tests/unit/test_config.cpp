@@ -1,0 +1,440 @@
+// Unit tests of src/config: the INI parser (valid inputs and every error message), file-name
+// patterns, path normalization, the DTF_* environment and the describe() round trip.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+
+using namespace dtf::config;
+
+namespace {
+
+int g_passed = 0, g_failed = 0;
+
+void check(bool ok, const std::string &name, const char *what, int line) {
+    if (ok) {
+        ++g_passed;
+        return;
+    }
+    ++g_failed;
+    std::fprintf(stderr, "FAIL [%s] %s (test_config.cpp:%d)\n", name.c_str(), what, line);
+}
+
+void check_eq(const std::string &got, const std::string &want, const std::string &name, int line) {
+    check(got == want, name, ("\n  got:  " + got + "\n  want: " + want).c_str(), line);
+}
+
+#define CHECK(name, cond) check((cond), (name), #cond, __LINE__)
+#define CHECK_EQ(name, got, want) check_eq((got), (want), (name), __LINE__)
+
+// The message of the DTF_ERR_CONFIG error that f() throws, or "<no error>" / "<wrong code>".
+template <class F> std::string error_of(F &&f) {
+    try {
+        f();
+    } catch (const dtf::Error &e) {
+        return e.code() == DTF_ERR_CONFIG ? e.what() : std::string("<wrong code> ") + e.what();
+    }
+    return "<no error>";
+}
+
+std::string parse_error(const std::string &text) {
+    return error_of([&] { parse(text, "t.ini"); });
+}
+
+// Field-wise equality, ignoring where the config came from (path, header lines).
+bool same(const Config &a, const Config &b) {
+    if (a.components != b.components || a.buffer_data != b.buffer_data ||
+        a.iodb_build_mode != b.iodb_build_mode || a.do_checksum != b.do_checksum ||
+        a.log_ioreqs != b.log_ioreqs || a.files.size() != b.files.size())
+        return false;
+    for (size_t i = 0; i < a.files.size(); ++i) {
+        const FileRule &x = a.files[i], &y = b.files[i];
+        if (x.pattern != y.pattern || x.excludes != y.excludes || x.comp1 != y.comp1 ||
+            x.comp2 != y.comp2 || x.mode != y.mode || x.replay_io != y.replay_io ||
+            x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
+            x.mirror_io_root != y.mirror_io_root)
+            return false;
+    }
+    return true;
+}
+
+// Lines 1-4: two components. Lines 5-8: one valid [FILE] section.
+const std::string kInfo = "[INFO]\nncomp=2\ncomp_name=\"model\"\ncomp_name=\"assim\"\n";
+const std::string kFile = "[FILE]\nfilename=\"a.nc\"\ncomp1=\"model\"\ncomp2=\"assim\"\n";
+
+// The example of the documentation, with every key.
+const std::string kExample = R"([INFO]
+ncomp=2
+comp_name="model"
+comp_name="assim"
+buffer_data=1            ; copy write data at put time
+iodb_build_mode=2
+do_checksum=1
+log_ioreqs=0
+[FILE]
+filename="data/%/hist.%.nc"   ; % matches any run of characters
+exclude_name="060000"
+exclude_name="restart"
+comp1="model"
+comp2="assim"
+mode="transfer"
+replay_io=1
+num_sessions=3
+write_only=0
+mirror_io_root=1
+
+[FILE]
+filename="obs.nc"
+comp1="assim"
+comp2="model"
+mode="file"
+write_only=1
+)";
+
+// ---------------------------------------------------------------------------------------------
+
+struct BadCase {
+    const char *name;
+    std::string text;
+    std::string message;
+};
+
+void test_errors() {
+    const std::string file_keys = "filename, exclude_name, comp1, comp2, mode, replay_io, "
+                                  "num_sessions, write_only, mirror_io_root";
+    const BadCase cases[] = {
+        {"unknown key, close", "[INFO]\nncomp=1\ncomp_nam=\"m\"\n",
+         "t.ini:3: unknown key 'comp_nam' in [INFO]; did you mean 'comp_name'?"},
+        {"unknown key, case-insensitive hint", "[INFO]\nNCOMPS=1\n",
+         "t.ini:2: unknown key 'ncomps' in [INFO]; did you mean 'ncomp'?"},
+        {"unknown key in FILE, close", kInfo + "[FILE]\ncomp3=model\n",
+         "t.ini:6: unknown key 'comp3' in [FILE]; did you mean 'comp1'?"},
+        {"unknown key, far", kInfo + "[FILE]\nbogus=1\n",
+         "t.ini:6: unknown key 'bogus' in [FILE]; expected one of: " + file_keys},
+        {"unknown section", kInfo + "[FILES]\n",
+         "t.ini:5: unknown section [FILES]; expected [INFO] or [FILE]"},
+        {"key outside section", "ncomp=1\n[INFO]\n",
+         "t.ini:1: key 'ncomp' outside any section; expected an [INFO] or [FILE] header before it"},
+        {"line without =", kInfo + "comp_name \"x\"\n",
+         "t.ini:5: expected 'key=value' or a [SECTION] header, got 'comp_name \"x\"'"},
+        {"= only inside a comment", "[INFO]\nncomp ; 2=3\n",
+         "t.ini:2: expected 'key=value' or a [SECTION] header, got 'ncomp'"},
+        {"missing key", "[INFO]\n = 3\n", "t.ini:2: missing key before '='; expected 'key=value'"},
+        {"empty value", "[INFO]\nncomp=2\ncomp_name=\ncomp_name=b\n",
+         "t.ini:3: empty value for 'comp_name'; expected a component name"},
+        {"empty quoted value", kInfo + "[FILE]\nfilename=\"\"\n",
+         "t.ini:6: empty value for 'filename'; expected a file name pattern"},
+        {"empty value before comment", "[INFO]\nncomp=   ; two\n",
+         "t.ini:2: empty value for 'ncomp'; expected the number of components (an integer >= 1)"},
+        {"bad integer", "[INFO]\nncomp=two\n",
+         "t.ini:2: bad value 'two' for 'ncomp'; expected an integer >= 1"},
+        {"integer with suffix", "[INFO]\nncomp=2x\n",
+         "t.ini:2: bad value '2x' for 'ncomp'; expected an integer >= 1"},
+        {"ncomp zero", "[INFO]\nncomp=0\n",
+         "t.ini:2: bad value '0' for 'ncomp'; expected an integer >= 1"},
+        {"negative iodb_build_mode", kInfo + "iodb_build_mode=-1\n",
+         "t.ini:5: bad value '-1' for 'iodb_build_mode'; expected an integer >= 0"},
+        {"bad boolean", kInfo + "buffer_data=2\n",
+         "t.ini:5: bad value '2' for 'buffer_data'; expected 0 or 1"},
+        {"boolean word", kFile + kInfo + "do_checksum=yes\n",
+         "t.ini:9: bad value 'yes' for 'do_checksum'; expected 0 or 1"},
+        {"bad replay_io", kInfo + kFile + "replay_io=true\n",
+         "t.ini:9: bad value 'true' for 'replay_io'; expected 0 or 1"},
+        {"missing filename", kInfo + "[FILE]\ncomp1=\"model\"\ncomp2=\"assim\"\n",
+         "t.ini:5: [FILE] section without 'filename='; expected a file name pattern"},
+        {"missing comp1", kInfo + "[FILE]\nfilename=a.nc\ncomp2=\"assim\"\n",
+         "t.ini:5: [FILE] section without 'comp1='; expected a component name"},
+        {"missing comp2", kInfo + "[FILE]\nfilename=a.nc\ncomp1=\"assim\"\n",
+         "t.ini:5: [FILE] section without 'comp2='; expected a component name"},
+        {"too few comp_name", "[INFO]\nncomp=3\ncomp_name=a\ncomp_name=b\n",
+         "t.ini:2: ncomp=3 but 2 comp_name= given; expected one comp_name= per component"},
+        {"too many comp_name", "[INFO]\ncomp_name=a\nncomp=1\ncomp_name=b\n",
+         "t.ini:3: ncomp=1 but 2 comp_name= given; expected one comp_name= per component"},
+        {"ncomp missing", "[INFO]\ncomp_name=a\n",
+         "t.ini:1: [INFO] section without 'ncomp='; expected the number of components "
+         "(1 comp_name= given)"},
+        {"duplicate component", "[INFO]\nncomp=2\ncomp_name=a\ncomp_name='a'\n",
+         "t.ini:4: duplicate component name 'a' (first given on line 3)"},
+        {"unknown comp1", kInfo + "[FILE]\nfilename=a.nc\ncomp1=ocean\ncomp2=assim\n",
+         "t.ini:7: unknown component 'ocean' in comp1=; expected one of: model, assim"},
+        {"unknown comp2 (case matters)", kInfo + "[FILE]\nfilename=a.nc\ncomp1=model\ncomp2=Assim\n",
+         "t.ini:8: unknown component 'Assim' in comp2=; expected one of: model, assim"},
+        {"unknown component, FILE first", "[FILE]\nfilename=a.nc\ncomp1=x\ncomp2=model\n" + kInfo,
+         "t.ini:3: unknown component 'x' in comp1=; expected one of: model, assim"},
+        {"comp1 == comp2", kInfo + "[FILE]\nfilename=a.nc\ncomp1=model\ncomp2=model\n",
+         "t.ini:8: comp1 and comp2 are both 'model'; expected two different components"},
+        {"bad mode", kInfo + kFile + "mode=copy\n",
+         "t.ini:9: bad value 'copy' for 'mode'; expected \"transfer\" or \"file\""},
+        {"duplicate pattern", kInfo + kFile + kFile,
+         "t.ini:10: duplicate filename pattern 'a.nc' (the first one is on line 6)"},
+        {"duplicate pattern after normalization",
+         kInfo + kFile + "[FILE]\nfilename=./a.nc\ncomp1=model\ncomp2=assim\n",
+         "t.ini:10: duplicate filename pattern './a.nc' (the first one is on line 6)"},
+        {"unterminated double quote", "[INFO]\nncomp=1\ncomp_name=\"model\n",
+         "t.ini:3: unterminated quote in the value of 'comp_name'; expected a closing \""},
+        {"unterminated single quote", "[INFO]\nncomp=1\ncomp_name='model\n",
+         "t.ini:3: unterminated quote in the value of 'comp_name'; expected a closing '"},
+        {"text after quoted value", "[INFO]\nncomp=1\ncomp_name=\"a\" b\n",
+         "t.ini:3: unexpected text 'b' after the quoted value of 'comp_name'; expected a comment"},
+        {"repeated key in FILE", kInfo + kFile + "comp1=\"assim\"\n",
+         "t.ini:9: key 'comp1' repeated in this [FILE] section (first given on line 7)"},
+        {"repeated key in INFO", kInfo + "NComp=2\n",
+         "t.ini:5: key 'ncomp' repeated in this [INFO] section (first given on line 2)"},
+        {"num_sessions zero", kInfo + kFile + "num_sessions=0\n",
+         "t.ini:9: bad value '0' for 'num_sessions'; expected an integer >= 1"},
+        {"duplicate INFO", kInfo + "[INFO]\n",
+         "t.ini:5: duplicate [INFO] section (the first one is on line 1)"},
+        {"no INFO", kFile, "t.ini:1: no [INFO] section; expected one with ncomp= and comp_name= entries"},
+        {"empty file", "", "t.ini:1: no [INFO] section; expected one with ncomp= and comp_name= entries"},
+        {"unterminated header", "[INFO\n", "t.ini:1: unterminated section header '[INFO'; expected ']'"},
+        {"text after header", "[INFO] x\n",
+         "t.ini:1: unexpected text 'x' after the section header; expected a comment"},
+        {"CRLF line numbers", "[INFO]\r\nncomp=x\r\n",
+         "t.ini:2: bad value 'x' for 'ncomp'; expected an integer >= 1"},
+    };
+    for (const auto &c : cases) CHECK_EQ(c.name, parse_error(c.text), c.message);
+}
+
+void test_example() {
+    Config c = parse(kExample, "ex.ini");
+    const std::string n = "example";
+    CHECK(n, c.path == "ex.ini");
+    CHECK(n, (c.components == std::vector<std::string>{"model", "assim"}));
+    CHECK(n, c.buffer_data && c.iodb_build_mode == 2 && c.do_checksum && !c.log_ioreqs);
+    CHECK(n, c.files.size() == 2);
+    const FileRule &a = c.files.at(0), &b = c.files.at(1);
+    CHECK_EQ(n, a.pattern, "data/%/hist.%.nc");
+    CHECK(n, (a.excludes == std::vector<std::string>{"060000", "restart"}));
+    CHECK(n, a.comp1 == "model" && a.comp2 == "assim" && a.mode == Mode::Transfer);
+    CHECK(n, a.replay_io && a.num_sessions == 3 && !a.write_only && a.mirror_io_root && a.line == 9);
+    CHECK(n, b.pattern == "obs.nc" && b.comp1 == "assim" && b.mode == Mode::File && b.write_only);
+    CHECK(n, !b.replay_io && b.num_sessions == 1 && !b.mirror_io_root && b.line == 21);
+    CHECK(n, c.component_index("assim") == 1 && c.component_index("ocean") == -1);
+}
+
+// Comments, quotes, whitespace, case of keys and sections, CRLF, byte order mark, section order.
+void test_syntax() {
+    const std::string text = "\xEF\xBB\xBF  # comment\n"
+                             "; comment\n"
+                             "! comment\n"
+                             "\n"
+                             "  [ file ]   ; sections may come in any order\n"
+                             "FileName = data/%/hist.%.nc ; bare value, trailing comment\n"
+                             "comp1=Model A\n"
+                             "\tcomp2 = \"x;y#z!\"\t! comment chars inside quotes are kept\n"
+                             "MODE = File\n"
+                             "  [ Info ]  \n"
+                             "  NCOMP = 2   # two\n"
+                             "Comp_Name = 'Model A'  \n"
+                             "comp_name=  \"x;y#z!\"   ! comment\n";
+    for (const std::string eol : {"\n", "\r\n"}) {
+        std::string t = text;
+        for (size_t p = 0; (p = t.find('\n', p)) != std::string::npos; p += eol.size())
+            t.replace(p, 1, eol);
+        const std::string n = eol == "\n" ? "syntax LF" : "syntax CRLF";
+        Config c;
+        std::string err = error_of([&] { c = parse(t, "s.ini"); });
+        CHECK_EQ(n, err, "<no error>");
+        CHECK(n, (c.components == std::vector<std::string>{"Model A", "x;y#z!"}));
+        CHECK(n, c.files.size() == 1);
+        if (c.files.size() != 1) continue;
+        CHECK_EQ(n, c.files[0].pattern, "data/%/hist.%.nc");
+        CHECK_EQ(n, c.files[0].comp1, "Model A");
+        CHECK_EQ(n, c.files[0].comp2, "x;y#z!");
+        CHECK(n, c.files[0].mode == Mode::File && c.files[0].line == 5);
+    }
+    Config c = parse("[INFO]\nncomp=1\ncomp_name=\" spaced \"\n", "q.ini");
+    CHECK_EQ("quoted spaces kept", c.components.at(0), " spaced ");
+    CHECK("no [FILE] is valid", c.files.empty());
+    Config d = parse(kInfo + kFile, "d.ini");
+    const FileRule &r = d.files.at(0);
+    CHECK("defaults", r.mode == Mode::Transfer && !r.replay_io && r.num_sessions == 1 &&
+                          !r.write_only && !r.mirror_io_root && r.excludes.empty());
+    CHECK("defaults", !d.buffer_data && d.iodb_build_mode == 0 && !d.do_checksum && !d.log_ioreqs);
+}
+
+void test_patterns() {
+    struct Case {
+        const char *pattern, *path;
+        bool match;
+    };
+    const Case cases[] = {
+        {"hist.%.nc", "/d/run/hist.01.nc", true},
+        {"hist.%.nc", "/d/run/myhist.01.nc", false}, // whole components only
+        {"hist.%.nc", "/d/run/hist..nc", true},      // '%' may match nothing
+        {"hist.%.nc", "/d/run/hist.01.nc4", false},
+        {"run/hist.%.nc", "/d/run/hist.1.nc", true},
+        {"run/hist.%.nc", "/d/xrun/hist.1.nc", false},
+        {"data/%/hist.%.nc", "/w/data/r1/hist.2.nc", true},
+        {"data/%/hist.%.nc", "/w/data/a/b/hist.2.nc", false}, // '%' never crosses '/'
+        {"data/%/hist.%.nc", "/w/data/hist.2.nc", false},
+        {"%", "/a/b", true},
+        {"%.nc", "/a/b.nc", true},
+        {"a%b%c", "/abc", true},
+        {"a%b%c", "/aXbYbZc", true},
+        {"a%b%c", "/aXc", false},
+        {"%%x", "/yx", true},
+        {"/d/run/hist.%.nc", "/d/run/hist.1.nc", true},
+        {"/run/hist.%.nc", "/d/run/hist.1.nc", false}, // absolute: the whole path
+        {"/d//run/./hist.nc", "/d/run/hist.nc", true},
+        {"./hist.nc", "/x/hist.nc", true},
+        {"../data/hist.nc", "/a/data/hist.nc", true},
+        {"hist.nc", "/hist.nc", true},
+        {"Hist.nc", "/hist.nc", false},
+        {"", "/a", false},
+        {"a/b/c.nc", "/b/c.nc", false},
+    };
+    for (const auto &c : cases)
+        CHECK(std::string("pattern '") + c.pattern + "' vs '" + c.path + "'",
+              pattern_matches(c.pattern, c.path) == c.match);
+}
+
+void test_normalize() {
+    struct Case {
+        const char *path, *cwd, *want;
+    };
+    const Case cases[] = {
+        {"a/b.nc", "/home/u", "/home/u/a/b.nc"},
+        {"/a//b/./c/../d.nc", "/x", "/a/b/d.nc"},
+        {"../x.nc", "/home/u", "/home/x.nc"},
+        {"./x.nc", "/home/u/", "/home/u/x.nc"},
+        {"/../..//a", "/", "/a"},
+        {"/", "/x", "/"},
+        {"dir/", "/x", "/x/dir"},
+        {"", "/x/y/", "/x/y"},
+        {".", "/x", "/x"},
+        {"..", "/", "/"},
+    };
+    for (const auto &c : cases)
+        CHECK_EQ(std::string("normalize '") + c.path + "' in '" + c.cwd + "'",
+                 normalize_path(c.path, c.cwd), c.want);
+}
+
+void test_match_and_peers() {
+    const std::string first = "[FILE]\nfilename=hist.%.nc\nexclude_name=060000\n"
+                              "exclude_name=restart\ncomp1=model\ncomp2=assim\n";
+    const std::string second = "[FILE]\nfilename=%\ncomp1=model\ncomp2=assim\nmode=file\n";
+    Config c = parse(kInfo + first + second, "m.ini");
+    CHECK("match first rule", c.match("/d/hist.01.nc") == &c.files.at(0));
+    CHECK("excluded -> next rule", c.match("/d/hist.060000.nc") == &c.files.at(1));
+    CHECK("exclude in directory", c.match("/d/restart/hist.01.nc") == &c.files.at(1));
+    Config only = parse(kInfo + first, "m.ini");
+    CHECK("excluded -> not handled", only.match("/d/hist.060000.nc") == nullptr);
+    CHECK("no pattern -> not handled", only.match("/d/other.nc") == nullptr);
+
+    Config p = parse("[INFO]\nncomp=4\ncomp_name=a\ncomp_name=b\ncomp_name=c\ncomp_name=d\n"
+                     "[FILE]\nfilename=1\ncomp1=a\ncomp2=b\n"
+                     "[FILE]\nfilename=2\ncomp1=c\ncomp2=a\n"
+                     "[FILE]\nfilename=3\ncomp1=b\ncomp2=a\n",
+                     "p.ini");
+    CHECK("peers of a", (p.peers_of(0) == std::vector<int>{1, 2}));
+    CHECK("peers of b", (p.peers_of(1) == std::vector<int>{0}));
+    CHECK("peers of c", (p.peers_of(2) == std::vector<int>{0}));
+    CHECK("peers of d", p.peers_of(3).empty());
+}
+
+void test_env() {
+    Settings d = settings_from_env({});
+    CHECK("env defaults", d.timeout_s == 120.0 && d.verbose == 0 && !d.print_stats &&
+                              d.max_workgroup_size == 64 && d.rendezvous == "auto" &&
+                              d.ini_file.empty() && d.global_path.empty() && d.warnings.empty());
+    Settings s = settings_from_env({"DTF_INI_FILE=/a.ini", "DTF_GLOBAL_PATH=/g", "DTF_TIMEOUT=2.5",
+                                    "DTF_VERBOSE_LEVEL=2", "DTF_PRINT_STATS=1",
+                                    "DTF_RENDEZVOUS=file", "MAX_WORKGROUP_SIZE=8", "PATH=/bin",
+                                    "NOEQUALS", "DTF_TIMEOUT_X_Y_Z="});
+    CHECK("env valid", s.ini_file == "/a.ini" && s.global_path == "/g" && s.timeout_s == 2.5 &&
+                           s.verbose == 2 && s.print_stats && s.rendezvous == "file" &&
+                           s.max_workgroup_size == 8);
+    CHECK("env valid", s.warnings.size() == 1);
+    CHECK("env empty = unset", settings_from_env({"DTF_TIMEOUT=", "DTF_RENDEZVOUS="}).timeout_s == 120.0);
+    CHECK("env 1e3", settings_from_env({"DTF_TIMEOUT=1e3"}).timeout_s == 1000.0);
+
+    const std::pair<const char *, const char *> bad[] = {
+        {"DTF_TIMEOUT=abc", "DTF_TIMEOUT='abc': expected a positive number of seconds"},
+        {"DTF_TIMEOUT=0", "DTF_TIMEOUT='0': expected a positive number of seconds"},
+        {"DTF_TIMEOUT=-1", "DTF_TIMEOUT='-1': expected a positive number of seconds"},
+        {"DTF_TIMEOUT=inf", "DTF_TIMEOUT='inf': expected a positive number of seconds"},
+        {"DTF_TIMEOUT=nan", "DTF_TIMEOUT='nan': expected a positive number of seconds"},
+        {"DTF_TIMEOUT=10s", "DTF_TIMEOUT='10s': expected a positive number of seconds"},
+        {"DTF_VERBOSE_LEVEL=-1", "DTF_VERBOSE_LEVEL='-1': expected an integer >= 0"},
+        {"DTF_VERBOSE_LEVEL=high", "DTF_VERBOSE_LEVEL='high': expected an integer >= 0"},
+        {"DTF_PRINT_STATS=yes", "DTF_PRINT_STATS='yes': expected 0 or 1"},
+        {"DTF_RENDEZVOUS=tcp", "DTF_RENDEZVOUS='tcp': expected auto, file or name"},
+        {"MAX_WORKGROUP_SIZE=0", "MAX_WORKGROUP_SIZE='0': expected an integer >= 1"},
+    };
+    for (const auto &[entry, message] : bad)
+        CHECK_EQ(std::string("env ") + entry, error_of([&] { settings_from_env({entry}); }), message);
+
+    const std::pair<const char *, const char *> unknown[] = {
+        {"DTF_TIMOUT=5", "unknown environment variable DTF_TIMOUT ignored; did you mean DTF_TIMEOUT?"},
+        {"DTF_FOO=1", "unknown environment variable DTF_FOO ignored"},
+        {"DTF_MAX_WORKGROUP_SIZE=4",
+         "unknown environment variable DTF_MAX_WORKGROUP_SIZE ignored; did you mean MAX_WORKGROUP_SIZE?"},
+    };
+    for (const auto &[entry, warning] : unknown) {
+        Settings w = settings_from_env({entry});
+        CHECK(std::string("env warning ") + entry, w.warnings.size() == 1 && w.timeout_s == 120.0);
+        if (w.warnings.size() == 1) CHECK_EQ(std::string("env warning ") + entry, w.warnings[0], warning);
+    }
+}
+
+void test_describe() {
+    Settings s = settings_from_env({"DTF_TIMEOUT=2.5", "DTF_VERBOSE_LEVEL=1"});
+    const std::string tricky = "[INFO]\nncomp=2\ncomp_name='say \"hi\"'\ncomp_name=b\n"
+                               "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\n";
+    for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky}) {
+        Config c = parse(text, "r.ini");
+        std::string out = describe(c, s);
+        Config back;
+        std::string err = error_of([&] { back = parse(out, "described.ini"); });
+        CHECK_EQ("describe round trip parses", err, "<no error>");
+        CHECK("describe round trip equal", same(c, back));
+        if (!same(c, back)) std::fprintf(stderr, "%s\n", out.c_str());
+    }
+    std::string out = describe(parse(kExample, "r.ini"), s);
+    CHECK("describe settings", out.find("\n; DTF_TIMEOUT=2.5\n") != std::string::npos);
+    CHECK("describe settings", out.find("\n; DTF_VERBOSE_LEVEL=1\n") != std::string::npos);
+    CHECK("describe defaults", out.find("\nnum_sessions=1\n") != std::string::npos);
+    CHECK("describe quoted", out.find("\nmode=\"file\"\n") != std::string::npos);
+    CHECK("describe default timeout",
+          describe(parse(kInfo, "r.ini"), Settings{}).find("; DTF_TIMEOUT=120\n") != std::string::npos);
+}
+
+void test_load() {
+    CHECK_EQ("load missing", error_of([] { load("/nonexistent/x.ini"); }),
+             "cannot read dtf configuration file '/nonexistent/x.ini': No such file or directory");
+    CHECK_EQ("load directory", error_of([] { load("/"); }),
+             "cannot read dtf configuration file '/': Is a directory");
+    const char *tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtf_test_config_XXXXXX";
+    int fd = mkstemp(path.data());
+    CHECK("mkstemp", fd >= 0);
+    if (fd < 0) return;
+    const std::string text = "[INFO]\nncomp=1\ncomp_name=m\n";
+    CHECK("write", write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    close(fd);
+    Config c;
+    CHECK_EQ("load file", error_of([&] { c = load(path); }), "<no error>");
+    CHECK("load file", c.path == path && c.components == std::vector<std::string>{"m"});
+    unlink(path.c_str());
+}
+
+} // namespace
+
+int main() {
+    test_errors();
+    test_example();
+    test_syntax();
+    test_patterns();
+    test_normalize();
+    test_match_and_peers();
+    test_env();
+    test_describe();
+    test_load();
+    std::printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed == 0 ? 0 : 1;
+}
