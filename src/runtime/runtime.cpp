@@ -45,6 +45,14 @@ uint64_t fnv1a(const std::string &s) {
     return h;
 }
 
+std::string without_comments(const std::string &ini) {
+    std::istringstream in(ini);
+    std::string line, out;
+    while (std::getline(in, line))
+        if (!line.empty() && line[0] != ';') out += line + "\n";
+    return out;
+}
+
 // First line where two texts differ, for "started with a different configuration" messages.
 std::string first_difference(const std::string &a, const std::string &b) {
     std::istringstream ia(a), ib(b);
@@ -168,7 +176,8 @@ void Runtime::handshake(PeerLink &link, double timeout_s) {
                        config::describe(config_, config::Settings{});
     std::string theirs = transport::exchange_with_peer(link.inter, world_, mine, timeout_s, link.name);
     std::string my_head = mine.substr(0, mine.find('\n')), their_head = theirs.substr(0, theirs.find('\n'));
-    std::string my_body = mine.substr(mine.find('\n') + 1), their_body = theirs.substr(theirs.find('\n') + 1);
+    std::string my_body = without_comments(mine.substr(mine.find('\n') + 1));
+    std::string their_body = without_comments(theirs.substr(theirs.find('\n') + 1));
     bool quiet = rank_ != 0;
     std::string expect = format("component %s ", link.name.c_str());
     if (my_head.substr(0, my_head.find(" component")) != their_head.substr(0, their_head.find(" component")))

@@ -9,7 +9,7 @@
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
  *
- * usage: filemode (model|assim) DIR CYCLES [NY NX]
+ * usage: filemode (model|assim) CONFIG DIR CYCLES [NY NX]
  */
 #include <mpi.h>
 #include <pnetcdf.h>
@@ -101,18 +101,18 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (argc < 4) {
-        fprintf(stderr, "usage: filemode (model|assim) DIR CYCLES [NY NX]\n");
+    if (argc < 5) {
+        fprintf(stderr, "usage: filemode (model|assim) CONFIG DIR CYCLES [NY NX]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     role = argv[1];
-    const char *dir = argv[2];
-    int cycles = atoi(argv[3]);
-    MPI_Offset ny = argc > 5 ? atoll(argv[4]) : 12, nx = argc > 5 ? atoll(argv[5]) : 10;
+    const char *config = argv[2], *dir = argv[3];
+    int cycles = atoi(argv[4]);
+    MPI_Offset ny = argc > 6 ? atoll(argv[5]) : 12, nx = argc > 6 ? atoll(argv[6]) : 10;
     int is_model = strcmp(role, "model") == 0, bad = 0, err;
 
     double t0 = MPI_Wtime();
-    if ((err = dtf_init("filemode.ini", role)) != DTF_SUCCESS) {
+    if ((err = dtf_init(config, role)) != DTF_SUCCESS) {
         fprintf(stderr, "%s rank %d: dtf_init failed after %.1f s: %s: %s\n", role, rank, MPI_Wtime() - t0,
                 dtf_strerror(err), dtf_errmsg());
         MPI_Finalize();

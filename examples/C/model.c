@@ -1,0 +1,124 @@
+/*
+ * model.c - the "model" component of the dtf demo workflow (a toy weather model).
+ *
+ * Each cycle c = 1..CYCLES it
+ *   1. (from cycle 2 on) reads the analysis anal.nc that the assimilation wrote in cycle c-1,
+ *      checks every value, and takes it as its state;
+ *   2. advances its state (adds 1 K everywhere);
+ *   3. writes the history file hist.<c>.nc: T(time, z, y, x) and PS(time, y, x), float, decomposed
+ *      over a 2-D grid of ranks in (y, x).
+ * The files are plain PnetCDF; dtf (configured by dtf.ini) decides how they reach the assimilation.
+ *
+ * Build: part of the dtf build (`make demo` builds and runs it); by hand:
+ *     mpicc model.c -I<dtf>/include -L<dtf>/lib -Wl,--no-as-needed -ldtf -lpnetcdf -o model
+ * Run:   dtfrun -c dtf.ini -n 4 ./model CYCLES NZ NY NX : -n 2 ./assim CYCLES NZ NY NX
+ * Prints one line per cycle on rank 0 (bytes written and read, seconds spent in I/O, how long the
+ * open of the analysis waited for the assimilation) and a final verdict.
+ */
+#include <string.h>
+
+#include "demo_common.h"
+
+static int rank, nranks;
+
+/* The (y, x) block of this rank on a py x px grid of ranks. */
+static void my_block(const grid_t *g, MPI_Offset start[4], MPI_Offset count[4]) {
+    int dims[2] = {0, 0};
+    MPI_Dims_create(nranks, 2, dims);
+    start[0] = 0, count[0] = 1; /* one record */
+    start[1] = 0, count[1] = g->nz;
+    demo_block(g->ny, dims[0], rank / dims[1], &start[2], &count[2]);
+    demo_block(g->nx, dims[1], rank % dims[1], &start[3], &count[3]);
+}
+
+static void write_history(const grid_t *g, int cycle, const float *t, double *seconds, double *bytes) {
+    char path[64];
+    int ncid, dim[4], var_t, var_ps;
+    MPI_Offset start[4], count[4];
+    snprintf(path, sizeof path, "hist.%04d.nc", cycle);
+    my_block(g, start, count);
+    double t_begin = demo_now();
+    DEMO_CHECK(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    DEMO_CHECK(ncmpi_def_dim(ncid, "time", NC_UNLIMITED, &dim[0]));
+    DEMO_CHECK(ncmpi_def_dim(ncid, "z", g->nz, &dim[1]));
+    DEMO_CHECK(ncmpi_def_dim(ncid, "y", g->ny, &dim[2]));
+    DEMO_CHECK(ncmpi_def_dim(ncid, "x", g->nx, &dim[3]));
+    DEMO_CHECK(ncmpi_def_var(ncid, "T", NC_FLOAT, 4, dim, &var_t));
+    DEMO_CHECK(ncmpi_put_att_text(ncid, var_t, "units", 1, "K"));
+    int ps_dims[3] = {dim[0], dim[2], dim[3]};
+    DEMO_CHECK(ncmpi_def_var(ncid, "PS", NC_FLOAT, 3, ps_dims, &var_ps));
+    DEMO_CHECK(ncmpi_put_att_int(ncid, NC_GLOBAL, "cycle", NC_INT, 1, &cycle));
+    DEMO_CHECK(ncmpi_enddef(ncid));
+    DEMO_CHECK(ncmpi_put_vara_float_all(ncid, var_t, start, count, t));
+    MPI_Offset ps_start[3] = {0, start[2], start[3]}, ps_count[3] = {1, count[2], count[3]};
+    DEMO_CHECK(ncmpi_put_vara_float_all(ncid, var_ps, ps_start, ps_count, t)); /* lowest level as PS */
+    DEMO_CHECK(dtf_transfer(path, ncid));
+    DEMO_CHECK(ncmpi_close(ncid));
+    *seconds += demo_now() - t_begin;
+    *bytes += (double)(count[1] * count[2] * count[3] + count[2] * count[3]) * sizeof(float);
+}
+
+/* Read anal.nc into t; return the number of values that differ from what the assimilation must have
+ * written (hist + 0.5). */
+static long read_analysis(const grid_t *g, int cycle, float *t, double *seconds, double *wait, double *bytes) {
+    int ncid, var;
+    MPI_Offset start[4], count[4];
+    my_block(g, start, count);
+    double t_begin = demo_now();
+    DEMO_CHECK(ncmpi_open(MPI_COMM_WORLD, "anal.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    *wait += demo_now() - t_begin;
+    DEMO_CHECK(ncmpi_inq_varid(ncid, "T", &var));
+    DEMO_CHECK(ncmpi_get_vara_float_all(ncid, var, &start[1], &count[1], t));
+    DEMO_CHECK(dtf_transfer("anal.nc", ncid));
+    DEMO_CHECK(ncmpi_close(ncid));
+    *seconds += demo_now() - t_begin;
+    *bytes += (double)(count[1] * count[2] * count[3]) * sizeof(float);
+    long bad = 0, i = 0;
+    for (MPI_Offset z = 0; z < count[1]; z++)
+        for (MPI_Offset y = start[2]; y < start[2] + count[2]; y++)
+            for (MPI_Offset x = start[3]; x < start[3] + count[3]; x++, i++)
+                bad += t[i] != hist_value(cycle, z, y, x) + 0.5f;
+    return bad;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int cycles = argc > 1 ? atoi(argv[1]) : 3;
+    grid_t g = {argc > 4 ? atoll(argv[2]) : 16, argc > 4 ? atoll(argv[3]) : 128, argc > 4 ? atoll(argv[4]) : 128};
+
+    DEMO_CHECK(dtf_init("dtf.ini", "model"));
+    MPI_Offset start[4], count[4];
+    my_block(&g, start, count);
+    size_t n = (size_t)(count[1] * count[2] * count[3]);
+    float *t = malloc(sizeof(float) * (n ? n : 1));
+    size_t i = 0;
+    for (MPI_Offset z = 0; z < count[1]; z++)
+        for (MPI_Offset y = start[2]; y < start[2] + count[2]; y++)
+            for (MPI_Offset x = start[3]; x < start[3] + count[3]; x++) t[i++] = t0(z, y, x);
+
+    long bad = 0;
+    for (int c = 1; c <= cycles; c++) {
+        double io[4] = {0, 0, 0, 0}, io_max[4]; /* write s, read s, open wait s, bytes */
+        double t_cycle = demo_now();
+        if (c > 1) bad += read_analysis(&g, c - 1, t, &io[1], &io[2], &io[3]);
+        for (i = 0; i < n; i++) t[i] += 1.0f; /* the "physics" */
+        write_history(&g, c, t, &io[0], &io[3]);
+        MPI_Reduce(io, io_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&io[3], &io_max[3], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            printf("cycle %d: wrote hist.%04d.nc in %.3f s, read anal.nc in %.3f s (of which %.3f s waiting "
+                   "for assim); %.2f MB moved; cycle %.3f s\n",
+                   c, c, io_max[0], io_max[1], io_max[2], io_max[3] / 1e6, demo_now() - t_cycle);
+    }
+    DEMO_CHECK(dtf_finalize());
+    long total_bad = 0;
+    MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %d ranks, %d cycles, grid %lld x %lld x %lld: %s\n", "model", nranks, cycles, (long long)g.nz,
+               (long long)g.ny, (long long)g.nx, total_bad ? "WRONG analysis values" : "all analysis values verified");
+    free(t);
+    MPI_Finalize();
+    return total_bad ? 1 : 0;
+}

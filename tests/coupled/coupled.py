@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Coupled tests: real components launched as separate MPI jobs by dtfrun.
+
+usage: coupled.py SCENARIO --dtfrun PATH --c-exe PATH [--model-exe PATH] [options]
+
+Scenarios
+  pair      model x assim ranks exchange files in file mode for CYCLES cycles (role reversal on
+            state.nc, a new hist.<c>.nc per cycle); both must report "all values verified".
+  missing   only one component starts: dtf_init must fail within DTF_TIMEOUT (+ slack), naming the
+            component it waited for.
+  mismatch  the components start with different config files: dtf_init fails on both sides and
+            says which line differs.
+Every launch runs under dtfrun --walltime, so a hang fails the test.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CONFIG = """[INFO]
+ncomp=2
+comp_name="model"
+comp_name="assim"
+[FILE]
+filename="state.nc"
+comp1="model"
+comp2="assim"
+mode="{mode}"
+[FILE]
+filename="hist.%.nc"
+comp1="model"
+comp2="assim"
+mode="file"
+"""
+
+
+def write_config(path, mode="file"):
+    with open(path, "w") as f:
+        f.write(CONFIG.format(mode=mode))
+
+
+def launch(args, components, env_extra=None, walltime=90):
+    """Run dtfrun with the given [(ranks, argv)] components; return (status, output, seconds)."""
+    cmd = [args.dtfrun, "--walltime", str(walltime)]
+    for i, (ranks, argv) in enumerate(components):
+        if i:
+            cmd.append(":")
+        cmd += ["--name", argv[1], "-n", str(ranks)] + argv
+    env = dict(os.environ, **(env_extra or {}))
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=walltime + 30)
+    elapsed = time.monotonic() - t0
+    print("$ " + " ".join(cmd))
+    print(p.stdout)
+    print(f"exit status {p.returncode} after {elapsed:.1f} s")
+    return p.returncode, p.stdout, elapsed
+
+
+def expect(cond, message):
+    if not cond:
+        print("FAIL: " + message)
+        sys.exit(1)
+
+
+def scenario_pair(args, work):
+    ini = os.path.join(work, "dtf.ini")
+    write_config(ini)
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    env = {"DTF_TIMEOUT": "30"}
+    if args.rendezvous == "file":
+        env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
+        if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
+            for suffix, text in ((".port", "0123456789abcdef otherhost 1 0\nbogus-port-name"),
+                                 (".ack", "0123456789abcdef fedcba9876543210"), (".go", "fedcba9876543210")):
+                with open(os.path.join(work, ".dtf-model--assim" + suffix), "w") as f:
+                    f.write(text)
+    model = args.model_exe or args.c_exe
+    status, out, _ = launch(args, [
+        (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
+        (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
+    expect(status == 0, "dtfrun failed")
+    expect(out.count("all values verified") == 2, "both components must verify all values")
+    expect(f"{args.model_ranks} ranks, {args.cycles} cycles" in out, "model rank/cycle count not reported")
+    expect(f"{args.assim_ranks} ranks, {args.cycles} cycles" in out, "assim rank/cycle count not reported")
+    leftovers = [f for f in os.listdir(work) if f.startswith(".dtf-") and not args.stale]
+    expect(not leftovers, f"rendezvous files left behind: {leftovers}")
+
+
+def scenario_missing(args, work):
+    ini = os.path.join(work, "dtf.ini")
+    write_config(ini)
+    timeout = 3
+    other = "assim" if args.alone == "model" else "model"
+    status, out, elapsed = launch(args, [(2, [args.c_exe, args.alone, ini, work, "1"])],
+                                  {"DTF_TIMEOUT": str(timeout)}, walltime=60)
+    expect(status != 0, "a component whose peer never starts must fail")
+    expect(elapsed < timeout + 20, f"took {elapsed:.1f} s, DTF_TIMEOUT was {timeout} s")
+    expect("DTF_ERR_TIMEOUT" in out and f"component '{other}'" in out,
+           f"the error must be a timeout naming component '{other}'")
+    expect("dtf_init failed" in out, "dtf_init must return the error to the program")
+
+
+def scenario_mismatch(args, work):
+    ini_a, ini_b = os.path.join(work, "a.ini"), os.path.join(work, "b.ini")
+    write_config(ini_a, mode="file")
+    write_config(ini_b, mode="transfer")
+    status, out, _ = launch(args, [(2, [args.c_exe, "model", ini_a, work, "1"]),
+                                   (1, [args.c_exe, "assim", ini_b, work, "1"])], {"DTF_TIMEOUT": "20"})
+    expect(status != 0, "components with different configurations must not run")
+    expect("different configuration" in out and 'mode="transfer"' in out and 'mode="file"' in out,
+           "the error must show the differing line")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch"])
+    p.add_argument("--dtfrun", required=True)
+    p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
+    p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
+    p.add_argument("--model-ranks", type=int, default=1)
+    p.add_argument("--assim-ranks", type=int, default=1)
+    p.add_argument("--cycles", type=int, default=1)
+    p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
+    p.add_argument("--stale", action="store_true")
+    p.add_argument("--alone", choices=["model", "assim"], default="model")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dtf-coupled-") as work:
+        globals()["scenario_" + args.scenario](args, work)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
