@@ -17,5 +17,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/dtfConfig.cmake ${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
 
+# dtf.pc is relocatable: its prefix is found relative to the .pc file, so `cmake --install --prefix`
+# at any place gives a working file.
+file(RELATIVE_PATH DTF_PC_PREFIX_REL "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/dtf.pc.in ${PROJECT_BINARY_DIR}/dtf.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/dtf.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
