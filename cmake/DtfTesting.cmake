@@ -2,9 +2,8 @@
 #
 #   dtf_add_test(NAME <name> COMMAND <cmd...> [TIMEOUT <s>] [LABELS <l...>] [ENVIRONMENT <k=v...>])
 #
-# Tests that need MPI launch it themselves through `dtfrun` or `mpirun` wrapped by
-# tests/run_with_timeout; the environment for running as root and over loopback TCP is set here
-# once for all tests.
+# Tests that need MPI launch it themselves (through `dtfrun --walltime`, or `timeout mpirun`); the
+# environment for running as root, oversubscribed and over loopback TCP is set here once for all tests.
 set(DTF_TEST_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

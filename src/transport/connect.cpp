@@ -125,9 +125,9 @@ MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double
     MPI_Comm inter = MPI_COMM_NULL;
     int rc = spec.acceptor ? MPI_Comm_accept(port, MPI_INFO_NULL, 0, local, &inter)
                            : MPI_Comm_connect(port, MPI_INFO_NULL, 0, local, &inter);
-    if (rank == 0 && spec.acceptor) {
+    if (rank == 0) { // each side removes what it published (file entries: the acceptor removes all)
         ScopedErrorsReturn errors_return;
-        MPI_Close_port(port);
+        if (spec.acceptor) MPI_Close_port(port);
         const std::string key = pair_key(spec);
         for (const char *suffix : {".port", ".ack", ".go"}) board->remove(key + suffix);
     }
