@@ -37,7 +37,10 @@ static inline int dtf_pnc_owns(int ncid) {
            __atomic_load_n(&dtf_pnc_owned_[ncid], __ATOMIC_ACQUIRE);
 }
 
-/* Dispatch entry points (implemented by the runtime). args[i] points to the i-th parameter. */
+/* Dispatch entry points (implemented by the runtime). args[i] points to the i-th parameter, so args[0]
+ * is the ncid or the communicator/path parameter itself; a function with two ncids (ncmpi_copy_att)
+ * passes the one dtf owns. PnetCDF calls some of its own public functions from inside others (e.g.
+ * ncmpi_open calls ncmpi_inq_file_format): the dispatchers see those calls too and must pass them on. */
 int dtf_pnc_path_call(int fn, void **args);          /* create, open, delete, inq_file_format */
 int dtf_pnc_ncid_call(int fn, int ncid, void **args); /* any call whose first parameter is an ncid */
 
@@ -53,7 +56,7 @@ const char *dtf_pnc_name(int fn);
 /* Used in generated wrappers of functions returning int. */
 #define DTF_PNC_HOOK_PATH(fn, ...)                                                                  \
     do {                                                                                            \
-        if (DTF_PNC_UNLIKELY_(dtf_pnc_active_)) {                                                   \
+        if (DTF_PNC_UNLIKELY_(__atomic_load_n(&dtf_pnc_active_, __ATOMIC_RELAXED))) {               \
             void *dtf_args_[] = {__VA_ARGS__};                                                      \
             int dtf_r_ = dtf_pnc_path_call((fn), dtf_args_);                                        \
             if (dtf_r_ != DTF_PNC_PASS) return dtf_r_;                                              \
@@ -62,7 +65,8 @@ const char *dtf_pnc_name(int fn);
 
 #define DTF_PNC_HOOK_NCID(fn, ncid, ...)                                                            \
     do {                                                                                            \
-        if (DTF_PNC_UNLIKELY_(dtf_pnc_active_) && dtf_pnc_owns(ncid)) {                             \
+        if (DTF_PNC_UNLIKELY_(__atomic_load_n(&dtf_pnc_active_, __ATOMIC_RELAXED)) &&               \
+            dtf_pnc_owns(ncid)) {                                                                   \
             void *dtf_args_[] = {__VA_ARGS__};                                                      \
             int dtf_r_ = dtf_pnc_ncid_call((fn), (ncid), dtf_args_);                                \
             if (dtf_r_ != DTF_PNC_PASS) return dtf_r_;                                              \

@@ -91,7 +91,8 @@ void Runtime::init(const char *config_path, const char *component_name) {
     rt->stats_.init_s = now_s() - t0;
     g_runtime = rt.release();
     for (const auto &rule : g_runtime->config_.files)
-        if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name()) dtf_pnc_active_ = 1;
+        if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name())
+            __atomic_store_n(&dtf_pnc_active_, 1, __ATOMIC_RELEASE);
 }
 
 void Runtime::setup(const char *config_path, const char *component_name) {
@@ -267,7 +268,7 @@ void Runtime::finalize() {
     Runtime *rt = g_runtime;
     if (!rt) fail(DTF_ERR_NOT_INIT, "dtf_finalize: dtf is not initialized");
     g_runtime = nullptr;
-    dtf_pnc_active_ = 0;
+    __atomic_store_n(&dtf_pnc_active_, 0, __ATOMIC_RELEASE);
     std::unique_ptr<Runtime> owner(rt);
     rt->teardown(true);
 }
