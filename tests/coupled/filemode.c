@@ -5,7 +5,9 @@
  *   assim  opens state.nc, checks S(c)                 (column blocks over its ranks)
  *   assim  creates state.nc again and writes R(c)      (role reversal on the same path)
  *   model  opens state.nc, checks R(c)
- *   model  also writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it.
+ *   model  also writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it;
+ *   model  writes and reads back private.nc, which no [FILE] pattern matches: plain PnetCDF while
+ *          dtf is active (a file dtf wrongly took over would wait for a peer and time out).
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
  *
@@ -118,13 +120,16 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
-    char state[4096], hist[4096];
+    char state[4096], hist[4096], private_file[4096];
     snprintf(state, sizeof state, "%s/state.nc", dir);
+    snprintf(private_file, sizeof private_file, "%s/private.nc", dir);
     for (int c = 1; c <= cycles; c++) {
         snprintf(hist, sizeof hist, "%s/hist.%04d.nc", dir, c);
         if (is_model) {
             write_file(state, 1, c, ny, nx);
             write_file(hist, 3, c, ny, nx);
+            write_file(private_file, 4, c, ny, nx);
+            bad |= read_file(private_file, 4, c, ny, nx);
             bad |= read_file(state, 2, c, ny, nx);
         } else {
             bad |= read_file(state, 1, c, ny, nx);
