@@ -284,8 +284,8 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     if (rank == 0)
         std::fprintf(stderr,
                      "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s), waited for peers %.3f s "
-                     "(max over ranks); file sessions closed by all ranks: %ld written, %ld read; notices %ld "
-                     "sent, %ld received\n",
+                     "(max over ranks); summed over ranks: %ld write and %ld read sessions closed, %ld "
+                     "notices sent, %ld received\n",
                      name.c_str(), size, tmax[0], tmax[1], tmax[2], csum[0], csum[1], csum[2], csum[3]);
 }
 } // namespace
