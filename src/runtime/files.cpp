@@ -133,7 +133,8 @@ int close_file(Runtime &rt, int fn, int ncid) {
     int session = f.writer ? ++c.my_writes : ++c.my_reads;
     ++(f.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     if (rank == 0)
-        rt.notify(f.peer, Notice{f.writer ? NoticeKind::ClosedWrite : NoticeKind::ClosedRead, rt.self(), session, f.path});
+        rt.notify(f.peer, Message{f.writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0,
+                                  f.path, {}});
     return rc;
 }
 

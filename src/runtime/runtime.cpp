@@ -172,7 +172,7 @@ void Runtime::connect_peers() {
 
 // Both sides must run compatible dtf versions with the same configuration.
 void Runtime::handshake(PeerLink &link, double timeout_s) {
-    std::string mine = format("dtf %s wire %08x component %s config %s\n", DTF_VERSION, kNoticeMagic,
+    std::string mine = format("dtf %s wire %08x component %s config %s\n", DTF_VERSION, kMessageMagic,
                               self_name().c_str(), config_path_.c_str()) +
                        config::describe(config_, config::Settings{});
     std::string theirs = transport::exchange_with_peer(link.inter, world_, mine, timeout_s, link.name);
@@ -197,19 +197,33 @@ void Runtime::handshake(PeerLink &link, double timeout_s) {
                     quiet);
 }
 
-void Runtime::notify(int peer, const Notice &notice) {
-    auto it = peers_.find(peer);
-    if (it == peers_.end()) fail(DTF_ERR_INTERNAL, "notice for unconnected component %d", peer);
-    auto send = std::make_unique<PendingSend>();
-    send->bytes = encode(notice);
-    send->requests.resize(static_cast<size_t>(it->second.remote_size));
-    for (int r = 0; r < it->second.remote_size; ++r)
-        check_mpi(MPI_Isend(send->bytes.data(), static_cast<int>(send->bytes.size()), MPI_BYTE, r, kTagNotice,
-                            it->second.inter, &send->requests[static_cast<size_t>(r)]),
-                  "MPI_Isend (notice)");
-    sends_.push_back(std::move(send));
-    ++stats_.notices_sent;
+const PeerLink &Runtime::peer(int component) const {
+    auto it = peers_.find(component);
+    if (it == peers_.end()) fail(DTF_ERR_INTERNAL, "component %d is not connected", component);
+    return it->second;
 }
+
+void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
+    const PeerLink &link = this->peer(peer);
+    message.from_component = self_;
+    auto send = std::make_unique<PendingSend>();
+    send->bytes = encode(message);
+    send->requests.resize(ranks.size());
+    for (size_t i = 0; i < ranks.size(); ++i)
+        check_mpi(MPI_Isend(send->bytes.data(), static_cast<int>(send->bytes.size()), MPI_BYTE, ranks[i], kTagNotice,
+                            link.inter, &send->requests[i]),
+                  "MPI_Isend (control message)");
+    sends_.push_back(std::move(send));
+    stats_.notices_sent += static_cast<long>(ranks.size());
+}
+
+void Runtime::notify(int peer, Message message) {
+    std::vector<int> all(static_cast<size_t>(this->peer(peer).remote_size));
+    for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+    post(peer, all, std::move(message));
+}
+
+void Runtime::send(int peer, int remote_rank, Message message) { post(peer, {remote_rank}, std::move(message)); }
 
 void Runtime::progress() {
     for (auto &[comp, link] : peers_) {
@@ -223,31 +237,54 @@ void Runtime::progress() {
             std::vector<char> bytes(static_cast<size_t>(size));
             check_mpi(MPI_Recv(bytes.data(), size, MPI_BYTE, status.MPI_SOURCE, kTagNotice, link.inter,
                                MPI_STATUS_IGNORE),
-                      "MPI_Recv (notice)");
+                      "MPI_Recv (control message)");
             std::string why;
-            auto notice = decode(bytes.data(), bytes.size(), &why);
-            if (!notice || notice->from_component != comp)
-                fail(DTF_ERR_PEER, "malformed notice from component '%s' rank %d: %s", link.name.c_str(),
-                     status.MPI_SOURCE, notice ? "wrong sender component" : why.c_str());
-            apply(*notice);
+            auto message = decode(bytes.data(), bytes.size(), &why);
+            if (!message || message->from_component != comp)
+                fail(DTF_ERR_PEER, "malformed message from component '%s' rank %d: %s", link.name.c_str(),
+                     status.MPI_SOURCE, message ? "wrong sender component" : why.c_str());
+            message->source = status.MPI_SOURCE;
+            apply(std::move(*message));
         }
     }
     for (auto it = sends_.begin(); it != sends_.end();) {
         int done = 0;
         check_mpi(MPI_Testall(static_cast<int>((*it)->requests.size()), (*it)->requests.data(), &done,
                               MPI_STATUSES_IGNORE),
-                  "MPI_Testall (notice)");
+                  "MPI_Testall (control message)");
         it = done ? sends_.erase(it) : it + 1;
     }
 }
 
-void Runtime::apply(const Notice &n) {
-    PathCounters &c = counters_[n.path];
-    int &count = n.kind == NoticeKind::ClosedWrite ? c.peer_writes : c.peer_reads;
-    count = std::max(count, n.session);
+void Runtime::apply(Message &&m) {
     ++stats_.notices_received;
-    log::debug("notice: component '%s' closed %s session %d of '%s'", config_.components[n.from_component].c_str(),
-               n.kind == NoticeKind::ClosedWrite ? "write" : "read", n.session, n.path.c_str());
+    log::debug("message %s from '%s' session %d epoch %d: '%s' (%zu payload bytes)", kind_name(m.kind),
+               config_.components[static_cast<size_t>(m.from_component)].c_str(), m.session, m.epoch, m.path.c_str(),
+               m.payload.size());
+    if (m.kind == MessageKind::ClosedWrite || m.kind == MessageKind::ClosedRead) {
+        PathCounters &c = counters_[m.path];
+        int &count = m.kind == MessageKind::ClosedWrite ? c.peer_writes : c.peer_reads;
+        count = std::max(count, m.session);
+        return;
+    }
+    inbox_.push_back(std::move(m));
+}
+
+std::optional<Message> Runtime::take(const std::function<bool(const Message &)> &match) {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
+        if (match(*it)) {
+            Message m = std::move(*it);
+            inbox_.erase(it);
+            return m;
+        }
+    return std::nullopt;
+}
+
+Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
+                              const std::function<std::string()> &what) {
+    std::optional<Message> found;
+    wait_until([&] { return (found = take(match)).has_value(); }, what);
+    return std::move(*found);
 }
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what) {
@@ -308,6 +345,7 @@ void Runtime::teardown(bool orderly) {
         if (f.comm != MPI_COMM_NULL) MPI_Comm_free(&f.comm);
     }
     open_files_.clear();
+
     if (orderly) {
         attempt([&] { wait_until([&] { return sends_.empty(); }, [&] { return format("delivering %zu notices", sends_.size()); }); });
         for (auto &[comp, link] : peers_) {

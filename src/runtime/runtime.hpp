@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "runtime/notice.hpp"
+#include "runtime/message.hpp"
 #include "transport/rendezvous.hpp"
 
 namespace dtf::runtime {
@@ -67,10 +68,18 @@ public:
     std::map<int, OpenFile> &open_files() { return open_files_; }
     Stats &stats() { return stats_; }
 
-    // Send a notice to every rank of component `peer` (non-blocking; completed in progress()).
-    void notify(int peer, const Notice &notice);
-    // Receive pending notices and complete finished sends. Cheap when nothing is pending.
+    // Send a message to every rank of component `peer`, or to one of its ranks (non-blocking;
+    // completed in progress()). `from_component` is filled in.
+    void notify(int peer, Message message);
+    void send(int peer, int remote_rank, Message message);
+    // Receive pending messages (file-mode notices update counters(); the others are queued for
+    // take()) and complete finished sends. Cheap when nothing is pending.
     void progress();
+    // Remove and return the first queued message for which match() holds, if any.
+    std::optional<Message> take(const std::function<bool(const Message &)> &match);
+    // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
+    Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what);
+    const PeerLink &peer(int component) const;
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
@@ -81,7 +90,8 @@ private:
     void connect_peers();
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
-    void apply(const Notice &n);
+    void apply(Message &&m);
+    void post(int peer, const std::vector<int> &ranks, Message &&message);
 
     config::Config config_;
     config::Settings settings_;
@@ -97,6 +107,7 @@ private:
         std::vector<char> bytes;
     };
     std::vector<std::unique_ptr<PendingSend>> sends_;
+    std::deque<Message> inbox_;
     Stats stats_;
 };
 

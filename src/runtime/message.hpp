@@ -1,0 +1,89 @@
+// Control messages between components about shared files. One versioned envelope for all kinds;
+// encoding and validation live here, without MPI, so that a malformed message gives an error instead
+// of a crash and the decoder can be unit-tested and fuzzed.
+//
+//   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
+//   transfer mode  FileDefined   writer -> every reader-component rank: header + writer ranks + matchers
+//                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session
+//                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: final header (numrecs)
+//                  ReadRequest   reader rank -> each matcher: a batch of get requests
+//                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
+//                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtf::runtime {
+
+enum class MessageKind : uint32_t {
+    ClosedWrite = 1,
+    ClosedRead = 2,
+    FileDefined = 3,
+    ReaderOpened = 4,
+    HeaderFinal = 5,
+    ReadRequest = 6,
+    ReadPlan = 7,
+    ReaderDone = 8,
+};
+constexpr uint32_t kMessageKindLast = 8;
+
+struct Message {
+    MessageKind kind;
+    int32_t from_component;
+    int32_t session; // 1-based session number of the path (per writer component)
+    int32_t epoch;   // transfer epoch within the session, or batch number; 0 when unused
+    std::string path;
+    std::vector<char> payload;
+    int source = -1; // on receipt: the sender's rank in its component (not sent)
+};
+
+constexpr uint32_t kMessageMagic = 0x44544602; // "DTF" + wire version 2
+
+std::vector<char> encode(const Message &m);
+// nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.
+std::optional<Message> decode(const char *data, size_t size, std::string *why);
+const char *kind_name(MessageKind kind);
+
+// Helpers to build and read payloads: little sequences of int32/int64/bytes with bounds checks.
+class PayloadWriter {
+public:
+    void i32(int32_t v) { put(&v, sizeof v); }
+    void i64(int64_t v) { put(&v, sizeof v); }
+    void bytes(const std::vector<char> &b) {
+        i64(static_cast<int64_t>(b.size()));
+        put(b.data(), b.size());
+    }
+    void ints(const std::vector<int> &v) {
+        i32(static_cast<int32_t>(v.size()));
+        for (int x : v) i32(x);
+    }
+    std::vector<char> take() { return std::move(out_); }
+
+private:
+    void put(const void *p, size_t n) {
+        const char *c = static_cast<const char *>(p);
+        out_.insert(out_.end(), c, c + n);
+    }
+    std::vector<char> out_;
+};
+
+// Throws dtf::Error(DTF_ERR_PEER) naming `what` when the payload is shorter than claimed.
+class PayloadReader {
+public:
+    PayloadReader(const std::vector<char> &p, const char *what) : p_(p), what_(what) {}
+    int32_t i32();
+    int64_t i64();
+    std::vector<char> bytes();
+    std::vector<int> ints(int32_t max_count);
+
+private:
+    void get(void *dst, size_t n);
+    const std::vector<char> &p_;
+    const char *what_;
+    size_t pos_ = 0;
+};
+
+} // namespace dtf::runtime
