@@ -1,0 +1,110 @@
+// Matching of a writer component's put requests with a reader component's get requests on the same
+// variables: which elements move from which write to which read. A Plan is a plain value (printable,
+// comparable, cacheable for replay). Pure C++ (no MPI); unit-tested in tests/unit/test_match.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "match/box.hpp"
+
+namespace dtf::match {
+
+// A writer rank's put. `id` is unique per rank and increases in put order.
+struct WriteReq {
+    int rank;
+    uint64_t id;
+    int varid;
+    Box box;
+    bool operator==(const WriteReq &o) const {
+        return rank == o.rank && id == o.id && varid == o.varid && box == o.box;
+    }
+};
+
+// A reader rank's get. `id` is unique per rank.
+struct ReadReq {
+    int rank;
+    uint64_t id;
+    int varid;
+    Box box;
+    bool operator==(const ReadReq &o) const {
+        return rank == o.rank && id == o.id && varid == o.varid && box == o.box;
+    }
+};
+
+// The elements `region` (= write box ∩ read box, non-empty) move from write (writer, write_id) to
+// read (reader, read_id). Pack with for_each_run(write box, region), unpack with
+// for_each_run(read box, region).
+struct Piece {
+    int writer;
+    uint64_t write_id;
+    int reader;
+    uint64_t read_id;
+    int varid;
+    Box region;
+    bool operator==(const Piece &o) const {
+        return writer == o.writer && write_id == o.write_id && reader == o.reader &&
+               read_id == o.read_id && varid == o.varid && region == o.region;
+    }
+    std::string to_string() const;
+};
+
+// All pieces: for each read, each write of the same varid that intersects it, ordered by
+// (reader, read_id, writer, write_id). Where writes overlap, applying the pieces of a read in this
+// order makes the highest writer rank win, and within one rank the latest put (highest id): dtf's
+// documented deterministic outcome for overlapping writes in one session.
+//
+// Throws DTF_ERR_ARG for an invalid box or a (rank, id) pair that occurs twice among the writes or
+// among the reads, and DTF_ERR_PEER when requests on one varid disagree on its number of dimensions.
+//
+// Complexity: the writes of each variable are put in a static interval tree over one dimension
+// (chosen per variable as the one in which the writes' extents overlap least, so block
+// decompositions along any dimension work). With W writes, R reads, n dimensions and P pieces:
+// O(W (log W + n) + R log R) to sort and build, plus per read O(log W + c (log W + n)) where c is the
+// number of writes whose extent in the chosen dimension meets the read's. c is the number of pieces
+// of that read for block decompositions; it exceeds it only when writes interleave in every dimension
+// (e.g. stride-P round robin in every dimension), where the cost tends to O(R W n) as in brute force.
+std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
+
+// A matching result as a value.
+struct Plan {
+    std::vector<Piece> pieces; // in match() order
+
+    // One line per piece, "reader R read I <- writer W write J var V [region]".
+    std::string to_string() const;
+    bool operator==(const Plan &o) const { return pieces == o.pieces; }
+    bool operator!=(const Plan &o) const { return !(*this == o); }
+
+    // Subsequences of `pieces` (order kept): what writer w sends, what reader r receives, what
+    // writer w sends to reader r (one message), and the pieces of one read. The reader and read
+    // selections are binary searches (O(log P + k)); they rely on `pieces` being in match() order.
+    std::vector<Piece> pieces_for_writer(int w) const;
+    std::vector<Piece> pieces_for_reader(int r) const;
+    std::vector<Piece> pieces_between(int w, int r) const;
+    std::vector<Piece> pieces_for_read(int r, uint64_t read_id) const;
+    // Distinct writer / reader ranks that occur in the plan, ascending.
+    std::vector<int> writers() const;
+    std::vector<int> readers() const;
+};
+
+Plan make_plan(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
+
+// Coverage of one read by the regions of its pieces (regions are clipped to `read`; they may overlap,
+// as pieces of overlapping writes do).
+//
+// covered_count: the number of distinct elements of `read` in at least one region. Common case
+// (regions pairwise disjoint, checked with an interval tree): O(P (log P + n)). Otherwise it is
+// read.size() minus the size of uncovered().
+int64_t covered_count(const Box &read, const std::vector<Box> &regions);
+int64_t covered_count(const Box &read, const std::vector<Piece> &pieces);
+
+// The elements of `read` in no region (to be filled with the fill value), exactly, as pairwise
+// disjoint boxes (empty when fully covered, {read} when there are no regions). Computed by
+// subtracting one region after the other from the remaining boxes: O(P U n) with U remaining boxes
+// at most; a strided region may split a box into up to min(r, m)+1 boxes per dimension, with r its
+// stride relative to the box and m its count. Call it when covered_count() < read.size().
+std::vector<Box> uncovered(const Box &read, const std::vector<Box> &regions);
+std::vector<Box> uncovered(const Box &read, const std::vector<Piece> &pieces);
+
+} // namespace dtf::match

@@ -1,0 +1,201 @@
+#include "match/wire.hpp"
+
+#include <string>
+
+#include "common/error.hpp"
+
+namespace dtf::match {
+
+namespace {
+
+using ull = unsigned long long;
+
+constexpr size_t kHeaderBytes = 16;
+constexpr size_t kRequestBytes = 20; // fixed part of a request record
+constexpr size_t kPieceBytes = 32;   // fixed part of a piece record
+constexpr size_t kDimBytes = 24;
+
+const char *kind_name(WireKind k) {
+    return k == WireKind::Writes ? "write list" : k == WireKind::Reads ? "read list" : "piece list";
+}
+
+// ---- encoding ----
+
+class Writer {
+public:
+    explicit Writer(size_t reserve) { out_.reserve(reserve); }
+    void u(uint64_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    }
+    void i32(int32_t v) { u(static_cast<uint32_t>(v), 4); }
+    void i64(int64_t v) { u(static_cast<uint64_t>(v), 8); }
+    void box(const Box &b) {
+        for (int d = 0; d < b.ndims(); ++d) i64(b.start[d]), i64(b.count[d]), i64(b.stride[d]);
+    }
+    std::vector<char> take() { return std::move(out_); }
+
+private:
+    std::vector<char> out_;
+};
+
+size_t dims_bytes(const Box &b) { return kDimBytes * static_cast<size_t>(b.ndims()); }
+
+template <class Req> std::vector<char> encode_requests(const std::vector<Req> &reqs, WireKind kind) {
+    size_t bytes = kHeaderBytes;
+    for (const Req &q : reqs) bytes += kRequestBytes + dims_bytes(q.box);
+    Writer w(bytes);
+    w.u(kWireMagic, 4), w.u(kWireVersion, 2), w.u(static_cast<uint16_t>(kind), 2), w.u(reqs.size(), 8);
+    for (const Req &q : reqs) {
+        w.i32(q.rank), w.i32(q.varid), w.u(q.id, 8), w.u(static_cast<uint32_t>(q.box.ndims()), 4);
+        w.box(q.box);
+    }
+    return w.take();
+}
+
+// ---- decoding ----
+
+class Reader {
+public:
+    Reader(const char *data, size_t size, WireKind kind)
+        : p_(reinterpret_cast<const unsigned char *>(data)), size_(size), kind_(kind) {}
+
+    [[noreturn]] void bad(const std::string &why) const {
+        fail(DTF_ERR_PEER, "malformed %s message (%zu bytes): %s", kind_name(kind_), size_, why.c_str());
+    }
+    size_t left() const { return size_ - pos_; }
+    uint64_t u(int bytes, const char *what) {
+        if (left() < static_cast<size_t>(bytes))
+            bad(format("truncated: %s needs %d bytes at offset %zu, %zu left%s", what, bytes, pos_, left(),
+                       where().c_str()));
+        uint64_t v = 0;
+        for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p_[pos_ + i]) << (8 * i);
+        pos_ += static_cast<size_t>(bytes);
+        return v;
+    }
+    int32_t i32(const char *what) { return static_cast<int32_t>(static_cast<uint32_t>(u(4, what))); }
+    int64_t i64(const char *what) { return static_cast<int64_t>(u(8, what)); }
+
+    // Checks the header; returns the number of records, which the remaining bytes can hold.
+    uint64_t header(size_t fixed) {
+        const uint32_t magic = static_cast<uint32_t>(u(4, "magic"));
+        if (magic != kWireMagic) bad(format("magic 0x%08x, expected 0x%08x", magic, kWireMagic));
+        const uint16_t version = static_cast<uint16_t>(u(2, "version"));
+        if (version != kWireVersion)
+            bad(format("wire version %u, expected %u (peer runs another dtf version?)", version, kWireVersion));
+        const uint16_t kind = static_cast<uint16_t>(u(2, "kind"));
+        if (kind != static_cast<uint16_t>(kind_))
+            bad(format("message kind %u, expected %u", kind, static_cast<unsigned>(kind_)));
+        const uint64_t n = u(8, "record count");
+        if (n > left() / fixed)
+            bad(format("%llu records announced but only %zu bytes follow (at least %zu per record)",
+                       static_cast<ull>(n), left(), fixed));
+        return n;
+    }
+    // Marks the record being read, for messages.
+    void record(uint64_t i, uint64_t n) { rec_ = i, nrec_ = n, in_record_ = true; }
+
+    uint32_t ndims() {
+        const uint64_t nd = u(4, "ndims");
+        if (nd > static_cast<uint64_t>(kMaxDims))
+            bad(format("ndims %llu > %d%s", static_cast<ull>(nd), kMaxDims, where().c_str()));
+        if (nd * kDimBytes > left())
+            bad(format("truncated: %llu dimensions need %llu bytes at offset %zu, %zu left%s", static_cast<ull>(nd),
+                       static_cast<ull>(nd * kDimBytes), pos_, left(), where().c_str()));
+        return static_cast<uint32_t>(nd);
+    }
+    Box box(uint32_t nd) {
+        Box b;
+        b.start.resize(nd), b.count.resize(nd), b.stride.resize(nd);
+        for (uint32_t d = 0; d < nd; ++d)
+            b.start[d] = i64("start"), b.count[d] = i64("count"), b.stride[d] = i64("stride");
+        std::string why;
+        if (!valid(b, &why)) bad(why + where());
+        return b;
+    }
+    void non_negative(int32_t v, const char *what) {
+        if (v < 0) bad(format("negative %s %d%s", what, v, where().c_str()));
+    }
+    void finish() {
+        if (left() != 0) bad(format("%zu trailing bytes after the last record", left()));
+    }
+
+private:
+    const unsigned char *p_;
+    size_t size_, pos_ = 0;
+    WireKind kind_;
+    uint64_t rec_ = 0, nrec_ = 0;
+    bool in_record_ = false;
+
+    std::string where() const {
+        return in_record_ ? format(" (record %llu of %llu)", static_cast<ull>(rec_), static_cast<ull>(nrec_)) : "";
+    }
+};
+
+template <class Req> std::vector<Req> decode_requests(const char *data, size_t size, WireKind kind) {
+    Reader r(data, size, kind);
+    const uint64_t n = r.header(kRequestBytes);
+    std::vector<Req> out;
+    out.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        r.record(i, n);
+        Req q;
+        q.rank = r.i32("rank");
+        q.varid = r.i32("varid");
+        q.id = r.u(8, "id");
+        r.non_negative(q.rank, "rank"), r.non_negative(q.varid, "varid");
+        q.box = r.box(r.ndims());
+        out.push_back(std::move(q));
+    }
+    r.finish();
+    return out;
+}
+
+} // namespace
+
+std::vector<char> encode(const std::vector<WriteReq> &writes) { return encode_requests(writes, WireKind::Writes); }
+std::vector<char> encode(const std::vector<ReadReq> &reads) { return encode_requests(reads, WireKind::Reads); }
+
+std::vector<char> encode(const std::vector<Piece> &pieces) {
+    size_t bytes = kHeaderBytes;
+    for (const Piece &p : pieces) bytes += kPieceBytes + dims_bytes(p.region);
+    Writer w(bytes);
+    w.u(kWireMagic, 4), w.u(kWireVersion, 2), w.u(static_cast<uint16_t>(WireKind::Pieces), 2);
+    w.u(pieces.size(), 8);
+    for (const Piece &p : pieces) {
+        w.i32(p.writer), w.i32(p.reader), w.i32(p.varid), w.u(static_cast<uint32_t>(p.region.ndims()), 4);
+        w.u(p.write_id, 8), w.u(p.read_id, 8);
+        w.box(p.region);
+    }
+    return w.take();
+}
+
+std::vector<WriteReq> decode_writes(const char *data, size_t size) {
+    return decode_requests<WriteReq>(data, size, WireKind::Writes);
+}
+std::vector<ReadReq> decode_reads(const char *data, size_t size) {
+    return decode_requests<ReadReq>(data, size, WireKind::Reads);
+}
+
+std::vector<Piece> decode_pieces(const char *data, size_t size) {
+    Reader r(data, size, WireKind::Pieces);
+    const uint64_t n = r.header(kPieceBytes);
+    std::vector<Piece> out;
+    out.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        r.record(i, n);
+        Piece p;
+        p.writer = r.i32("writer");
+        p.reader = r.i32("reader");
+        p.varid = r.i32("varid");
+        const uint32_t nd = r.ndims();
+        p.write_id = r.u(8, "write_id");
+        p.read_id = r.u(8, "read_id");
+        r.non_negative(p.writer, "writer"), r.non_negative(p.reader, "reader"), r.non_negative(p.varid, "varid");
+        p.region = r.box(nd);
+        out.push_back(std::move(p));
+    }
+    r.finish();
+    return out;
+}
+
+} // namespace dtf::match
