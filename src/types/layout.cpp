@@ -1,0 +1,368 @@
+// User buffer layouts: MPI datatype stage (MPI_Pack/MPI_Unpack on MPI_COMM_SELF, as PnetCDF does)
+// and imap stage (strided element copies).
+#include "types/layout.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+
+#include "types/convert.hpp"
+
+namespace dtf::types {
+namespace {
+
+// Fortran (and alias) datatypes PnetCDF's flexible API accepts, with their C equivalents.
+struct Alias {
+    MPI_Datatype mpi;
+    nc_type memtype;
+};
+const Alias *aliases(size_t *n) {
+    static const Alias table[] = {
+        {MPI_LONG_LONG, NC_INT64},   {MPI_CHARACTER, NC_CHAR},   {MPI_INTEGER1, NC_BYTE},
+        {MPI_INTEGER2, NC_SHORT},    {MPI_INTEGER, NC_INT},      {MPI_INTEGER4, NC_INT},
+        {MPI_INTEGER8, NC_INT64},    {MPI_REAL, NC_FLOAT},       {MPI_REAL4, NC_FLOAT},
+        {MPI_REAL8, NC_DOUBLE},      {MPI_DOUBLE_PRECISION, NC_DOUBLE},
+    };
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
+
+// The twelve predefined C types of the typed API (the only ones allowed with bufcount -1).
+nc_type c_memtype(MPI_Datatype t) {
+#define DTF_X(id, ctype, suffix, name, mpitype, ...)                                                 \
+    if (t == mpitype)                                                                                \
+        return id;
+    DTF_TYPES_FOREACH(DTF_X)
+#undef DTF_X
+    return NC_NAT;
+}
+
+bool is_named(MPI_Datatype t) {
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+    return comb == MPI_COMBINER_NAMED;
+}
+
+// Calls f(child) for each datatype a derived type is built from; returns false for the
+// Fortran-parameterized combiners (F90_REAL ...), which PnetCDF does not support.
+template <class F> bool for_each_child(MPI_Datatype t, F f) {
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+    if (comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX ||
+        comb == MPI_COMBINER_F90_INTEGER)
+        return false;
+    std::vector<int> ints(ni + 1);
+    std::vector<MPI_Aint> addrs(na + 1);
+    std::vector<MPI_Datatype> types(nd + 1);
+    MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
+    for (int i = 0; i < nd; ++i) {
+        f(types[i], comb);
+        if (!is_named(types[i])) // get_contents returns new handles for derived children
+            MPI_Type_free(&types[i]);
+    }
+    return true;
+}
+
+// The one primitive type buftype is made of: NC_NOERR, NC_EUNSPTETYPE or NC_EMULTITYPES.
+int element_type(MPI_Datatype t, MPI_Datatype *elem) {
+    if (is_named(t)) {
+        if (*elem == MPI_DATATYPE_NULL)
+            *elem = t;
+        return *elem == t ? NC_NOERR : NC_EMULTITYPES;
+    }
+    int rc = NC_NOERR;
+    const bool ok = for_each_child(t, [&](MPI_Datatype child, int) {
+        if (rc == NC_NOERR)
+            rc = element_type(child, elem);
+    });
+    return ok ? rc : NC_EUNSPTETYPE;
+}
+
+// A datatype whose packed form is its memory image (lb 0, no holes, in order): predefined types and
+// contiguous/dup chains of them. Others go through MPI_Pack (correct for any type, just slower).
+bool is_dense_type(MPI_Datatype t) {
+    if (is_named(t))
+        return true;
+    bool dense = true;
+    const bool ok = for_each_child(t, [&](MPI_Datatype child, int comb) {
+        dense = dense && (comb == MPI_COMBINER_DUP || comb == MPI_COMBINER_CONTIGUOUS) &&
+                is_dense_type(child);
+    });
+    return ok && dense;
+}
+
+// Stage 1. MPI_Pack takes int sizes: pack at most INT_MAX bytes per call.
+int pack_or_unpack(const MemLayout &l, bool pack, const char *in, char *out) {
+    MPI_Count tsize;
+    MPI_Aint lb, extent;
+    MPI_Type_size_x(l.buftype, &tsize);
+    MPI_Type_get_extent(l.buftype, &lb, &extent);
+    if (tsize > INT_MAX)
+        return NC_EINTOVERFLOW;
+    if (tsize == 0)
+        return NC_NOERR;
+    const MPI_Offset per = INT_MAX / tsize;
+    for (MPI_Offset i = 0; i < l.bufcount; i += per) {
+        const int k = static_cast<int>(std::min<MPI_Offset>(per, l.bufcount - i));
+        int pos = 0, err;
+        if (pack)
+            err = MPI_Pack(in + i * extent, k, l.buftype, out + i * tsize, k * int(tsize), &pos,
+                           MPI_COMM_SELF);
+        else
+            err = MPI_Unpack(in + i * tsize, k * int(tsize), &pos, out + i * extent, k, l.buftype,
+                             MPI_COMM_SELF);
+        if (err != MPI_SUCCESS)
+            return NC_EINTERNAL;
+    }
+    return NC_NOERR;
+}
+
+// Stage 2: for each innermost row of the request, f(element offset in the strided buffer, index of
+// the row's first element in the dense array).
+template <class F> void for_each_row(const MemLayout &l, F f) {
+    const size_t nd = l.count.size();
+    const MPI_Offset len = l.count[nd - 1], rows = l.nelems / len;
+    std::vector<MPI_Offset> idx(nd, 0);
+    MPI_Offset off = 0;
+    for (MPI_Offset r = 0; r < rows; ++r) {
+        f(off, r * len);
+        for (size_t d = nd - 1; d-- > 0;) { // odometer over the outer dimensions
+            if (++idx[d] < l.count[d]) {
+                off += l.imap[d];
+                break;
+            }
+            off -= l.imap[d] * (l.count[d] - 1);
+            idx[d] = 0;
+        }
+    }
+}
+
+template <size_t S> void copy_elems(char *dst, ptrdiff_t dstep, const char *src, ptrdiff_t sstep, MPI_Offset n) {
+    for (MPI_Offset i = 0; i < n; ++i, dst += dstep, src += sstep)
+        std::memcpy(dst, src, S);
+}
+
+void copy_strided(size_t es, char *dst, ptrdiff_t dstep, const char *src, ptrdiff_t sstep, MPI_Offset n) {
+    switch (es) {
+    case 1: return copy_elems<1>(dst, dstep, src, sstep, n);
+    case 2: return copy_elems<2>(dst, dstep, src, sstep, n);
+    case 4: return copy_elems<4>(dst, dstep, src, sstep, n);
+    case 8: return copy_elems<8>(dst, dstep, src, sstep, n);
+    default:
+        for (MPI_Offset i = 0; i < n; ++i, dst += dstep, src += sstep)
+            std::memcpy(dst, src, es);
+    }
+}
+
+// imap-addressed buffer -> dense array, and back.
+void imap_gather(const MemLayout &l, const char *strided, char *dense) {
+    const ptrdiff_t es = static_cast<ptrdiff_t>(l.elsize), step = l.imap.back() * es;
+    for_each_row(l, [&](MPI_Offset off, MPI_Offset first) {
+        copy_strided(l.elsize, dense + first * es, es, strided + off * es, step, l.count.back());
+    });
+}
+void imap_scatter(const MemLayout &l, const char *dense, char *strided) {
+    const ptrdiff_t es = static_cast<ptrdiff_t>(l.elsize), step = l.imap.back() * es;
+    for_each_row(l, [&](MPI_Offset off, MPI_Offset first) {
+        copy_strided(l.elsize, strided + off * es, step, dense + first * es, es, l.count.back());
+    });
+}
+
+int gather_into(const MemLayout &l, const void *user_buf, char *out) {
+    const char *user = static_cast<const char *>(user_buf);
+    if (l.contiguous()) {
+        if (l.dense_bytes())
+            std::memcpy(out, user, l.dense_bytes());
+        return NC_NOERR;
+    }
+    if (l.imap.empty())
+        return pack_or_unpack(l, true, user, out);
+    std::vector<char> lbuf;
+    if (l.buftype != MPI_DATATYPE_NULL) {
+        lbuf.resize(l.dense_bytes());
+        if (int rc = pack_or_unpack(l, true, user, lbuf.data()))
+            return rc;
+        user = lbuf.data();
+    }
+    imap_gather(l, user, out);
+    return NC_NOERR;
+}
+
+} // namespace
+
+nc_type memtype_of_mpi(MPI_Datatype t, int *err) noexcept {
+    if (err)
+        *err = NC_NOERR;
+    if (t == MPI_DATATYPE_NULL) {
+        if (err)
+            *err = NC_EUNSPTETYPE;
+        return NC_NAT;
+    }
+    if (nc_type m = c_memtype(t))
+        return m;
+    size_t n;
+    const Alias *a = aliases(&n);
+    for (size_t i = 0; i < n; ++i)
+        if (a[i].mpi == t)
+            return a[i].memtype;
+    if (err)
+        *err = (t == MPI_BYTE || t == MPI_UNSIGNED_LONG) ? NC_EBADTYPE : NC_EUNSPTETYPE;
+    return NC_NAT;
+}
+
+void MemLayout::release() noexcept {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (buftype != MPI_DATATYPE_NULL && !finalized)
+        MPI_Type_free(&buftype);
+    buftype = MPI_DATATYPE_NULL;
+}
+
+MemLayout::MemLayout(MemLayout &&o) noexcept { *this = std::move(o); }
+
+MemLayout &MemLayout::operator=(MemLayout &&o) noexcept {
+    if (this != &o) {
+        release();
+        memtype = o.memtype;
+        elsize = o.elsize;
+        nelems = o.nelems;
+        buftype = std::exchange(o.buftype, MPI_DATATYPE_NULL);
+        bufcount = o.bufcount;
+        count = std::move(o.count);
+        imap = std::move(o.imap);
+    }
+    return *this;
+}
+
+MemLayout::~MemLayout() { release(); }
+
+int describe_typed(nc_type memtype, int64_t nelems, MemLayout *out) {
+    *out = MemLayout();
+    if (!is_memtype(memtype))
+        return NC_EBADTYPE;
+    if (nelems < 0)
+        return NC_ENEGATIVECNT;
+    out->memtype = memtype;
+    out->elsize = type_size(memtype);
+    out->nelems = nelems;
+    return NC_NOERR;
+}
+
+int describe_flexible(MPI_Offset bufcount, MPI_Datatype buftype, nc_type xtype, int64_t nelems,
+                      MemLayout *out) {
+    *out = MemLayout();
+    if (buftype == MPI_DATATYPE_NULL) // the buffer holds the variable's own type; bufcount ignored
+        return is_external(xtype) ? describe_typed(xtype, nelems, out) : NC_EBADTYPE;
+    if (bufcount == -1) {
+        const nc_type m = c_memtype(buftype);
+        return m == NC_NAT ? NC_EBADTYPE : describe_typed(m, nelems, out);
+    }
+    MPI_Datatype elem = MPI_DATATYPE_NULL;
+    if (int rc = element_type(buftype, &elem))
+        return rc;
+    int err;
+    const nc_type m = memtype_of_mpi(elem, &err);
+    if (m == NC_NAT && err == NC_EUNSPTETYPE)
+        return err;
+    MPI_Count tsize;
+    int esize;
+    MPI_Type_size_x(buftype, &tsize);
+    MPI_Type_size(elem, &esize);
+    if (m != NC_NAT && static_cast<size_t>(esize) != type_size(m))
+        return NC_EUNSPTETYPE; // a Fortran type of unusual size
+    long long have;
+    if (bufcount < 0 || esize == 0 || __builtin_mul_overflow(bufcount, tsize / esize, &have) || have != nelems)
+        return NC_EIOMISMATCH;
+    if (m == NC_NAT)
+        return err; // MPI_BYTE, MPI_UNSIGNED_LONG: NC_EBADTYPE after the count check, as PnetCDF
+    if (int rc = describe_typed(m, nelems, out))
+        return rc;
+    if (!is_dense_type(buftype)) {
+        MPI_Type_dup(buftype, &out->buftype);
+        out->bufcount = bufcount;
+    }
+    return NC_NOERR;
+}
+
+int apply_imap(MemLayout *l, int ndims, const MPI_Offset *count, const MPI_Offset *imap) {
+    if (!imap)
+        return NC_NOERR;
+    int64_t n = 1;
+    for (int d = 0; d < ndims; ++d) {
+        if (count[d] < 0)
+            return NC_ENEGATIVECNT;
+        n *= count[d];
+    }
+    if (n != l->nelems)
+        return NC_EINVAL;
+    if (n == 0)
+        return NC_NOERR;
+    // Keep dimensions with count > 1, merging a dimension into the next when they are adjacent.
+    std::vector<MPI_Offset> c, m;
+    for (int d = 0; d < ndims; ++d) {
+        if (count[d] == 1)
+            continue;
+        if (!c.empty() && m.back() == imap[d] * count[d]) {
+            c.back() *= count[d];
+            m.back() = imap[d];
+        } else {
+            c.push_back(count[d]);
+            m.push_back(imap[d]);
+        }
+    }
+    if (c.empty() || (c.size() == 1 && m[0] == 1))
+        return NC_NOERR; // row-major dense: nothing to do
+    if (l->buftype != MPI_DATATYPE_NULL) { // offsets index the nelems packed elements
+        MPI_Offset lo = 0, hi = 0;
+        for (size_t d = 0; d < c.size(); ++d)
+            (m[d] < 0 ? lo : hi) += (c[d] - 1) * m[d];
+        if (lo < 0 || hi >= l->nelems)
+            return NC_EINVAL;
+    }
+    l->count = std::move(c);
+    l->imap = std::move(m);
+    return NC_NOERR;
+}
+
+int gather(const MemLayout &l, const void *user_buf, std::vector<char> &dense) {
+    dense.resize(l.dense_bytes());
+    return gather_into(l, user_buf, dense.data());
+}
+
+const char *gather_view(const MemLayout &l, const void *user_buf, std::vector<char> &scratch, int *err) {
+    int rc = NC_NOERR;
+    const char *p = static_cast<const char *>(user_buf);
+    if (!l.contiguous()) {
+        rc = gather(l, user_buf, scratch);
+        p = rc ? nullptr : scratch.data();
+    }
+    if (err)
+        *err = rc;
+    return p;
+}
+
+int scatter(const MemLayout &l, const char *dense, void *user_buf) {
+    char *user = static_cast<char *>(user_buf);
+    if (l.contiguous()) {
+        if (l.dense_bytes())
+            std::memcpy(user, dense, l.dense_bytes());
+        return NC_NOERR;
+    }
+    if (l.buftype == MPI_DATATYPE_NULL) {
+        imap_scatter(l, dense, user);
+        return NC_NOERR;
+    }
+    if (l.imap.empty())
+        return pack_or_unpack(l, false, dense, user);
+    // Both stages. Start lbuf from the user's values, so that elements an imap with repeated
+    // offsets never writes come back unchanged.
+    std::vector<char> lbuf(l.dense_bytes());
+    if (int rc = pack_or_unpack(l, true, user, lbuf.data()))
+        return rc;
+    imap_scatter(l, dense, lbuf.data());
+    return pack_or_unpack(l, false, lbuf.data(), user);
+}
+
+} // namespace dtf::types
