@@ -1,0 +1,1026 @@
+// The netCDF data model of a virtual file (see header.hpp). The order of the checks in each call
+// is PnetCDF's (dispatcher first, then the ncmpio driver), as established by the oracle test.
+#include "model/header.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "model/attr.hpp"
+
+namespace dtf::model {
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+namespace {
+
+NameNormalizer g_normalizer = nullptr;
+
+bool is_ascii(const std::string &s) {
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// Normalized form of a name that passed check_name(); false when the normalizer rejects it.
+bool normalize(const char *name, std::string *out) {
+    *out = name;
+    if (g_normalizer == nullptr || is_ascii(*out)) return true;
+    std::string normalized;
+    if (!g_normalizer(*out, &normalized)) return false;
+    *out = std::move(normalized);
+    return true;
+}
+
+// Length of the well-formed UTF-8 sequence at p (a non-ASCII lead byte), 0 when malformed
+// (overlong forms, surrogates and code points above U+10FFFF are malformed).
+int utf8_length(const unsigned char *p) {
+    auto cont = [](unsigned char c) { return (c & 0xC0) == 0x80; };
+    const unsigned char c = p[0];
+    if (c < 0xC2 || c > 0xF4) return 0;
+    if (c < 0xE0) return cont(p[1]) ? 2 : 0;
+    if (c < 0xF0) {
+        if (!cont(p[1]) || !cont(p[2])) return 0;
+        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) return 0;
+        return 3;
+    }
+    if (!cont(p[1]) || !cont(p[2]) || !cont(p[3])) return 0;
+    if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) return 0;
+    return 4;
+}
+
+bool valid_utf8(const unsigned char *p) {
+    while (*p != 0) {
+        const int n = *p < 0x80 ? 1 : utf8_length(p);
+        if (n == 0) return false;
+        p += n;
+    }
+    return true;
+}
+
+bool is_alnum_or_underscore(unsigned char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+} // namespace
+
+void set_name_normalizer(NameNormalizer normalizer) { g_normalizer = normalizer; }
+
+// netCDF's NC_check_name, as PnetCDF has it: the length limit is tested while scanning, so a bad
+// character within the first NC_MAX_NAME bytes wins over the length.
+int check_name(const char *name) {
+    if (name == nullptr || *name == 0 || std::strchr(name, '/') != nullptr) return NC_EBADNAME;
+    const auto *start = reinterpret_cast<const unsigned char *>(name);
+    if (!valid_utf8(start)) return NC_EBADNAME;
+    const unsigned char *p = start;
+    if (*p < 0x80 && !is_alnum_or_underscore(*p)) return NC_EBADNAME;
+    p += *p < 0x80 ? 1 : utf8_length(p);
+    unsigned char last = *start;
+    while (*p != 0) {
+        last = *p;
+        if (*p < 0x80 && (*p < ' ' || *p > 0x7E)) return NC_EBADNAME;
+        p += *p < 0x80 ? 1 : utf8_length(p);
+        if (p - start > NC_MAX_NAME) return NC_EMAXNAME;
+    }
+    if (last < 0x80 && (last == ' ' || (last >= '\t' && last <= '\r'))) return NC_EBADNAME;
+    return NC_NOERR;
+}
+
+// check_name, then normalize (names being defined).
+static int checked_name(const char *name, std::string *out) {
+    if (int err = check_name(name)) return err;
+    return normalize(name, out) ? NC_NOERR : NC_EBADNAME;
+}
+
+// Names being looked up: NC_EBADNAME when null, empty or not UTF-8 (PnetCDF fails to normalize
+// them); any other name is looked up as it is (normalized), even one that could not be defined.
+static int lookup_name(const char *name, std::string *out) {
+    if (name == nullptr || *name == 0) return NC_EBADNAME;
+    if (!valid_utf8(reinterpret_cast<const unsigned char *>(name))) return NC_EBADNAME;
+    return normalize(name, out) ? NC_NOERR : NC_EBADNAME;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formats
+
+int format_from_cmode(int cmode, int default_format, int *format) {
+    if ((cmode & NC_64BIT_OFFSET) && (cmode & NC_64BIT_DATA)) return NC_EINVAL_CMODE;
+    if (cmode & NC_NETCDF4) return NC_ENOTBUILT;
+    int f = default_format;
+    if (cmode & NC_64BIT_DATA)
+        f = NC_FORMAT_CDF5;
+    else if (cmode & NC_64BIT_OFFSET)
+        f = NC_FORMAT_CDF2;
+    else if (cmode & NC_CLASSIC_MODEL)
+        f = NC_FORMAT_CLASSIC;
+    if (f == NC_FORMAT_NETCDF4 || f == NC_FORMAT_NETCDF4_CLASSIC) return NC_ENOTBUILT;
+    if (f != NC_FORMAT_CDF2 && f != NC_FORMAT_CDF5) f = NC_FORMAT_CLASSIC;
+    if (format != nullptr) *format = f;
+    return NC_NOERR;
+}
+
+namespace {
+
+constexpr bool big_endian_host() {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool valid_format(int f) {
+    return f == NC_FORMAT_CLASSIC || f == NC_FORMAT_CDF2 || f == NC_FORMAT_CDF5;
+}
+
+// Largest dimension length (and, for CDF-1/CDF-2, largest variable size in bytes: netCDF's
+// vlen_max) of a format; "- 3" leaves room for rounding sizes up to a multiple of 4.
+int64_t max_dim_len(int format) {
+    switch (format) {
+    case NC_FORMAT_CDF5: return std::numeric_limits<int64_t>::max();
+    case NC_FORMAT_CDF2: return int64_t(NC_MAX_UINT) - 3;
+    default: return int64_t(NC_MAX_INT) - 3;
+    }
+}
+
+// Size of an attribute's values in the file header (padded to 4 bytes); PnetCDF lets a data-mode
+// put_att replace an attribute only if this does not grow.
+int64_t padded_size(nc_type type, int64_t len) { return (len * type_size(type) + 3) / 4 * 4; }
+
+int att_index(const std::vector<Att> &atts, const std::string &name) {
+    for (size_t i = 0; i < atts.size(); ++i)
+        if (atts[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+void copy_name(const std::string &name, char *out) {
+    if (out != nullptr) std::memcpy(out, name.c_str(), name.size() + 1);
+}
+
+} // namespace
+
+Header::Header(int format) : format_(valid_format(format) ? format : NC_FORMAT_CLASSIC) {}
+
+// ---------------------------------------------------------------------------------------------
+// File state
+
+int Header::enddef() {
+    if (!define_mode_) return NC_ENOTINDEFINE; // also for read-only files (not NC_EPERM)
+    if (int err = check_vlens()) return err;
+    Layout layout;
+    if (int err = compute_layout(layout_.extent, &layout)) return err;
+    layout_ = std::move(layout);
+    define_mode_ = false;
+    return NC_NOERR;
+}
+
+int Header::redef() {
+    if (read_only_) return NC_EPERM;
+    if (define_mode_) return NC_EINDEFINE;
+    define_mode_ = true;
+    old_nvars_ = static_cast<int>(vars_.size());
+    indep_mode_ = false;
+    return NC_NOERR;
+}
+
+int Header::begin_indep_data() {
+    if (define_mode_) return NC_EINDEFINE;
+    indep_mode_ = true;
+    return NC_NOERR;
+}
+
+int Header::end_indep_data() {
+    if (define_mode_) return NC_EINDEFINE;
+    indep_mode_ = false; // no error when already collective
+    return NC_NOERR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// File layout: the CDF header and where PnetCDF puts each variable (CDF-1/CDF-2/CDF-5 spec).
+
+namespace {
+
+constexpr int64_t kHeaderAlign = 512; // PnetCDF's default alignment of the header extent
+
+// Offsets and sizes wrap around like PnetCDF's (a CDF-5 file can describe more than 2^63 bytes:
+// PnetCDF then reports negative offsets); unsigned arithmetic makes that well-defined here.
+int64_t wrap_add(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+int64_t round4(int64_t n) { return wrap_add(n, 3) & ~int64_t(3); }
+
+// NON_NEG counts and lengths are 8 bytes in CDF-5, 4 bytes before.
+int64_t count_size(int format) { return format == NC_FORMAT_CDF5 ? 8 : 4; }
+
+int64_t name_size(const std::string &name, int format) {
+    return count_size(format) + round4(static_cast<int64_t>(name.size()));
+}
+
+int64_t atts_size(const std::vector<Att> &atts, int format) {
+    int64_t n = 4 + count_size(format); // tag (or ABSENT) and count
+    for (const Att &a : atts)
+        n += name_size(a.name, format) + 4 + count_size(format) + padded_size(a.type, a.len);
+    return n;
+}
+
+} // namespace
+
+// The size of one variable (one record of a record variable) in the file, rounded up to 4 bytes.
+int64_t Header::var_len(int varid) const {
+    const Var &v = vars_[varid];
+    int64_t n = type_size(v.type);
+    for (size_t i = is_record_var(varid) ? 1 : 0; i < v.dimids.size(); ++i)
+        n *= dims_[v.dimids[i]].len;
+    return round4(n);
+}
+
+int64_t Header::header_size() const {
+    const int64_t cs = count_size(format_);
+    int64_t n = 4 + cs + 4 + cs; // magic, numrecs, dimension list tag and count
+    for (const Dim &d : dims_) n += name_size(d.name, format_) + cs;
+    n += atts_size(gatts_, format_) + 4 + cs;
+    for (const Var &v : vars_) {
+        n += name_size(v.name, format_) + cs + cs * static_cast<int64_t>(v.dimids.size());
+        n += atts_size(v.atts, format_) + 4 + cs + (format_ == NC_FORMAT_CLASSIC ? 4 : 8);
+    }
+    return n;
+}
+
+// Fixed-size variables follow the header extent (aligned to 512 bytes when there are variables;
+// it never shrinks across redefinitions), then one record of each record variable. CDF-1 offsets
+// are 32-bit signed.
+int Header::compute_layout(int64_t min_extent, Layout *out) const {
+    const int64_t size = header_size();
+    const int64_t align = vars_.empty() ? 1 : kHeaderAlign; // no alignment without variables
+    out->extent = std::max(min_extent, (size + align - 1) / align * align);
+    out->begin.assign(vars_.size(), 0);
+    int64_t end = out->extent;
+    for (int pass = 0; pass < 2; ++pass) { // fixed-size variables, then record variables
+        for (size_t i = 0; i < vars_.size(); ++i) {
+            const int id = static_cast<int>(i);
+            if (is_record_var(id) != (pass == 1)) continue;
+            out->begin[i] = end;
+            if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
+            end = wrap_add(end, var_len(id));
+        }
+    }
+    int nrec = 0, last = -1;
+    out->recsize = 0;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+        if (!is_record_var(static_cast<int>(i))) continue;
+        ++nrec;
+        last = static_cast<int>(i);
+        out->recsize = wrap_add(out->recsize, var_len(last));
+    }
+    if (nrec == 1) { // a single record variable is not padded
+        const Var &v = vars_[last];
+        out->recsize = type_size(v.type);
+        for (size_t i = 1; i < v.dimids.size(); ++i) out->recsize *= dims_[v.dimids[i]].len;
+    }
+    return NC_NOERR;
+}
+
+int Header::inq_layout(int64_t *header_size, int64_t *header_extent, int64_t *recsize) const {
+    // (the header size is current: renames in data mode change it)
+    if (header_size != nullptr) *header_size = this->header_size();
+    if (header_extent != nullptr) *header_extent = layout_.extent;
+    if (recsize != nullptr) *recsize = layout_.recsize;
+    return NC_NOERR;
+}
+
+int Header::inq_varoffset(int varid, int64_t *offset) const {
+    if (varid < 0 || varid >= static_cast<int>(layout_.begin.size())) return NC_ENOTVAR;
+    if (offset != nullptr) *offset = layout_.begin[varid];
+    return NC_NOERR;
+}
+
+// netCDF's NC_check_vlens: in CDF-1/CDF-2 a variable (one record of a record variable) may
+// exceed the format's size limit only if it is the last fixed-size variable and there are no
+// record variables, or if it is the last record variable.
+int Header::check_vlens() const {
+    if (format_ == NC_FORMAT_CDF5) return NC_NOERR;
+    const int64_t vlen_max = max_dim_len(format_);
+    auto too_large = [&](int varid) {
+        const Var &v = vars_[varid];
+        int64_t prod = type_size(v.type);
+        for (size_t i = is_record_var(varid) ? 1 : 0; i < v.dimids.size(); ++i) {
+            const int64_t len = dims_[v.dimids[i]].len;
+            if (len == 0) continue;
+            if (len > vlen_max / prod) return true;
+            prod *= len;
+        }
+        return false;
+    };
+    // For the fixed-size (record == false) or the record variables: the number of too large
+    // ones and whether the last one is.
+    auto scan = [&](bool record, int *large, bool *last) {
+        *large = 0;
+        *last = false;
+        for (int i = 0; i < static_cast<int>(vars_.size()); ++i) {
+            if (is_record_var(i) != record) continue;
+            *last = too_large(i);
+            *large += *last;
+        }
+    };
+    int large, rec_large;
+    bool last, rec_last;
+    scan(false, &large, &last);
+    scan(true, &rec_large, &rec_last);
+    int nrec = 0;
+    inq_num_rec_vars(&nrec);
+    if (large > 1 || (large == 1 && (!last || nrec > 0))) return NC_EVARSIZE;
+    if (rec_large > 1 || (rec_large == 1 && !rec_last)) return NC_EVARSIZE;
+    return NC_NOERR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dimensions and variables
+
+int Header::find_dim(const std::string &name) const {
+    for (size_t i = 0; i < dims_.size(); ++i)
+        if (dims_[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+int Header::find_var(const std::string &name) const {
+    for (size_t i = 0; i < vars_.size(); ++i)
+        if (vars_[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+int Header::unlimdimid() const {
+    for (size_t i = 0; i < dims_.size(); ++i)
+        if (dims_[i].len == NC_UNLIMITED) return static_cast<int>(i);
+    return -1;
+}
+
+bool Header::is_record_var(int varid) const {
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return false;
+    const Var &v = vars_[varid];
+    return !v.dimids.empty() && dims_[v.dimids[0]].len == NC_UNLIMITED;
+}
+
+std::vector<int64_t> Header::shape(int varid) const {
+    std::vector<int64_t> s;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return s;
+    for (int d : vars_[varid].dimids)
+        s.push_back(dims_[d].len == NC_UNLIMITED ? numrecs_ : dims_[d].len);
+    return s;
+}
+
+int Header::check_def_dim(const std::string &name, int64_t len) const {
+    if (len < 0 || len > max_dim_len(format_)) return NC_EDIMSIZE;
+    if (len == NC_UNLIMITED && unlimdimid() >= 0) return NC_EUNLIMIT;
+    return find_dim(name) >= 0 ? NC_ENAMEINUSE : NC_NOERR;
+}
+
+int Header::def_dim(const char *name, int64_t len, int *idp) {
+    if (!define_mode_) return NC_ENOTINDEFINE; // (a read-only file is never in define mode)
+    std::string n;
+    if (int err = checked_name(name, &n)) return err;
+    if (int err = check_def_dim(n, len)) return err;
+    dims_.push_back({std::move(n), len});
+    if (idp != nullptr) *idp = static_cast<int>(dims_.size()) - 1;
+    return NC_NOERR;
+}
+
+int Header::check_def_var(nc_type type, int ndims, const int *dimids) const {
+    if (ndims > 0 && dimids == nullptr) return NC_EINVAL;
+    for (int i = 0; i < ndims; ++i)
+        if (dimids[i] < 0 || dimids[i] >= static_cast<int>(dims_.size())) return NC_EBADDIM;
+    for (int i = 1; i < ndims; ++i)
+        if (dims_[dimids[i]].len == NC_UNLIMITED) return NC_EUNLIMPOS;
+    // The size in bytes (of one record) must fit in 64 bits.
+    int64_t size = type_size(type);
+    for (int i = 0; i < ndims; ++i) {
+        const int64_t len = dims_[dimids[i]].len;
+        if (len == NC_UNLIMITED) continue;
+        if (size > std::numeric_limits<int64_t>::max() / len) return NC_EVARSIZE;
+        size *= len;
+    }
+    return NC_NOERR;
+}
+
+int Header::def_var(const char *name, nc_type type, int ndims, const int *dimids, int *varidp) {
+    if (!define_mode_) return NC_ENOTINDEFINE;
+    std::string n;
+    if (int err = checked_name(name, &n)) return err;
+    if (!is_valid_type(type)) return NC_EBADTYPE;
+    if (format_ != NC_FORMAT_CDF5 && is_cdf5_type(type)) return NC_ESTRICTCDF2;
+    if (ndims < 0) return NC_EINVAL;
+    if (find_var(n) >= 0) return NC_ENAMEINUSE;
+    if (int err = check_def_var(type, ndims, dimids)) return err;
+    Var v;
+    v.name = std::move(n);
+    v.type = type;
+    v.dimids.assign(dimids, dimids + ndims);
+    v.no_fill = fill_mode_ == NC_NOFILL;
+    vars_.push_back(std::move(v));
+    if (varidp != nullptr) *varidp = static_cast<int>(vars_.size()) - 1;
+    return NC_NOERR;
+}
+
+int Header::rename_dim(int dimid, const char *newname) {
+    if (read_only_) return NC_EPERM;
+    std::string n;
+    if (int err = checked_name(newname, &n)) return err;
+    if (dimid < 0 || dimid >= static_cast<int>(dims_.size())) return NC_EBADDIM;
+    const int other = find_dim(n);
+    if (other >= 0 && other != dimid) return NC_ENAMEINUSE; // (its own name is fine, unlike vars)
+    if (!define_mode_ && n.size() > dims_[dimid].name.size()) return NC_ENOTINDEFINE;
+    dims_[dimid].name = std::move(n);
+    return NC_NOERR;
+}
+
+int Header::rename_var(int varid, const char *newname) {
+    if (read_only_) return NC_EPERM;
+    if (varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    std::string n;
+    if (int err = checked_name(newname, &n)) return err;
+    if (find_var(n) >= 0) return NC_ENAMEINUSE;
+    if (!define_mode_ && n.size() > vars_[varid].name.size()) return NC_ENOTINDEFINE;
+    vars_[varid].name = std::move(n);
+    return NC_NOERR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes
+
+std::vector<Att> *Header::atts_of(int varid) {
+    if (varid == NC_GLOBAL) return &gatts_;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return nullptr;
+    return &vars_[varid].atts;
+}
+
+const std::vector<Att> *Header::atts_of(int varid) const {
+    return const_cast<Header *>(this)->atts_of(varid);
+}
+
+// The index of attribute `name` of variable `varid`: NC_ENOTVAR, NC_EBADNAME, NC_ENOTATT.
+int Header::find_att(int varid, const char *name, int *index) const {
+    const std::vector<Att> *atts = atts_of(varid);
+    if (atts == nullptr) return NC_ENOTVAR;
+    std::string n;
+    if (int err = lookup_name(name, &n)) return err;
+    *index = att_index(*atts, n);
+    return *index < 0 ? NC_ENOTATT : NC_NOERR;
+}
+
+// In data mode an attribute may only replace an existing one whose header space suffices.
+int Header::check_att_space(int varid, const std::string &name, nc_type type, int64_t len) const {
+    if (define_mode_) return NC_NOERR;
+    const std::vector<Att> &atts = *atts_of(varid);
+    const int i = att_index(atts, name);
+    if (i < 0 || padded_size(type, len) > padded_size(atts[i].type, atts[i].len))
+        return NC_ENOTINDEFINE;
+    return NC_NOERR;
+}
+
+int Header::check_put_att(int varid, const std::string &name, nc_type type, int64_t len,
+                          const void *values, nc_type memtype) const {
+    if (!is_valid_type(type)) return NC_EBADTYPE;
+    if (format_ != NC_FORMAT_CDF5 && is_cdf5_type(type)) return NC_ESTRICTCDF2;
+    if ((memtype == NC_CHAR) != (type == NC_CHAR)) return NC_ECHAR;
+    if (len < 0 || (len > 0 && values == nullptr)) return NC_EINVAL;
+    if (varid != NC_GLOBAL && name == _FillValue) {
+        if (type != vars_[varid].type) return NC_EBADTYPE;
+        if (len != 1) return NC_EINVAL;
+        if (define_mode_ && varid < old_nvars_) return NC_ELATEFILL;
+    }
+    return check_att_space(varid, name, type, len);
+}
+
+// Adds `a` to the attributes of `varid`, or replaces the one of the same name in place (it keeps
+// its attribute number).
+void Header::store_att(int varid, Att a) {
+    std::vector<Att> &atts = *atts_of(varid);
+    const int i = att_index(atts, a.name);
+    if (i >= 0)
+        atts[i] = std::move(a);
+    else
+        atts.push_back(std::move(a));
+}
+
+int Header::put_att(int varid, const char *name, nc_type type, int64_t len, const void *values,
+                    nc_type memtype) {
+    if (read_only_) return NC_EPERM;
+    if (atts_of(varid) == nullptr) return NC_ENOTVAR;
+    std::string n;
+    if (int err = checked_name(name, &n)) return err;
+    if (memtype == NC_NAT) memtype = type;
+    if (int err = check_put_att(varid, n, type, len, values, memtype)) return err;
+    Att a;
+    a.name = std::move(n);
+    a.type = type;
+    a.len = len;
+    a.bytes.resize(static_cast<size_t>(len) * type_size(type));
+    const int err = convert(values, memtype, a.bytes.data(), type, len, Direction::put,
+                            format_ == NC_FORMAT_CDF5);
+    store_att(varid, std::move(a));
+    return err;
+}
+
+int Header::del_att(int varid, const char *name) {
+    if (read_only_) return NC_EPERM;
+    if (!define_mode_) return NC_ENOTINDEFINE;
+    int i;
+    if (int err = find_att(varid, name, &i)) return err;
+    std::vector<Att> &atts = *atts_of(varid);
+    atts.erase(atts.begin() + i);
+    return NC_NOERR;
+}
+
+int Header::rename_att(int varid, const char *name, const char *newname) {
+    if (read_only_) return NC_EPERM;
+    if (atts_of(varid) == nullptr) return NC_ENOTVAR;
+    std::string from, to;
+    if (int err = lookup_name(name, &from)) return err;
+    if (int err = checked_name(newname, &to)) return err;
+    std::vector<Att> &atts = *atts_of(varid);
+    const int i = att_index(atts, from);
+    if (i < 0) return NC_ENOTATT;
+    if (att_index(atts, to) >= 0) return NC_ENAMEINUSE;
+    if (!define_mode_ && to.size() > from.size()) return NC_ENOTINDEFINE;
+    atts[i].name = std::move(to);
+    return NC_NOERR;
+}
+
+// Unlike put_att, PnetCDF's copy_att checks neither the type against the output format nor the
+// _FillValue rules: the attribute is copied as it is.
+int Header::copy_att(int varid_in, const char *name, Header &out, int varid_out) const {
+    if (out.read_only_) return NC_EPERM;
+    if (atts_of(varid_in) == nullptr || out.atts_of(varid_out) == nullptr) return NC_ENOTVAR;
+    int i;
+    if (int err = find_att(varid_in, name, &i)) return err;
+    Att a = (*atts_of(varid_in))[i]; // a copy: out may be *this
+    if (int err = out.check_att_space(varid_out, a.name, a.type, a.len)) return err;
+    out.store_att(varid_out, std::move(a));
+    return NC_NOERR;
+}
+
+int Header::inq_att(int varid, const char *name, nc_type *type, int64_t *len) const {
+    int i;
+    if (int err = find_att(varid, name, &i)) return err;
+    const Att &a = (*atts_of(varid))[i];
+    if (type != nullptr) *type = a.type;
+    if (len != nullptr) *len = a.len;
+    return NC_NOERR;
+}
+
+int Header::inq_attid(int varid, const char *name, int *idp) const {
+    int i;
+    if (int err = find_att(varid, name, &i)) return err;
+    if (idp != nullptr) *idp = i;
+    return NC_NOERR;
+}
+
+int Header::inq_attname(int varid, int attnum, char *name) const {
+    const std::vector<Att> *atts = atts_of(varid);
+    if (atts == nullptr) return NC_ENOTVAR;
+    if (attnum < 0 || attnum >= static_cast<int>(atts->size())) return NC_ENOTATT;
+    if (name == nullptr) return NC_EINVAL;
+    copy_name((*atts)[attnum].name, name);
+    return NC_NOERR;
+}
+
+int Header::get_att(int varid, const char *name, void *out, nc_type memtype) const {
+    int i;
+    if (int err = find_att(varid, name, &i)) return err;
+    const Att &a = (*atts_of(varid))[i];
+    if (a.len == 0) return NC_NOERR; // no NC_ECHAR either
+    if (memtype == NC_NAT) memtype = a.type;
+    if ((memtype == NC_CHAR) != (a.type == NC_CHAR)) return NC_ECHAR;
+    if (out == nullptr) return NC_EINVAL;
+    return convert(a.bytes.data(), a.type, out, memtype, a.len, Direction::get,
+                   format_ == NC_FORMAT_CDF5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fill
+
+namespace {
+
+// What PnetCDF's inq_var_fill makes of a _FillValue attribute: it takes the first bytes of the
+// attribute's external (big-endian) form as one value of the variable's type. That is the value
+// when the types agree; a _FillValue of another type can only come from copy_att or rename_att.
+// (Beyond the attribute's header space PnetCDF reads whatever follows; zeros here.)
+void fill_from_att(const Att &a, nc_type var_type, void *out) {
+    const int asize = type_size(a.type), vsize = type_size(var_type);
+    std::vector<unsigned char> ext(std::max<size_t>(a.bytes.size(), vsize), 0);
+    for (size_t k = 0; k < a.bytes.size(); ++k) { // native -> big-endian, per attribute element
+        const size_t in_elem = big_endian_host() ? k % asize : asize - 1 - k % asize;
+        ext[k] = a.bytes[k / asize * asize + in_elem];
+    }
+    auto *dst = static_cast<unsigned char *>(out);
+    for (int k = 0; k < vsize; ++k) dst[k] = ext[big_endian_host() ? k : vsize - 1 - k];
+}
+
+} // namespace
+
+int Header::set_fill(int fillmode, int *old_modep) {
+    if (read_only_) return NC_EPERM;
+    if (!define_mode_) return NC_ENOTINDEFINE;
+    if (fillmode != NC_FILL && fillmode != NC_NOFILL) return NC_EINVAL;
+    if (old_modep != nullptr) *old_modep = fill_mode_;
+    fill_mode_ = fillmode;
+    for (Var &v : vars_) v.no_fill = fillmode == NC_NOFILL; // overrides def_var_fill
+    return NC_NOERR;
+}
+
+int Header::def_var_fill(int varid, int no_fill, const void *fill_value) {
+    if (!define_mode_) return NC_ENOTINDEFINE; // (a read-only file is never in define mode)
+    if (varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    Var &v = vars_[varid];
+    v.no_fill = no_fill != 0;
+    if (v.no_fill || fill_value == nullptr) return NC_NOERR;
+    // As PnetCDF: the mode is set even when the value is refused (NC_ELATEFILL).
+    return put_att(varid, _FillValue, v.type, 1, fill_value, v.type);
+}
+
+int Header::inq_var_fill(int varid, int *no_fill, void *fill_value) const {
+    if (varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    const Var &v = vars_[varid];
+    if (no_fill != nullptr) *no_fill = v.no_fill ? 1 : 0;
+    if (fill_value == nullptr) return NC_NOERR;
+    const int i = att_index(v.atts, _FillValue);
+    if (i < 0) {
+        default_fill(v.type, fill_value);
+        return NC_NOERR;
+    }
+    fill_from_att(v.atts[i], v.type, fill_value);
+    return NC_NOERR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inquiries
+
+int Header::inq(int *ndims, int *nvars, int *ngatts, int *unlimdimidp) const {
+    if (ndims != nullptr) *ndims = static_cast<int>(dims_.size());
+    if (nvars != nullptr) *nvars = static_cast<int>(vars_.size());
+    if (ngatts != nullptr) *ngatts = static_cast<int>(gatts_.size());
+    if (unlimdimidp != nullptr) *unlimdimidp = unlimdimid();
+    return NC_NOERR;
+}
+
+int Header::inq_format(int *format) const {
+    if (format != nullptr) *format = format_;
+    return NC_NOERR;
+}
+
+int Header::inq_num_rec_vars(int *nvars) const {
+    int n = 0;
+    for (size_t i = 0; i < vars_.size(); ++i) n += is_record_var(static_cast<int>(i));
+    if (nvars != nullptr) *nvars = n;
+    return NC_NOERR;
+}
+
+int Header::inq_num_fix_vars(int *nvars) const {
+    int rec = 0;
+    inq_num_rec_vars(&rec);
+    if (nvars != nullptr) *nvars = static_cast<int>(vars_.size()) - rec;
+    return NC_NOERR;
+}
+
+int Header::inq_dim(int dimid, char *name, int64_t *len) const {
+    if (dimid < 0 || dimid >= static_cast<int>(dims_.size())) return NC_EBADDIM;
+    copy_name(dims_[dimid].name, name);
+    if (len != nullptr) *len = dims_[dimid].len == NC_UNLIMITED ? numrecs_ : dims_[dimid].len;
+    return NC_NOERR;
+}
+
+int Header::inq_dimid(const char *name, int *idp) const {
+    std::string n;
+    if (int err = lookup_name(name, &n)) return err;
+    const int i = find_dim(n);
+    if (i < 0) return NC_EBADDIM;
+    if (idp != nullptr) *idp = i;
+    return NC_NOERR;
+}
+
+int Header::inq_var(int varid, char *name, nc_type *type, int *ndims, int *dimids,
+                    int *natts) const {
+    if (varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    const Var &v = vars_[varid];
+    copy_name(v.name, name);
+    if (type != nullptr) *type = v.type;
+    if (ndims != nullptr) *ndims = static_cast<int>(v.dimids.size());
+    if (dimids != nullptr) std::copy(v.dimids.begin(), v.dimids.end(), dimids);
+    if (natts != nullptr) *natts = static_cast<int>(v.atts.size());
+    return NC_NOERR;
+}
+
+int Header::inq_varnatts(int varid, int *natts) const {
+    const std::vector<Att> *atts = atts_of(varid);
+    if (atts == nullptr) return NC_ENOTVAR;
+    if (natts != nullptr) *natts = static_cast<int>(atts->size());
+    return NC_NOERR;
+}
+
+int Header::inq_varid(const char *name, int *varidp) const {
+    std::string n;
+    if (int err = lookup_name(name, &n)) return err;
+    const int i = find_var(n);
+    if (i < 0) return NC_ENOTVAR;
+    if (varidp != nullptr) *varidp = i;
+    return NC_NOERR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data access
+
+int Header::check_access(const Access &a) const {
+    if (a.is_write && read_only_) return NC_EPERM;
+    if (define_mode_) return NC_EINDEFINE;
+    if (a.collective && indep_mode_) return NC_EINDEP;
+    if (!a.collective && !indep_mode_) return NC_ENOTINDEP;
+    if (a.varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (a.varid < 0 || a.varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    const nc_type type = vars_[a.varid].type;
+    if (a.memtype != NC_NAT && (a.memtype == NC_CHAR) != (type == NC_CHAR)) return NC_ECHAR;
+    if (a.api == Api::var || vars_[a.varid].dimids.empty()) return NC_NOERR;
+    if (a.start == nullptr) return NC_EINVALCOORDS; // (not NC_ENULLSTART)
+    if (a.api != Api::var1 && a.count == nullptr) return NC_EEDGE; // (not NC_ENULLCOUNT)
+    return check_start_count(a);
+}
+
+// PnetCDF's check_start_count_stride, built with RELAX_COORD_BOUND: a start equal to the
+// dimension length is allowed when nothing is accessed along it. The record dimension bounds
+// reads (numrecs) but not writes.
+int Header::check_start_count(const Access &a) const {
+    const std::vector<int64_t> shp = shape(a.varid);
+    const size_t nd = shp.size();
+    const bool var1 = a.api == Api::var1;
+    const bool strided = a.stride != nullptr && (a.api == Api::vars || a.api == Api::varm);
+    auto count = [&](size_t i) { return var1 ? int64_t(1) : a.count[i]; };
+    auto bounded = [&](size_t i) { return i > 0 || !a.is_write || !is_record_var(a.varid); };
+    for (size_t i = 0; i < nd; ++i) {
+        if (a.start[i] < 0) return NC_EINVALCOORDS;
+        if (bounded(i) && (a.start[i] > shp[i] || (a.start[i] == shp[i] && count(i) > 0)))
+            return NC_EINVALCOORDS;
+    }
+    for (size_t i = 0; i < nd; ++i)
+        if (count(i) < 0) return NC_ENEGATIVECNT;
+    for (size_t i = 0; i < nd; ++i) {
+        if (!bounded(i)) continue;
+        const int64_t c = count(i), st = strided ? a.stride[i] : 1;
+        // With a stride of 0 or less (refused below) only start + count is checked.
+        if (st > 0 ? (c > 0 && a.start[i] + (c - 1) * st >= shp[i]) : a.start[i] + c > shp[i])
+            return NC_EEDGE;
+    }
+    if (strided)
+        for (size_t i = 0; i < nd; ++i)
+            if (a.stride[i] <= 0) return NC_ESTRIDE;
+    return NC_NOERR;
+}
+
+// PnetCDF sets numrecs to start + (count - 1) * stride + 1 along the record dimension when that
+// is larger, even when nothing is written (a zero count, here or along another dimension).
+void Header::note_write(const Access &a) {
+    if (!is_record_var(a.varid) || a.api == Api::var) return;
+    const bool strided = a.stride != nullptr && (a.api == Api::vars || a.api == Api::varm);
+    const int64_t c0 = a.api == Api::var1 ? 1 : a.count[0], s0 = strided ? a.stride[0] : 1;
+    numrecs_ = std::max(numrecs_, a.start[0] + (c0 - 1) * s0 + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialization: "DTFH", version, format, numrecs, header extent, dimensions, global attributes,
+// variables (with the writer's fill mode of each). Integers little-endian; attribute values
+// little-endian per element.
+
+namespace {
+
+constexpr char kMagic[4] = {'D', 'T', 'F', 'H'};
+constexpr uint32_t kVersion = 1;
+
+// Copies n elements of `size` bytes, reversing each on big-endian hosts (values are kept
+// little-endian on the wire).
+void copy_le(char *dst, const char *src, size_t n, int size) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t k = 0; k < n; ++k)
+        for (int b = 0; b < size; ++b) dst[k * size + b] = src[k * size + size - 1 - b];
+#else
+    if (n > 0) std::memcpy(dst, src, n * size);
+#endif
+}
+
+class Writer {
+public:
+    void u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i) buf.push_back(static_cast<char>(v >> (8 * i)));
+    }
+    void u32(uint32_t v) {
+        for (int i = 0; i < 4; ++i) buf.push_back(static_cast<char>(v >> (8 * i)));
+    }
+    void str(const std::string &s) {
+        u32(static_cast<uint32_t>(s.size()));
+        buf.insert(buf.end(), s.begin(), s.end());
+    }
+    void att(const Att &a) {
+        str(a.name);
+        u32(static_cast<uint32_t>(a.type));
+        u64(static_cast<uint64_t>(a.len));
+        const size_t at = buf.size();
+        buf.resize(at + a.bytes.size());
+        copy_le(buf.data() + at, a.bytes.data(), static_cast<size_t>(a.len), type_size(a.type));
+    }
+    void atts(const std::vector<Att> &v) {
+        u32(static_cast<uint32_t>(v.size()));
+        for (const Att &a : v) att(a);
+    }
+    std::vector<char> buf;
+};
+
+class Reader {
+public:
+    Reader(const char *p, size_t n) : p_(p), left_(n) {}
+    bool raw(void *out, size_t n) {
+        if (n > left_) return false;
+        if (n > 0) std::memcpy(out, p_, n);
+        p_ += n;
+        left_ -= n;
+        return true;
+    }
+    bool u64(uint64_t *v) {
+        unsigned char b[8];
+        if (!raw(b, 8)) return false;
+        *v = 0;
+        for (int i = 7; i >= 0; --i) *v = (*v << 8) | b[i];
+        return true;
+    }
+    bool u32(uint32_t *v) {
+        unsigned char b[4];
+        if (!raw(b, 4)) return false;
+        *v = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+        return true;
+    }
+    bool i32(int *v) {
+        uint32_t u;
+        if (!u32(&u)) return false;
+        *v = static_cast<int>(u);
+        return true;
+    }
+    bool i64(int64_t *v) {
+        uint64_t u;
+        if (!u64(&u)) return false;
+        *v = static_cast<int64_t>(u);
+        return true;
+    }
+    bool str(std::string *s) {
+        uint32_t n;
+        if (!u32(&n) || n > left_) return false;
+        s->assign(p_, n);
+        p_ += n;
+        left_ -= n;
+        return true;
+    }
+    // A count of items that need at least `min_size` bytes each: bounded by what is left.
+    bool count(uint32_t *n, size_t min_size) { return u32(n) && *n <= left_ / min_size; }
+    size_t left() const { return left_; }
+    const char *pos() const { return p_; }
+    void skip(size_t n) {
+        p_ += n;
+        left_ -= n;
+    }
+
+private:
+    const char *p_;
+    size_t left_;
+};
+
+// A name as check_name() accepts it (no embedded NUL), unique among `taken`.
+template <class T> bool good_name(const std::string &name, const std::vector<T> &taken) {
+    if (name.find('\0') != std::string::npos || check_name(name.c_str()) != NC_NOERR) return false;
+    return std::none_of(taken.begin(), taken.end(), [&](const T &t) { return t.name == name; });
+}
+
+bool read_att(Reader &r, const std::vector<Att> &taken, Att *a) {
+    uint64_t len;
+    if (!r.str(&a->name) || !good_name(a->name, taken) || !r.i32(&a->type) || !r.u64(&len))
+        return false;
+    // (no format check: copy_att puts CDF-5 types into CDF-1/CDF-2 files too)
+    if (!is_valid_type(a->type)) return false;
+    const int size = type_size(a->type);
+    if (len > r.left() / size) return false;
+    a->len = static_cast<int64_t>(len);
+    a->bytes.resize(len * size);
+    copy_le(a->bytes.data(), r.pos(), len, size);
+    r.skip(len * size);
+    return true;
+}
+
+bool read_atts(Reader &r, std::vector<Att> *atts) {
+    uint32_t n;
+    if (!r.count(&n, 16)) return false;
+    for (uint32_t i = 0; i < n; ++i) {
+        Att a;
+        if (!read_att(r, *atts, &a)) return false;
+        atts->push_back(std::move(a));
+    }
+    return true;
+}
+
+} // namespace
+
+std::vector<char> Header::encode() const {
+    Writer w;
+    w.buf.assign(kMagic, kMagic + 4);
+    w.u32(kVersion);
+    w.u32(static_cast<uint32_t>(format_));
+    w.u64(static_cast<uint64_t>(numrecs_));
+    w.u64(static_cast<uint64_t>(layout_.extent));
+    w.u32(static_cast<uint32_t>(dims_.size()));
+    for (const Dim &d : dims_) {
+        w.str(d.name);
+        w.u64(static_cast<uint64_t>(d.len));
+    }
+    w.atts(gatts_);
+    w.u32(static_cast<uint32_t>(vars_.size()));
+    for (const Var &v : vars_) {
+        w.str(v.name);
+        w.u32(static_cast<uint32_t>(v.type));
+        w.u32(static_cast<uint32_t>(v.dimids.size()));
+        for (int d : v.dimids) w.u32(static_cast<uint32_t>(d));
+        w.buf.push_back(v.no_fill ? 1 : 0);
+        w.atts(v.atts);
+    }
+    return std::move(w.buf);
+}
+
+namespace {
+
+bool read_dims(Reader &r, int format, std::vector<Dim> *dims) {
+    uint32_t n;
+    if (!r.count(&n, 12)) return false;
+    bool unlimited = false;
+    for (uint32_t i = 0; i < n; ++i) {
+        Dim d;
+        if (!r.str(&d.name) || !good_name(d.name, *dims) || !r.i64(&d.len)) return false;
+        if (d.len < 0 || d.len > max_dim_len(format)) return false;
+        if (d.len == NC_UNLIMITED && std::exchange(unlimited, true)) return false;
+        dims->push_back(std::move(d));
+    }
+    return true;
+}
+
+bool read_var(Reader &r, int format, const std::vector<Var> &taken, Var *v) {
+    uint32_t ndims;
+    if (!r.str(&v->name) || !good_name(v->name, taken) || !r.i32(&v->type)) return false;
+    if (!is_valid_type(v->type) || (format != NC_FORMAT_CDF5 && is_cdf5_type(v->type)))
+        return false;
+    if (!r.count(&ndims, 4)) return false;
+    for (uint32_t i = 0; i < ndims; ++i) { // (checked by the caller, as def_var does)
+        int d;
+        if (!r.i32(&d)) return false;
+        v->dimids.push_back(d);
+    }
+    unsigned char no_fill;
+    if (!r.raw(&no_fill, 1) || no_fill > 1) return false;
+    v->writer_no_fill = no_fill == 1;
+    v->no_fill = false; // what ncmpi_open gives every variable
+    return read_atts(r, &v->atts);
+}
+
+} // namespace
+
+int Header::decode(const char *data, size_t size, Header *out) {
+    Reader r(data, size);
+    char magic[4];
+    uint32_t version;
+    if (!r.raw(magic, 4) || std::memcmp(magic, kMagic, 4) != 0 || !r.u32(&version) ||
+        version != kVersion)
+        return NC_ENOTNC;
+    int format;
+    int64_t extent;
+    Header h;
+    if (!r.i32(&format) || !valid_format(format) || !r.i64(&h.numrecs_) || h.numrecs_ < 0 ||
+        !r.i64(&extent) || extent < 0)
+        return NC_EINVAL;
+    h.format_ = format;
+    if (!read_dims(r, format, &h.dims_) || !read_atts(r, &h.gatts_)) return NC_EINVAL;
+    uint32_t nvars;
+    if (!r.count(&nvars, 14)) return NC_EINVAL;
+    for (uint32_t i = 0; i < nvars; ++i) {
+        Var v;
+        if (!read_var(r, format, h.vars_, &v)) return NC_EINVAL;
+        // (dimension ids, the unlimited one first only, the size within 64 bits: as def_var)
+        if (h.check_def_var(v.type, static_cast<int>(v.dimids.size()), v.dimids.data()) != NC_NOERR)
+            return NC_EINVAL;
+        h.vars_.push_back(std::move(v));
+    }
+    if (r.left() != 0) return NC_EINVAL;
+    h.define_mode_ = false;
+    h.old_nvars_ = static_cast<int>(h.vars_.size());
+    // The writer's header extent (larger than needed after a redefinition shrank the header).
+    if (h.compute_layout(extent, &h.layout_) != NC_NOERR) return NC_EINVAL;
+    if (h.vars_.empty()) h.layout_.extent = 0; // what ncmpi_open reports
+    *out = std::move(h);
+    return NC_NOERR;
+}
+
+} // namespace dtf::model
