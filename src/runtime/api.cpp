@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
 
 using dtf::runtime::Runtime;
 
@@ -25,12 +26,19 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
         Runtime *rt = Runtime::instance();
         if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
         if (!filename) dtf::fail(DTF_ERR_ARG, "dtf_transfer: filename is NULL");
+        std::string path = dtf::config::normalize_path(filename, dtf::current_dir());
+        auto check = [&](const std::string &actual) {
+            if (path != actual)
+                dtf::fail(DTF_ERR_ARG, "dtf_transfer('%s', %d): ncid %d is the file '%s'", filename, ncid, ncid,
+                          actual.c_str());
+        };
+        if (auto *vf = rt->virtual_file(ncid)) {
+            check(vf->path);
+            return dtf::runtime::vfile_transfer(*rt, *vf);
+        }
         auto it = rt->open_files().find(ncid);
         if (it == rt->open_files().end()) return 0; // not a file dtf handles: nothing to move
-        std::string path = dtf::config::normalize_path(filename, dtf::current_dir());
-        if (path != it->second.path)
-            dtf::fail(DTF_ERR_ARG, "dtf_transfer('%s', %d): ncid %d is the file '%s'", filename, ncid, ncid,
-                      it->second.path.c_str());
+        check(it->second.path);
         return 0; // file mode: the data moves through the file system at close
     });
 }

@@ -1,4 +1,5 @@
-// File mode: the hand-off of a real file between components, and the PnetCDF dispatch entry points.
+// File mode: the hand-off of a real file between components, and the PnetCDF dispatch entry points
+// (transfer-mode files are handed to vfile.cpp).
 //
 // Rule (per path, per rank; counters in PathCounters, updated by notices from the other component):
 //   read session  (ncmpi_open without NC_WRITE) waits until the other component has closed one more
@@ -16,6 +17,7 @@
 #include "common/log.hpp"
 #include "pnc/hook.h"
 #include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
 
 extern "C" {
@@ -90,10 +92,8 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     if (t.rule->mode == config::Mode::Transfer)
-        fail(DTF_ERR_UNSUPPORTED,
-             "rank %d (%s): %s of '%s': mode=\"transfer\" (%s:%d) is not available in this version of dtf; "
-             "use mode=\"file\"",
-             rt.world_rank(), rt.self_name().c_str(), call, t.path.c_str(), rt.config().path.c_str(), t.rule->line);
+        return create ? vfile_create(rt, t.path, *t.rule, t.peer, comm, mode, ncidp)
+                      : vfile_open(rt, t.path, *t.rule, t.peer, comm, mode, ncidp);
     const bool writer = create || (mode & NC_WRITE);
     transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); });
     int rc = real<OpenFn>(fn)(comm, path, mode, info, ncidp);
@@ -156,9 +156,14 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     });
 }
 
-extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **) {
+extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
     Runtime *rt = Runtime::instance();
+    if (ncid >= DTF_PNC_VIRTUAL_BASE) {
+        dtf::runtime::VirtualFile *vf = rt ? rt->virtual_file(ncid) : nullptr;
+        if (!vf) return NC_EBADID;
+        return dtf::guard([&] { return dtf::runtime::vfile_call(*rt, *vf, fn, args); });
+    }
     if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
     return dtf::guard([&] { return dtf::runtime::close_file(*rt, fn, ncid); });
 }

@@ -7,6 +7,7 @@
 #include "common/cwd.hpp"
 #include "common/log.hpp"
 #include "pnc/hook.h"
+#include "runtime/vfile.hpp"
 #include "transport/connect.hpp"
 #include "transport/mpi_util.hpp"
 
@@ -66,6 +67,13 @@ std::string first_difference(const std::string &a, const std::string &b) {
     }
 }
 } // namespace
+
+Runtime::~Runtime() = default;
+
+VirtualFile *Runtime::virtual_file(int ncid) {
+    auto it = virtual_files_.find(ncid);
+    return it == virtual_files_.end() ? nullptr : it->second.get();
+}
 
 std::recursive_mutex &Runtime::mutex() {
     static std::recursive_mutex m;
@@ -345,6 +353,11 @@ void Runtime::teardown(bool orderly) {
         if (f.comm != MPI_COMM_NULL) MPI_Comm_free(&f.comm);
     }
     open_files_.clear();
+    for (auto &[ncid, vf] : virtual_files_) {
+        log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
+        if (vf->comm != MPI_COMM_NULL) MPI_Comm_free(&vf->comm);
+    }
+    virtual_files_.clear();
 
     if (orderly) {
         attempt([&] { wait_until([&] { return sends_.empty(); }, [&] { return format("delivering %zu notices", sends_.size()); }); });

@@ -19,6 +19,8 @@
 
 namespace dtf::runtime {
 
+struct VirtualFile;
+
 struct PeerLink {
     int component = -1;
     std::string name;
@@ -66,6 +68,8 @@ public:
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
     std::map<int, OpenFile> &open_files() { return open_files_; }
+    std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
+    VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
 
     // Send a message to every rank of component `peer`, or to one of its ranks (non-blocking;
@@ -83,6 +87,8 @@ public:
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
+
+    ~Runtime();
 
 private:
     Runtime() = default;
@@ -102,6 +108,7 @@ private:
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
     std::map<int, OpenFile> open_files_;
+    std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     struct PendingSend {
         std::vector<MPI_Request> requests; // one per remote rank, all sending `bytes`
         std::vector<char> bytes;

@@ -1,0 +1,360 @@
+// Transfer mode: sessions of virtual files and the data exchange (protocol in vfile.hpp).
+#include <pnetcdf.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "pnc/hook.h"
+#include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
+#include "transport/mpi_util.hpp"
+#include "match/wire.hpp"
+#include "types/convert.hpp"
+
+namespace dtf::runtime {
+
+using transport::check_mpi;
+
+namespace {
+
+constexpr int kTagMeta = 0x0d72;   // writer -> its matcher (file communicator): write metadata
+constexpr int kTagOrders = 0x0d73; // matcher -> writer (file communicator): pieces to send, or finish
+constexpr int kTagData = 0x0d74;   // writer -> reader (inter-communicator): the data of pieces
+
+// World ranks (in this component) of the ranks of `comm`.
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+    MPI_Group group, world;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int n;
+    MPI_Group_size(group, &n);
+    std::vector<int> local(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) local[static_cast<size_t>(i)] = i;
+    MPI_Group_translate_ranks(group, n, local.data(), world, out.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    return out;
+}
+
+int matcher_of(int rank, int group_size) { return rank / group_size * group_size; }
+
+std::vector<int> matcher_ranks(int size, int group_size) {
+    std::vector<int> m;
+    for (int r = 0; r < size; r += group_size) m.push_back(r);
+    return m;
+}
+
+auto for_file(const VirtualFile &vf, MessageKind kind, int epoch = -1) {
+    return [&vf, kind, epoch](const Message &m) {
+        return m.kind == kind && m.path == vf.path && m.session == vf.session && (epoch < 0 || m.epoch == epoch);
+    };
+}
+
+nc_type var_type(const VirtualFile &vf, int varid) { return vf.header.vars()[static_cast<size_t>(varid)].type; }
+
+// Wait for requests while keeping control messages flowing (a peer may be waiting on us).
+void wait_all(Runtime &rt, std::vector<MPI_Request> &reqs, const std::function<std::string()> &what) {
+    rt.wait_until([&] {
+        int done = 0;
+        check_mpi(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+        return done != 0;
+    }, what);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Writer side
+
+void announce_definition(Runtime &rt, VirtualFile &vf) {
+    if (vf.defined_sent) return;
+    vf.defined_sent = true;
+    std::vector<int> writers = world_ranks_of(vf.comm), matchers;
+    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(writers[static_cast<size_t>(m)]);
+    if (vf.rank != 0) return;
+    PayloadWriter p;
+    p.bytes(vf.header.encode());
+    p.ints(writers);
+    p.ints(matchers);
+    rt.notify(vf.peer, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
+}
+
+namespace {
+
+// Sends in flight during serve(): the request and the bytes it sends (kept alive until complete).
+using Outbox = std::vector<std::pair<MPI_Request, std::shared_ptr<std::vector<char>>>>;
+
+void post(Outbox &out, std::vector<char> bytes, int dest, int tag, MPI_Comm comm, const char *what) {
+    if (bytes.size() > static_cast<size_t>(INT_MAX))
+        fail(DTF_ERR_UNSUPPORTED, "a single %s message of %zu bytes exceeds what one MPI message can carry", what,
+             bytes.size());
+    auto buf = std::make_shared<std::vector<char>>(std::move(bytes));
+    MPI_Request req;
+    check_mpi(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, dest, tag, comm, &req), what);
+    out.emplace_back(req, buf);
+}
+
+// Complete what can be completed without blocking; true when nothing is left.
+bool progress_outbox(Outbox &out) {
+    for (auto it = out.begin(); it != out.end();) {
+        int flag = 0;
+        check_mpi(MPI_Test(&it->first, &flag, MPI_STATUS_IGNORE), "MPI_Test (send)");
+        it = flag ? out.erase(it) : it + 1;
+    }
+    return out.empty();
+}
+
+// The matcher's part of serving one ReadRequest: match, send orders to the writers, the plan to the reader.
+void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_rank, Outbox &out) {
+    std::vector<match::ReadReq> reads = match::decode_reads(m.payload);
+    for (auto &r : reads) r.rank = reader_rank;
+    std::vector<match::Piece> pieces = match::match(vf.group_writes, reads);
+    std::map<int, std::vector<match::Piece>> by_writer;
+    for (const auto &p : pieces) by_writer[p.writer].push_back(p);
+    for (auto &[writer, list] : by_writer) {
+        PayloadWriter w;
+        w.i32(reader_rank);
+        w.bytes(match::encode(list));
+        post(out, w.take(), writer, kTagOrders, vf.comm, "MPI_Isend (orders)");
+    }
+    // The plan names writers by their world rank, which is how the reader addresses them.
+    std::vector<int> writers = world_ranks_of(vf.comm);
+    for (auto &p : pieces) p.writer = writers[static_cast<size_t>(p.writer)];
+    rt.send(vf.peer, reader_rank, Message{MessageKind::ReadPlan, 0, vf.session, m.epoch, vf.path, match::encode(pieces)});
+}
+
+// A writer's part: send the data of `pieces` (all for one reader) in one message.
+void send_pieces(Runtime &rt, VirtualFile &vf, int reader_rank, const std::vector<match::Piece> &pieces, Outbox &out) {
+    std::map<uint64_t, const WriteRecord *> by_id;
+    for (const auto &w : vf.writes) by_id[w.meta.id] = &w;
+    std::vector<char> bytes;
+    std::vector<char> *buf = &bytes;
+    for (const auto &p : pieces) {
+        auto it = by_id.find(p.write_id);
+        if (it == by_id.end()) fail(DTF_ERR_INTERNAL, "order for unknown write request %llu", (unsigned long long)p.write_id);
+        const WriteRecord &w = *it->second;
+        size_t es = types::type_size(var_type(vf, w.meta.varid));
+        size_t base = buf->size();
+        buf->resize(base + static_cast<size_t>(p.region.size()) * es);
+        char *dst = buf->data() + base;
+        match::for_each_run(w.meta.box, p.region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+            const char *src = w.data.data() + static_cast<size_t>(off) * es;
+            char *d = dst + static_cast<size_t>(sub_off) * es;
+            if (step == 1)
+                std::memcpy(d, src, static_cast<size_t>(len) * es);
+            else
+                for (int64_t i = 0; i < len; ++i) std::memcpy(d + i * es, src + i * step * es, es);
+        });
+    }
+    post(out, std::move(bytes), reader_rank, kTagData, rt.peer(vf.peer).inter, "MPI_Isend (data)");
+}
+
+// Every writer rank sends its writes not yet announced to its matcher; the matcher collects its group's.
+void announce_writes(Runtime &rt, VirtualFile &vf) {
+    const int g = rt.settings().max_workgroup_size, matcher = matcher_of(vf.rank, g);
+    std::vector<match::WriteReq> fresh;
+    for (size_t i = vf.writes_announced; i < vf.writes.size(); ++i) fresh.push_back(vf.writes[i].meta);
+    vf.writes_announced = vf.writes.size();
+    Outbox out;
+    post(out, match::encode(fresh), matcher, kTagMeta, vf.comm, "MPI_Isend (write metadata)");
+    int expected = vf.rank == matcher ? std::min(g, vf.size - matcher) : 0;
+    rt.wait_until([&] {
+        for (int flag = 1; expected > 0 && flag;) {
+            MPI_Status st;
+            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagMeta, vf.comm, &flag, &st), "MPI_Iprobe (write metadata)");
+            if (!flag) break;
+            int n = 0;
+            MPI_Get_count(&st, MPI_BYTE, &n);
+            std::vector<char> in(static_cast<size_t>(n));
+            check_mpi(MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagMeta, vf.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            for (auto &w : match::decode_writes(in)) {
+                w.rank = st.MPI_SOURCE;
+                vf.group_writes.push_back(w);
+            }
+            --expected;
+        }
+        return progress_outbox(out) && expected == 0;
+    }, [&] {
+        return format("dtf_transfer of '%s': writer rank %d waited for the write metadata of %d ranks of its work group",
+                      vf.path.c_str(), vf.rank, expected);
+    });
+}
+
+// The largest record written by any writer rank: the unlimited dimension's length.
+void agree_numrecs(VirtualFile &vf) {
+    long long mine = vf.header.numrecs(), all = 0;
+    for (const auto &w : vf.writes) {
+        if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
+        const auto &b = w.meta.box;
+        mine = std::max<long long>(mine, b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
+    }
+    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
+    vf.header.set_numrecs(all);
+}
+
+int serve(Runtime &rt, VirtualFile &vf) {
+    ++vf.epoch;
+    if (vf.reader_ranks.empty()) {
+        Message m = rt.wait_message(for_file(vf, MessageKind::ReaderOpened), [&] {
+            return format("dtf_transfer of '%s' (session %d) waited for component '%s' to open it", vf.path.c_str(),
+                          vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+        });
+        PayloadReader r(m.payload, "reader-opened");
+        vf.reader_ranks = r.ints(1 << 24);
+    }
+    agree_numrecs(vf);
+    if (vf.rank == 0)
+        for (int r : vf.reader_ranks)
+            rt.send(vf.peer, r, Message{MessageKind::HeaderFinal, 0, vf.session, vf.epoch, vf.path, vf.header.encode()});
+    announce_writes(rt, vf);
+
+    const int g = rt.settings().max_workgroup_size;
+    const bool is_matcher = vf.rank == matcher_of(vf.rank, g);
+    size_t done = 0;
+    bool finished = false;
+    Outbox sends;
+    const std::string peer = rt.config().components[static_cast<size_t>(vf.peer)];
+    rt.wait_until([&] {
+        if (is_matcher) {
+            while (auto m = rt.take(for_file(vf, MessageKind::ReadRequest))) serve_request(rt, vf, *m, m->source, sends);
+            while (rt.take(for_file(vf, MessageKind::ReaderDone, vf.epoch))) {
+                if (++done < vf.reader_ranks.size()) continue;
+                // Every reader is done: tell the group (after the orders, on the same tag).
+                const int members = std::min(g, vf.size - vf.rank);
+                for (int i = 0; i < members; ++i)
+                    post(sends, std::vector<char>(sizeof(int), 0), vf.rank + i, kTagOrders, vf.comm, "MPI_Isend (finish)");
+            }
+        }
+        for (;;) {
+            int flag = 0;
+            MPI_Status st;
+            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagOrders, vf.comm, &flag, &st), "MPI_Iprobe (orders)");
+            if (!flag) break;
+            int n = 0;
+            MPI_Get_count(&st, MPI_BYTE, &n);
+            std::vector<char> in(static_cast<size_t>(n));
+            check_mpi(MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagOrders, vf.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+            if (n == static_cast<int>(sizeof(int))) {
+                finished = true;
+                continue;
+            }
+            PayloadReader r(in, "orders");
+            int reader = r.i32();
+            send_pieces(rt, vf, reader, match::decode_pieces(r.bytes()), sends);
+        }
+        return progress_outbox(sends) && finished;
+    }, [&] {
+        size_t bytes = 0;
+        for (const auto &s : sends) bytes += s.second->size();
+        return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %zu of %zu reader "
+                      "ranks done, %zu messages (%zu bytes) not delivered",
+                      vf.path.c_str(), vf.session, vf.rank, peer.c_str(), done, vf.reader_ranks.size(), sends.size(),
+                      bytes);
+    });
+    return NC_NOERR;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Reader side
+
+void wait_header_final(Runtime &rt, VirtualFile &vf) {
+    if (vf.header_final) return;
+    Message m = rt.wait_message(for_file(vf, MessageKind::HeaderFinal), [&] {
+        return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
+                      "with the number of records, comes with it)",
+                      vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+    });
+    int rc = model::Header::decode(m.payload.data(), m.payload.size(), &vf.header);
+    if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    vf.header_final = true;
+}
+
+// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
+    if (batch.empty()) return NC_NOERR;
+    const int tag = ++vf.batches; // pairs each plan with its request
+    std::vector<match::ReadReq> reqs;
+    for (auto *r : batch) reqs.push_back(r->meta);
+    std::vector<char> bytes = match::encode(reqs);
+    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
+
+    std::vector<match::Piece> pieces;
+    for (size_t i = 0; i < vf.matchers.size(); ++i) {
+        Message m = rt.wait_message(for_file(vf, MessageKind::ReadPlan, tag), [&] {
+            return format("a get on '%s' waited for the plan of %zu matcher ranks of component '%s' (%zu arrived)",
+                          vf.path.c_str(), vf.matchers.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(), i);
+        });
+        for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
+    }
+    std::map<uint64_t, ReadRecord *> by_id;
+    for (auto *r : batch) by_id[r->meta.id] = r;
+    std::map<int, std::vector<const match::Piece *>> by_writer;
+    for (const auto &p : pieces) by_writer[p.writer].push_back(&p);
+    std::map<int, std::vector<char>> data;
+    std::vector<MPI_Request> recvs;
+    for (auto &[writer, list] : by_writer) {
+        size_t n = 0;
+        for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id)->xtype);
+        if (n > static_cast<size_t>(INT_MAX))
+            fail(DTF_ERR_UNSUPPORTED, "a get on '%s' needs %zu bytes from one writer rank in one message, more than one "
+                 "MPI message can carry; split the request", vf.path.c_str(), n);
+        std::vector<char> &buf = data[writer];
+        buf.resize(n);
+        recvs.emplace_back();
+        check_mpi(MPI_Irecv(buf.data(), static_cast<int>(n), MPI_BYTE, writer, kTagData, rt.peer(vf.peer).inter, &recvs.back()),
+                  "MPI_Irecv (data)");
+    }
+    wait_all(rt, recvs, [&] {
+        size_t bytes = 0;
+        for (const auto &[w, buf] : data) bytes += buf.size();
+        return format("a get on '%s' (reader rank %d) waited for %zu bytes from %zu writer ranks of component '%s'",
+                      vf.path.c_str(), rt.world_rank(), bytes, by_writer.size(),
+                      rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+    });
+    for (auto &[writer, list] : by_writer) {
+        const char *src = data[writer].data();
+        for (const auto *p : list) {
+            ReadRecord &r = *by_id.at(p->read_id);
+            size_t es = types::type_size(r.xtype);
+            match::for_each_run(r.meta.box, p->region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+                char *dst = r.staging.data() + static_cast<size_t>(off) * es;
+                const char *s = src + static_cast<size_t>(sub_off) * es;
+                if (step == 1)
+                    std::memcpy(dst, s, static_cast<size_t>(len) * es);
+                else
+                    for (int64_t i = 0; i < len; ++i) std::memcpy(dst + i * step * es, s + i * es, es);
+            });
+            src += static_cast<size_t>(p->region.size()) * es;
+        }
+    }
+    int first_error = NC_NOERR;
+    std::vector<char> mem;
+    for (auto *r : batch) {
+        const size_t n = static_cast<size_t>(r->meta.box.size());
+        mem.resize(n * r->layout.elsize);
+        int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
+        int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
+        r->status = rc2 != NC_NOERR ? rc2 : rc;
+        r->staging = std::vector<char>();
+        if (first_error == NC_NOERR) first_error = r->status;
+    }
+    return first_error;
+}
+
+int vfile_transfer(Runtime &rt, VirtualFile &vf) {
+    if (vf.writer) return serve(rt, vf);
+    std::vector<ReadRecord *> batch;
+    for (auto &[id, r] : vf.pending) batch.push_back(r.get());
+    int rc = read_batch(rt, vf, batch);
+    vf.pending.clear();
+    ++vf.epoch;
+    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, vf.epoch, vf.path, {}});
+    vf.done_sent = true;
+    return rc;
+}
+
+} // namespace dtf::runtime

@@ -1,0 +1,252 @@
+// Transfer mode: every ncmpi_* call on a virtual ncid lands here (through files.cpp). Define and
+// inquiry calls go to the header model; data calls become write records (writer) or read records
+// (reader); the data exchange itself is in transfer.cpp.
+#include <pnetcdf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "pnc/hook.h"
+#include "pnc_info.h"
+#include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
+#include "transport/mpi_util.hpp"
+#include "types/convert.hpp"
+
+namespace dtf::runtime {
+
+void announce_definition(Runtime &rt, VirtualFile &vf);
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
+
+namespace {
+
+template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
+
+// ---------------------------------------------------------------------------------------------
+// Data calls
+
+// A data call's arguments: the region of the variable, the user buffer and its description.
+struct Call {
+    model::Access access;
+    match::Box box;
+    const MPI_Offset *imap = nullptr;
+    void *buf = nullptr;
+    MPI_Offset bufcount = -1;
+    MPI_Datatype buftype = MPI_DATATYPE_NULL;
+    nc_type xtype = NC_NAT;
+};
+
+model::Api api_of(int kind) {
+    switch (kind) {
+    case DTF_PNC_KIND_VAR: return model::Api::var;
+    case DTF_PNC_KIND_VAR1: return model::Api::var1;
+    case DTF_PNC_KIND_VARS: return model::Api::vars;
+    case DTF_PNC_KIND_VARM: return model::Api::varm;
+    default: return model::Api::vara;
+    }
+}
+
+// Check the call as PnetCDF would (same codes, same order), then describe its region and buffer.
+int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, bool is_write, Call *c) {
+    static_assert(sizeof(MPI_Offset) == sizeof(int64_t), "MPI_Offset is 64-bit");
+    model::Access &a = c->access;
+    a.varid = arg<int>(args, in.varid);
+    a.api = api_of(in.kind);
+    a.start = in.start >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.start)) : nullptr;
+    a.count = in.count >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.count)) : nullptr;
+    a.stride = in.stride >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.stride)) : nullptr;
+    a.is_write = is_write;
+    // Nonblocking calls are allowed in both data modes: present them as the mode the file is in.
+    const bool nonblocking = in.mode == DTF_PNC_MODE_NB || in.mode == DTF_PNC_MODE_BPUT;
+    a.collective = nonblocking ? !vf.header.in_indep_mode() : in.mode == DTF_PNC_MODE_COLL;
+    a.memtype = in.flexible ? NC_NAT : in.memtype;
+    int rc = vf.header.check_access(a);
+    if (rc != NC_NOERR) return rc;
+    std::vector<int64_t> shape = vf.header.shape(a.varid);
+    const size_t nd = shape.size();
+    c->box.start.assign(nd, 0);
+    c->box.count = shape;
+    c->box.stride.assign(nd, 1);
+    for (size_t d = 0; d < nd; ++d) {
+        if (a.start) c->box.start[d] = a.start[d];
+        if (in.kind == DTF_PNC_KIND_VAR1) c->box.count[d] = 1;
+        if (a.count && in.kind != DTF_PNC_KIND_VAR1) c->box.count[d] = a.count[d];
+        if (a.stride) c->box.stride[d] = a.stride[d];
+    }
+    c->imap = in.imap >= 0 ? arg<const MPI_Offset *>(args, in.imap) : nullptr;
+    c->buf = arg<void *>(args, in.buf);
+    if (in.flexible) {
+        c->bufcount = arg<MPI_Offset>(args, in.bufcount);
+        c->buftype = arg<MPI_Datatype>(args, in.buftype);
+    }
+    c->xtype = vf.header.vars()[static_cast<size_t>(a.varid)].type;
+    return NC_NOERR;
+}
+
+// Writes take effect in the order they are recorded: that order decides overlaps within one rank.
+void record_write(VirtualFile &vf, WriteRecord &&w) {
+    if (w.meta.box.empty()) return;
+    w.meta.id = vf.writes.size() + 1;
+    vf.writes.push_back(std::move(w));
+}
+
+int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *l) {
+    const int64_t n = c.box.size();
+    int rc = in.flexible ? types::describe_flexible(c.bufcount, c.buftype, c.xtype, n, l)
+                         : types::describe_typed(types::memtype_of_mpi(in.mpitype), n, l);
+    if (rc == NC_NOERR && c.imap)
+        rc = types::apply_imap(l, c.box.ndims(), reinterpret_cast<const MPI_Offset *>(c.box.count.data()), c.imap);
+    return rc;
+}
+
+// The variable's fill value (its _FillValue or the default), type_size(xtype) bytes.
+std::vector<char> fill_of(const VirtualFile &vf, int varid, nc_type xtype) {
+    std::vector<char> fill(types::type_size(xtype));
+    int no_fill = 0;
+    vf.header.inq_var_fill(varid, &no_fill, fill.data());
+    return fill;
+}
+
+int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
+    if (!vf.writer) return NC_EPERM;
+    Call c;
+    int rc = describe(vf, in, args, true, &c);
+    types::MemLayout layout;
+    if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
+    if (rc != NC_NOERR) return rc;
+    const size_t n = static_cast<size_t>(c.box.size());
+    std::vector<char> scratch;
+    const char *mem = types::gather_view(layout, c.buf, scratch, &rc);
+    if (rc != NC_NOERR) return rc;
+    WriteRecord w;
+    w.meta = match::WriteReq{vf.rank, 0, c.access.varid, c.box};
+    w.data.resize(n * types::type_size(c.xtype));
+    const std::vector<char> fill = fill_of(vf, c.access.varid, c.xtype);
+    const int conv = types::convert_put(mem, layout.memtype, w.data.data(), c.xtype, n, fill.data(), vf.header.format());
+    if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
+    vf.header.note_write(c.access);
+    if (in.req >= 0) {
+        // The values are copied now (the buffer is free at once, as for bput), but like PnetCDF the
+        // write takes effect in the order of wait/wait_all; its outcome is reported there.
+        int *req = arg<int *>(args, in.req);
+        const int id = vf.next_request++;
+        if (req) *req = id;
+        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(w), conv};
+        return NC_NOERR;
+    }
+    record_write(vf, std::move(w));
+    return conv;
+}
+
+int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
+    if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
+    Call c;
+    model::Access probe;
+    probe.varid = arg<int>(args, in.varid);
+    if (vf.header.is_record_var(probe.varid)) wait_header_final(rt, vf); // reads are bounded by the final numrecs
+    int rc = describe(vf, in, args, false, &c);
+    auto r = std::make_unique<ReadRecord>();
+    if (rc == NC_NOERR) rc = make_layout(in, c, &r->layout);
+    if (rc != NC_NOERR) return rc;
+    r->xtype = c.xtype;
+    r->meta = match::ReadReq{rt.world_rank(), static_cast<uint64_t>(vf.next_request), c.access.varid, c.box};
+    r->user_buf = c.buf;
+    r->format = vf.header.format();
+    // Elements no writer wrote read as the fill value when the variable is filled, else as zeros.
+    const size_t n = static_cast<size_t>(c.box.size()), es = types::type_size(c.xtype);
+    r->staging.assign(n * es, 0);
+    if (!vf.header.vars()[static_cast<size_t>(c.access.varid)].writer_no_fill) {
+        const std::vector<char> fill = fill_of(vf, c.access.varid, c.xtype);
+        for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
+    }
+    if (in.mode == DTF_PNC_MODE_NB) {
+        int id = vf.next_request++;
+        arg<int *>(args, in.req)[0] = id;
+        vf.pending[id] = std::move(r);
+        return NC_NOERR;
+    }
+    ++vf.next_request;
+    std::vector<ReadRecord *> batch{r.get()};
+    return read_batch(rt, vf, batch);
+}
+
+// ncmpi_wait / ncmpi_wait_all: complete the named nonblocking requests (NC_REQ_ALL: all of them).
+// Puts completed when they were posted; gets are fetched now, in one batch.
+int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
+    std::vector<int> ids;
+    if (count == NC_REQ_ALL) {
+        for (auto &[id, r] : vf.pending) ids.push_back(id);
+        for (auto &[id, p] : vf.pending_puts) ids.push_back(id);
+        std::sort(ids.begin(), ids.end());
+    } else {
+        if (count < 0 || (count > 0 && !reqs)) return NC_EINVAL;
+        ids.assign(reqs, reqs + count);
+    }
+    std::vector<ReadRecord *> batch;
+    for (int id : ids) {
+        auto it = vf.pending.find(id);
+        if (it != vf.pending.end()) batch.push_back(it->second.get());
+    }
+    int rc = read_batch(rt, vf, batch);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const int id = ids[i];
+        int st = NC_NOERR;
+        if (auto it = vf.pending.find(id); it != vf.pending.end()) {
+            st = it->second->status;
+            vf.pending.erase(it);
+        } else if (auto p = vf.pending_puts.find(id); p != vf.pending_puts.end()) {
+            st = p->second.status;
+            record_write(vf, std::move(p->second.record));
+            vf.pending_puts.erase(p);
+        } else if (id != NC_REQ_NULL) {
+            st = NC_EINVAL_REQUEST;
+        }
+        if (count != NC_REQ_ALL) {
+            if (statuses) statuses[i] = st;
+            reqs[i] = NC_REQ_NULL;
+        }
+    }
+    return rc;
+}
+
+} // namespace
+
+int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    const struct dtf_pnc_info *in = dtf_pnc_info(fn);
+    if (in->multi || in->kind == DTF_PNC_KIND_VARN || in->kind == DTF_PNC_KIND_VARD)
+        fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode) is not supported yet", dtf_pnc_name(fn), vf.path.c_str());
+    return in->dir == DTF_PNC_DIR_PUT ? put(vf, *in, args) : get(rt, vf, *in, args);
+}
+
+// ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a write of the fill value over the
+// record, so data any other rank writes there wins (higher rank), as do rank 0's own later puts.
+int vfile_fill_record(VirtualFile &vf, int varid, MPI_Offset recno) {
+    if (!vf.writer) return NC_EPERM;
+    if (vf.header.in_define_mode()) return NC_EINDEFINE;
+    if (varid < 0 || varid >= static_cast<int>(vf.header.vars().size())) return NC_ENOTVAR;
+    if (!vf.header.is_record_var(varid)) return NC_ENOTRECVAR;
+    if (recno < 0) return NC_EINVALCOORDS;
+    if (vf.header.numrecs() < recno + 1) vf.header.set_numrecs(recno + 1);
+    if (vf.header.vars()[static_cast<size_t>(varid)].no_fill) return NC_NOERR;
+    std::vector<int64_t> shape = vf.header.shape(varid);
+    shape[0] = 1;
+    match::Box box = match::Box::vara(std::vector<int64_t>(shape.size(), 0), shape);
+    box.start[0] = recno;
+    const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
+    const size_t n = static_cast<size_t>(box.size()), es = types::type_size(xtype);
+    if (vf.rank != 0 || n == 0) return NC_NOERR;
+    WriteRecord w;
+    w.meta = match::WriteReq{vf.rank, 0, varid, box};
+    const std::vector<char> fill = fill_of(vf, varid, xtype);
+    w.data.resize(n * es);
+    for (size_t i = 0; i < n; ++i) std::memcpy(w.data.data() + i * es, fill.data(), es);
+    record_write(vf, std::move(w));
+    return NC_NOERR;
+}
+
+int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
+    return wait(rt, vf, count, reqs, statuses);
+}
+
+} // namespace dtf::runtime

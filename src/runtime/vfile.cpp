@@ -1,0 +1,280 @@
+// Transfer mode: creating, opening and closing virtual files, and the define/inquiry calls on them.
+#include "runtime/vfile.hpp"
+
+#include <pnetcdf.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "pnc/hook.h"
+#include "pnc_info.h"
+#include "runtime/runtime.hpp"
+#include "transport/mpi_util.hpp"
+
+namespace dtf::runtime {
+
+void announce_definition(Runtime &rt, VirtualFile &vf);
+int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
+int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses);
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
+int vfile_fill_record(VirtualFile &vf, int varid, MPI_Offset recno);
+
+namespace {
+
+template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
+
+int next_virtual_ncid() {
+    static int next = DTF_PNC_VIRTUAL_BASE;
+    return next++;
+}
+
+std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+                                       MPI_Comm comm, bool writer) {
+    auto vf = std::make_unique<VirtualFile>();
+    vf->path = path;
+    vf->rule = &rule;
+    vf->peer = peer;
+    vf->writer = writer;
+    transport::check_mpi(MPI_Comm_dup(comm, &vf->comm), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(vf->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(vf->comm, &vf->rank);
+    MPI_Comm_size(vf->comm, &vf->size);
+    PathCounters &c = rt.counters()[path];
+    vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
+    return vf;
+}
+
+int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
+    vf->ncid = next_virtual_ncid();
+    *ncidp = vf->ncid;
+    log::debug("%s '%s' (transfer mode, session %d) as virtual ncid %d", vf->writer ? "created" : "opened",
+               vf->path.c_str(), vf->session, vf->ncid);
+    rt.virtual_files()[vf->ncid] = std::move(vf);
+    return NC_NOERR;
+}
+
+} // namespace
+
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
+                 int cmode, int *ncidp) {
+    if (!ncidp) return NC_EINVAL;
+    int format = NC_FORMAT_CLASSIC, default_format = NC_FORMAT_CLASSIC;
+    if (auto inq = reinterpret_cast<int (*)(int *)>(dtf_pnc_real(DTF_FN_ncmpi_inq_default_format))) inq(&default_format);
+    int rc = model::format_from_cmode(cmode, default_format, &format);
+    if (rc != NC_NOERR) return rc;
+    auto vf = make_file(rt, path, rule, peer, comm, true);
+    vf->header = model::Header(format);
+    return finish_open(rt, std::move(vf), ncidp);
+}
+
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
+               int omode, int *ncidp) {
+    if (!ncidp) return NC_EINVAL;
+    if (omode & NC_WRITE)
+        fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' with NC_WRITE: a transfer-mode file is written by create only",
+             path.c_str());
+    auto vf = make_file(rt, path, rule, peer, comm, false);
+    VirtualFile &f = *vf;
+    const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
+    transport::on_all(f.comm, [&] {
+        Message m = rt.wait_message(
+            [&](const Message &m) {
+                return m.kind == MessageKind::FileDefined && m.path == f.path && m.session == f.session;
+            },
+            [&] {
+                return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
+                              "(ncmpi_enddef)",
+                              f.path.c_str(), f.session, peer_name.c_str());
+            });
+        PayloadReader r(m.payload, "file-defined");
+        std::vector<char> header = r.bytes();
+        if (model::Header::decode(header.data(), header.size(), &f.header) != NC_NOERR)
+            fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
+        f.writer_ranks = r.ints(1 << 24);
+        f.matchers = r.ints(1 << 24);
+        f.header.set_read_only(true);
+    });
+    // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
+    std::vector<int> me = {rt.world_rank()}, all(static_cast<size_t>(f.size));
+    transport::check_mpi(MPI_Allgather(me.data(), 1, MPI_INT, all.data(), 1, MPI_INT, f.comm), "MPI_Allgather");
+    if (f.rank == 0) {
+        PayloadWriter p;
+        p.ints(all);
+        std::vector<char> payload = p.take();
+        for (int w : f.writer_ranks)
+            rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
+    }
+    return finish_open(rt, std::move(vf), ncidp);
+}
+
+namespace {
+
+int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
+    int rc = NC_NOERR;
+    if (!abort) {
+        if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR)
+            announce_definition(rt, vf);
+        // Data the peer has not taken yet is served (writer) or fetched (reader) before closing.
+        if (vf.writer ? (vf.epoch == 0 || vf.writes_announced < vf.writes.size()) : (!vf.done_sent || !vf.pending.empty()))
+            rc = vfile_transfer(rt, vf);
+    }
+    transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
+    PathCounters &c = rt.counters()[vf.path];
+    ++(vf.writer ? c.my_writes : c.my_reads);
+    ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+    MPI_Comm_free(&vf.comm);
+    int ncid = vf.ncid;
+    rt.virtual_files().erase(ncid); // vf is gone after this
+    return rc;
+}
+
+// Define-mode and inquiry calls, answered by the header model exactly as PnetCDF would.
+int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    model::Header &h = vf.header;
+    const bool writer = vf.writer;
+    auto define = [&](auto &&op) { return op(); }; // the reader's header is read-only: NC_EPERM
+    switch (fn) {
+    case DTF_FN_ncmpi_enddef:
+    case DTF_FN_ncmpi__enddef:
+        return define([&] {
+            int rc = h.enddef();
+            if (rc == NC_NOERR) announce_definition(rt, vf);
+            return rc;
+        });
+    case DTF_FN_ncmpi_redef: return define([&] { return h.redef(); });
+    case DTF_FN_ncmpi_begin_indep_data: return h.begin_indep_data();
+    case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();
+    case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_flush: case DTF_FN_ncmpi_sync_numrecs: return NC_NOERR;
+    case DTF_FN_ncmpi_set_fill: return define([&] { return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2)); });
+    case DTF_FN_ncmpi_def_var_fill:
+        return define([&] { return h.def_var_fill(arg<int>(args, 1), arg<int>(args, 2), arg<const void *>(args, 3)); });
+    case DTF_FN_ncmpi_def_dim:
+        return define([&] { return h.def_dim(arg<const char *>(args, 1), arg<MPI_Offset>(args, 2), arg<int *>(args, 3)); });
+    case DTF_FN_ncmpi_def_var:
+        return define([&] {
+            return h.def_var(arg<const char *>(args, 1), arg<nc_type>(args, 2), arg<int>(args, 3),
+                             arg<const int *>(args, 4), arg<int *>(args, 5));
+        });
+    case DTF_FN_ncmpi_rename_dim: return define([&] { return h.rename_dim(arg<int>(args, 1), arg<const char *>(args, 2)); });
+    case DTF_FN_ncmpi_rename_var: return define([&] { return h.rename_var(arg<int>(args, 1), arg<const char *>(args, 2)); });
+    case DTF_FN_ncmpi_rename_att:
+        return define([&] { return h.rename_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<const char *>(args, 3)); });
+    case DTF_FN_ncmpi_del_att: return define([&] { return h.del_att(arg<int>(args, 1), arg<const char *>(args, 2)); });
+    case DTF_FN_ncmpi_inq:
+        return h.inq(arg<int *>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3), arg<int *>(args, 4));
+    case DTF_FN_ncmpi_inq_format: return h.inq_format(arg<int *>(args, 1));
+    case DTF_FN_ncmpi_inq_ndims: return h.inq(arg<int *>(args, 1), nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_nvars: return h.inq(nullptr, arg<int *>(args, 1), nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_natts: return h.inq(nullptr, nullptr, arg<int *>(args, 1), nullptr);
+    case DTF_FN_ncmpi_inq_unlimdim: return h.inq(nullptr, nullptr, nullptr, arg<int *>(args, 1));
+    case DTF_FN_ncmpi_inq_dimid: return h.inq_dimid(arg<const char *>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_inq_dim: case DTF_FN_ncmpi_inq_dimname: case DTF_FN_ncmpi_inq_dimlen: {
+        int dimid = arg<int>(args, 1);
+        if (!writer && dimid == h.unlimdimid() && fn != DTF_FN_ncmpi_inq_dimname) wait_header_final(rt, vf);
+        char *name = fn == DTF_FN_ncmpi_inq_dimlen ? nullptr : arg<char *>(args, 2);
+        MPI_Offset *len = fn == DTF_FN_ncmpi_inq_dim ? arg<MPI_Offset *>(args, 3)
+                          : fn == DTF_FN_ncmpi_inq_dimlen ? arg<MPI_Offset *>(args, 2) : nullptr;
+        return h.inq_dim(dimid, name, reinterpret_cast<int64_t *>(len));
+    }
+    case DTF_FN_ncmpi_inq_var:
+        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), arg<nc_type *>(args, 3), arg<int *>(args, 4),
+                         arg<int *>(args, 5), arg<int *>(args, 6));
+    case DTF_FN_ncmpi_inq_varid: return h.inq_varid(arg<const char *>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_inq_varname: return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vartype: return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_varndims: return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vardimid: return h.inq_var(arg<int>(args, 1), nullptr, nullptr, nullptr, arg<int *>(args, 2), nullptr);
+    case DTF_FN_ncmpi_inq_varnatts: return h.inq_varnatts(arg<int>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_inq_var_fill: return h.inq_var_fill(arg<int>(args, 1), arg<int *>(args, 2), arg<void *>(args, 3));
+    case DTF_FN_ncmpi_inq_att:
+        return h.inq_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<nc_type *>(args, 3),
+                         reinterpret_cast<int64_t *>(arg<MPI_Offset *>(args, 4)));
+    case DTF_FN_ncmpi_inq_atttype:
+        return h.inq_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<nc_type *>(args, 3), nullptr);
+    case DTF_FN_ncmpi_inq_attlen:
+        return h.inq_att(arg<int>(args, 1), arg<const char *>(args, 2), nullptr,
+                         reinterpret_cast<int64_t *>(arg<MPI_Offset *>(args, 3)));
+    case DTF_FN_ncmpi_inq_attid: return h.inq_attid(arg<int>(args, 1), arg<const char *>(args, 2), arg<int *>(args, 3));
+    case DTF_FN_ncmpi_inq_attname: return h.inq_attname(arg<int>(args, 1), arg<int>(args, 2), arg<char *>(args, 3));
+    case DTF_FN_ncmpi_inq_path: {
+        int *len = arg<int *>(args, 1);
+        char *out = arg<char *>(args, 2);
+        if (len) *len = static_cast<int>(vf.path.size());
+        if (out) std::memcpy(out, vf.path.c_str(), vf.path.size() + 1);
+        return NC_NOERR;
+    }
+    case DTF_FN_ncmpi_inq_header_size: case DTF_FN_ncmpi_inq_header_extent: case DTF_FN_ncmpi_inq_recsize: {
+        int64_t size = 0, extent = 0, recsize = 0;
+        int rc = h.inq_layout(&size, &extent, &recsize);
+        MPI_Offset *out = arg<MPI_Offset *>(args, 1);
+        if (rc == NC_NOERR && out)
+            *out = fn == DTF_FN_ncmpi_inq_header_size ? size : fn == DTF_FN_ncmpi_inq_header_extent ? extent : recsize;
+        return rc;
+    }
+    case DTF_FN_ncmpi_inq_varoffset:
+        return h.inq_varoffset(arg<int>(args, 1), reinterpret_cast<int64_t *>(arg<MPI_Offset *>(args, 2)));
+    case DTF_FN_ncmpi_copy_att: {
+        // Between virtual files (or within one); to or from a real file it is not supported.
+        VirtualFile *out = rt.virtual_file(arg<int>(args, 3));
+        if (!out)
+            fail(DTF_ERR_UNSUPPORTED, "ncmpi_copy_att between the transfer-mode file '%s' and a file that is not one",
+                 vf.path.c_str());
+        return h.copy_att(arg<int>(args, 1), arg<const char *>(args, 2), out->header, arg<int>(args, 4));
+    }
+    case DTF_FN_ncmpi_inq_num_rec_vars: return h.inq_num_rec_vars(arg<int *>(args, 1));
+    case DTF_FN_ncmpi_inq_num_fix_vars: return h.inq_num_fix_vars(arg<int *>(args, 1));
+    default: break;
+    }
+    return DTF_PNC_PASS;
+}
+
+// put_att / get_att: typed variants carry the memory type in their name; the generic ones use the
+// attribute's own type.
+int attribute_call(VirtualFile &vf, int fn, void **args) {
+    const char *name = dtf_pnc_name(fn);
+    const bool put = std::strncmp(name, "ncmpi_put_att", 13) == 0, get = std::strncmp(name, "ncmpi_get_att", 13) == 0;
+    if (!put && !get) return DTF_PNC_PASS;
+    static const struct { const char *suffix; nc_type type; } kSuffixes[] = {
+        {"_text", NC_CHAR}, {"_schar", NC_BYTE}, {"_uchar", NC_UBYTE}, {"_ubyte", NC_UBYTE}, {"_short", NC_SHORT},
+        {"_ushort", NC_USHORT}, {"_int", NC_INT}, {"_uint", NC_UINT}, {"_long", sizeof(long) == 8 ? NC_INT64 : NC_INT},
+        {"_float", NC_FLOAT}, {"_double", NC_DOUBLE}, {"_longlong", NC_INT64}, {"_ulonglong", NC_UINT64}};
+    nc_type memtype = NC_NAT;
+    for (const auto &s : kSuffixes)
+        if (std::strcmp(name + 13, s.suffix) == 0) memtype = s.type;
+    const int varid = arg<int>(args, 1);
+    const char *att = arg<const char *>(args, 2);
+    if (get) return vf.header.get_att(varid, att, arg<void *>(args, 3), memtype);
+    if (memtype == NC_CHAR) // put_att_text(ncid, varid, name, len, text)
+        return vf.header.put_att(varid, att, NC_CHAR, arg<MPI_Offset>(args, 3), arg<const void *>(args, 4), NC_CHAR);
+    // put_att(ncid, varid, name, xtype, len, values): generic (memtype = xtype) or typed
+    nc_type xtype = arg<nc_type>(args, 3);
+    return vf.header.put_att(varid, att, xtype, arg<MPI_Offset>(args, 4), arg<const void *>(args, 5),
+                             memtype == NC_NAT ? xtype : memtype);
+}
+
+} // namespace
+
+int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    switch (fn) {
+    case DTF_FN_ncmpi_close: return close_file(rt, vf, false);
+    case DTF_FN_ncmpi_abort: return close_file(rt, vf, true);
+    case DTF_FN_ncmpi_wait: case DTF_FN_ncmpi_wait_all:
+        return vfile_wait(rt, vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
+    case DTF_FN_ncmpi_buffer_attach: case DTF_FN_ncmpi_buffer_detach: return NC_NOERR; // puts are copied at once
+    case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
+    case DTF_FN_ncmpi_inq_nreqs: {
+        int *n = arg<int *>(args, 1);
+        if (n) *n = static_cast<int>(vf.pending.size());
+        return NC_NOERR;
+    }
+    default: break;
+    }
+    if (dtf_pnc_info(fn)->kind != DTF_PNC_KIND_NONE) return vfile_data_call(rt, vf, fn, args);
+    int rc = header_call(rt, vf, fn, args);
+    if (rc == DTF_PNC_PASS) rc = attribute_call(vf, fn, args);
+    if (rc == DTF_PNC_PASS)
+        fail(DTF_ERR_UNSUPPORTED, "%s on '%s' is not supported in transfer mode", dtf_pnc_name(fn), vf.path.c_str());
+    return rc;
+}
+
+} // namespace dtf::runtime

@@ -1,0 +1,97 @@
+// Transfer mode: virtual files. The writer component's PnetCDF calls build a header and a list of
+// write requests in memory; the reader component opens the same path, gets the header, and its get
+// requests are matched against the writes by matcher ranks of the writer side; exactly the requested
+// elements move writer -> reader over the inter-communicator. Nothing touches the file system.
+//
+// Protocol of one session (see message.hpp for the control messages):
+//   writer enddef      rank 0: FileDefined(header, writer ranks, matchers) -> every reader-component rank
+//   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks) -> writer-file ranks
+//   writer transfer    waits for ReaderOpened; numrecs agreed; root: HeaderFinal -> reader-file ranks;
+//                      each writer sends its new write metadata to its matcher; then serves until every
+//                      reader rank said ReaderDone for this epoch:
+//                        matcher: ReadRequest -> match -> orders to its writers, ReadPlan -> reader
+//                        writer:  orders -> pack and send the data of those pieces to the reader
+//   reader get         blocking: one batch at once; nonblocking: at wait/wait_all/dtf_transfer
+//                      batch: ReadRequest -> each matcher; ReadPlan <- each; data <- writers; unpack
+//   reader transfer    completes pending gets, then ReaderDone -> each matcher
+//   close              writer: serves first if it never transferred since its last put;
+//                      reader: transfers first if it has pending gets or has not said done
+#pragma once
+
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "match/plan.hpp"
+#include "model/header.hpp"
+#include "types/layout.hpp"
+
+namespace dtf::runtime {
+
+class Runtime;
+
+struct WriteRecord {
+    match::WriteReq meta;
+    std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
+};
+
+struct ReadRecord {
+    match::ReadReq meta;
+    nc_type xtype = NC_NAT;  // the variable's type
+    types::MemLayout layout; // where and how the user wants the values
+    void *user_buf = nullptr;
+    int status = NC_NOERR;      // outcome, reported at completion (e.g. NC_ERANGE)
+    int format = 0;             // the file's format (conversion rules differ for CDF-1/2 bytes)
+    std::vector<char> staging; // elements of meta.box in the variable's type, filled from the pieces
+};
+
+struct VirtualFile {
+    int ncid = -1;
+    std::string path;
+    const config::FileRule *rule = nullptr;
+    int peer = -1;
+    bool writer = false;
+    MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
+    int rank = 0, size = 1;
+    int session = 0; // 1-based session of this path (counted per writer component)
+    int epoch = 0;   // dtf_transfer calls completed in this session
+    model::Header header;
+
+    // writer
+    std::vector<WriteRecord> writes;
+    size_t writes_announced = 0;   // writes whose metadata went to the matcher
+    bool defined_sent = false;     // FileDefined sent (first enddef)
+    std::vector<int> reader_ranks; // world ranks of the reader's file communicator
+    std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
+
+    // reader
+    std::vector<int> writer_ranks; // world ranks of the writer's file communicator
+    std::vector<int> matchers;     // world ranks (peer component) of the writer side's matchers
+    bool header_final = false;
+    std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
+    struct PendingPut {
+        WriteRecord record;
+        int status;
+    };
+    std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
+    int next_request = 1;
+    int batches = 0;
+    bool done_sent = false; // ReaderDone sent for the current epoch
+};
+
+// Entry points used by the dispatcher (files.cpp). All throw dtf::Error or return PnetCDF codes.
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
+                 int cmode, int *ncidp);
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
+               int omode, int *ncidp);
+// Any ncmpi_* call on a virtual ncid (args as in hook.h).
+int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
+int vfile_transfer(Runtime &rt, VirtualFile &vf);
+// Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
+void wait_header_final(Runtime &rt, VirtualFile &vf);
+
+} // namespace dtf::runtime
