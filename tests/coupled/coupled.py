@@ -4,8 +4,9 @@
 usage: coupled.py SCENARIO --dtfrun PATH --c-exe PATH [--model-exe PATH] [options]
 
 Scenarios
-  pair      model x assim ranks exchange files in file mode for CYCLES cycles (role reversal on
-            state.nc, a new hist.<c>.nc per cycle); both must report "all values verified".
+  pair      model x assim ranks exchange files for CYCLES cycles (role reversal on state.nc, a new
+            hist.<c>.nc per cycle; --state-mode/--hist-mode choose file or transfer mode);
+            both must report "all values verified"; transfer-mode files must not reach the disk.
   missing   only one component starts: dtf_init must fail within DTF_TIMEOUT (+ slack), naming the
             component it waited for.
   mismatch  the components start with different config files: dtf_init fails on both sides and
@@ -32,13 +33,13 @@ mode="{mode}"
 filename="hist.%.nc"
 comp1="model"
 comp2="assim"
-mode="file"
+mode="{hist_mode}"
 """
 
 
-def write_config(path, mode="file"):
+def write_config(path, mode="file", hist_mode="file"):
     with open(path, "w") as f:
-        f.write(CONFIG.format(mode=mode))
+        f.write(CONFIG.format(mode=mode, hist_mode=hist_mode))
 
 
 def launch(args, components, env_extra=None, walltime=90):
@@ -67,7 +68,7 @@ def expect(cond, message):
 
 def scenario_pair(args, work):
     ini = os.path.join(work, "dtf.ini")
-    write_config(ini)
+    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode)
     data = os.path.join(work, "data")
     os.mkdir(data)
     env = {"DTF_TIMEOUT": "30"}
@@ -88,6 +89,13 @@ def scenario_pair(args, work):
     expect(f"{args.assim_ranks} ranks, {args.cycles} cycles" in out, "assim rank/cycle count not reported")
     leftovers = [f for f in os.listdir(work) if f.startswith(".dtf-") and not args.stale]
     expect(not leftovers, f"rendezvous files left behind: {leftovers}")
+    hist_files = [f for f in os.listdir(data) if f.startswith("hist.")]
+    if args.state_mode == "transfer":
+        expect("state.nc" not in os.listdir(data), "transfer-mode state.nc reached the file system")
+    if args.hist_mode == "transfer":
+        expect(not hist_files, f"transfer-mode files reached the file system: {hist_files}")
+    else:
+        expect(len(hist_files) == args.cycles, f"expected {args.cycles} hist files, found {hist_files}")
 
 
 def scenario_missing(args, work):
@@ -125,6 +133,9 @@ def main():
     p.add_argument("--assim-ranks", type=int, default=1)
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
+    p.add_argument("--hist-mode", choices=["file", "transfer"], default="file", help="mode of the hist.%%.nc files")
+    p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
+                   help="mode of state.nc (written by both components in turn)")
     p.add_argument("--stale", action="store_true")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()

@@ -1,13 +1,14 @@
 /*
- * Coupled file-mode test component: run as "model" (M ranks) and as "assim" (N ranks), launched as
- * two separate MPI jobs by dtfrun. Per cycle c:
+ * Coupled test component: run as "model" (M ranks) and as "assim" (N ranks), launched as two
+ * separate MPI jobs by dtfrun; the config decides file or transfer mode per file. Per cycle c:
  *   model  creates state.nc and writes S(c)            (row blocks over its ranks)
  *   assim  opens state.nc, checks S(c)                 (column blocks over its ranks)
  *   assim  creates state.nc again and writes R(c)      (role reversal on the same path)
- *   model  opens state.nc, checks R(c)
- *   model  also writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it;
  *   model  writes and reads back private.nc, which no [FILE] pattern matches: plain PnetCDF while
- *          dtf is active (a file dtf wrongly took over would wait for a peer and time out).
+ *          dtf is active (a file dtf wrongly took over would wait for a peer and time out);
+ *   model  opens state.nc, checks R(c);
+ *   model  writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it.
+ * This order also suits transfer mode, where a writer's dtf_transfer waits for its reader.
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
  *
@@ -127,10 +128,10 @@ int main(int argc, char **argv) {
         snprintf(hist, sizeof hist, "%s/hist.%04d.nc", dir, c);
         if (is_model) {
             write_file(state, 1, c, ny, nx);
-            write_file(hist, 3, c, ny, nx);
             write_file(private_file, 4, c, ny, nx);
             bad |= read_file(private_file, 4, c, ny, nx);
             bad |= read_file(state, 2, c, ny, nx);
+            write_file(hist, 3, c, ny, nx);
         } else {
             bad |= read_file(state, 1, c, ny, nx);
             write_file(state, 2, c, ny, nx);

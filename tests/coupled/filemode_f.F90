@@ -1,6 +1,7 @@
-! Fortran "model" component of the file-mode test (see filemode.c, whose "assim" it is coupled with).
+! Fortran "model" component of the coupled test (see filemode.c, whose "assim" it is coupled with).
 ! Built twice: with USE_DTF_MODULE (`use dtf`) and without (the DTF-compatible external subroutines,
-! with one string passed char(0)-terminated). It writes exactly what filemode.c's model writes.
+! with one string passed char(0)-terminated). It writes exactly what filemode.c's model writes, in the
+! same order (without the private file).
 ! usage: filemode_f model CONFIG DIR CYCLES
 program filemode_f
   use mpi
@@ -39,8 +40,8 @@ program filemode_f
   do c = 1, cycles
     write(histf, '(A,"/hist.",I4.4,".nc")') trim(dir), c
     call write_file(trim(statef), 1, c)
-    call write_file(trim(histf), 3, c)
     call read_file(trim(statef), 2, c, bad)
+    call write_file(trim(histf), 3, c)
   end do
   call dtf_finalize(ierr)
   if (ierr /= 0) bad = 2

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Randomized property test of transfer mode, with file mode as the oracle.
+
+usage: prop.py --dtfrun PATH --exe PATH [--writer-exe PATH] [--cases N] [--seed S|fixed] [--first K]
+               [--shape MxN] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
+               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [-v]
+
+Each case is a random scenario (tests/transfer/scenario.c) generated from (seed, case number): a CDF-5
+file with 1..3 variables of every external type, 0-D to 4-D, with and without a record dimension,
+attributes and fill settings, written by M writer ranks with a random decomposition and every access
+kind, and read by N reader ranks with another one. All cases run inside ONE dtfrun launch (the
+programs loop over the cases, one file case.<K>.nc each).
+
+Runs
+  oracle  mode="file", C writer: the writer writes the real file, the reader reads it.
+  test    mode="transfer" (or, with --mode file, a second file-mode run: --twice, or the
+          --writer-exe writer, e.g. the Fortran one with --seed fixed).
+Checks
+  - self-check: every rank compares what it observed with the scenario's expected values, fill
+    values and return codes (independent of dtf: the test can fail in file mode alone);
+  - the dumps (return codes, inquiry results, raw get buffers including padding) of the two runs
+    are identical byte for byte (reader dumps always; writer dumps when both runs use the same
+    writer program).
+On a failure it prints the case, the seed, the scenario in readable form and the first difference.
+Reproduce one case: --seed S --first K --cases 1; print a scenario: xfer_prop describe S K M N;
+feature counts of a seed: xfer_prop stats S NCASES M N. Debugging: --keep DIR keeps files and dumps;
+XFER_TRACE=1 makes every rank print each call before it makes it (for hangs); the programs also run
+without dtf (CONFIG "-"; start the writer, then the reader, with plain mpirun).
+
+What the generator avoids, because the oracle (PnetCDF 1.12.3 + Open MPI 4.1 I/O) gets it wrong:
+  - two nonblocking gets of one rank reading the same element in one wait (the second gets garbage);
+  - blocking vars/varm with a stride along the record dimension of a 1-D record variable when the
+    file has several record variables (the stride is ignored; iput/iget are right);
+  - collective rounds where ranks access different kinds of variables (record vs fixed-size) or use
+    varn for zero-length participation (PnetCDF's collectives then mismatch and hang).
+The writer separates its phases with barriers and disables ROMIO write data sieving (read-modify-
+write of interleaved extents loses other ranks' writes); the driver selects ROMIO (see --mpi-io).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CONFIG = """[INFO]
+ncomp=2
+comp_name="writer"
+comp_name="reader"
+[FILE]
+filename="case.%.nc"
+comp1="writer"
+comp2="reader"
+mode="{mode}"
+"""
+
+
+class Run:
+    def __init__(self, label, mode, writer_exe, subdir):
+        self.label, self.mode, self.writer_exe, self.dir = label, mode, writer_exe, subdir
+        self.status, self.output, self.seconds = None, "", 0.0
+        self.check_fails = []  # (case, line)
+
+
+def launch(args, run, work, extra_env=None):
+    os.makedirs(run.dir, exist_ok=True)
+    ini = os.path.join(work, f"dtf.{run.mode}.ini")
+    with open(ini, "w") as f:
+        f.write(CONFIG.format(mode=run.mode))
+    M, N = args.M, args.N
+    common = [args.seed, str(args.first), str(args.cases), str(M), str(N)]
+    cmd = [args.dtfrun, "--walltime", str(args.walltime),
+           "--name", "writer", "-n", str(M), run.writer_exe, "writer", ini, run.dir] + common + [
+           ":", "--name", "reader", "-n", str(N), args.exe, "reader", ini, run.dir] + common
+    env = dict(os.environ)
+    env.setdefault("DTF_TIMEOUT", str(args.timeout))
+    if args.mpi_io != "default":
+        env["OMPI_MCA_io"] = args.mpi_io
+    env.update(extra_env or {})
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=args.walltime + 60)
+    run.seconds = time.monotonic() - t0
+    run.status, run.output = p.returncode, p.stdout
+    for line in run.output.splitlines():
+        m = re.search(r"CHECK-FAIL case=(-?\d+)", line)
+        if m:
+            run.check_fails.append((int(m.group(1)), line))
+    summary = [l for l in run.output.splitlines() if re.search(r"xfer_(prop|writer_f) (writer|reader): ", l)]
+    print(f"== {run.label}: mode={run.mode} writer={os.path.basename(run.writer_exe)} {M}x{N}, "
+          f"{args.cases} cases, exit status {run.status}, {run.seconds:.1f} s")
+    for l in summary:
+        print("   " + l)
+    if args.verbose or (run.status != 0 and not run.check_fails):
+        print("$ " + " ".join(cmd))
+        print(run.output)
+    return run
+
+
+_described = set()
+
+
+def describe(args, case):
+    if case in _described:
+        return f"(scenario of case {case}: see above)"
+    _described.add(case)
+    p = subprocess.run([args.exe, "describe", args.seed, str(case), str(args.M), str(args.N)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    return p.stdout
+
+
+def report_check_fails(args, run):
+    if not run.check_fails:
+        return True
+    cases = sorted({c for c, _ in run.check_fails})
+    print(f"FAIL: self-check of the {run.label} run ({run.mode} mode) failed in {len(cases)} case(s): "
+          f"{' '.join(map(str, cases[:20]))}{' ...' if len(cases) > 20 else ''}")
+    first = cases[0]
+    for c, line in run.check_fails:
+        if c == first:
+            print("  " + line)
+    print(f"reproduce: --seed {args.seed} --first {first} --cases 1 --shape {args.M}x{args.N} --mode {run.mode}")
+    print(describe(args, first))
+    return False
+
+
+def split_record(line):
+    """(key, payload) of a dump line: payload is the hex after 'data=' or 'value='."""
+    m = re.search(r" (data|value)=([0-9a-f]*)$", line)
+    if m:
+        return line[:m.start()], m.group(2)
+    return line, None
+
+
+def first_difference(a_text, b_text):
+    a, b = a_text.splitlines(), b_text.splitlines()
+    for i in range(max(len(a), len(b))):
+        la = a[i] if i < len(a) else "<end of dump>"
+        lb = b[i] if i < len(b) else "<end of dump>"
+        if la == lb:
+            continue
+        ka, pa = split_record(la)
+        kb, pb = split_record(lb)
+        out = [f"  record {i + 1}:"]
+        if ka != kb or pa is None or pb is None:
+            out += [f"    oracle: {la[:400]}", f"    test:   {lb[:400]}"]
+        else:
+            j = next((k for k in range(0, min(len(pa), len(pb)), 2) if pa[k:k + 2] != pb[k:k + 2]),
+                     min(len(pa), len(pb)))
+            byte = j // 2
+            lo = max(0, j - 32)
+            out += [f"    {ka}",
+                    f"    first differing byte {byte} of the buffer dump (guard of 8 bytes included), "
+                    f"lengths {len(pa) // 2} / {len(pb) // 2}",
+                    f"    oracle: ...{pa[lo:j + 48]}...", f"    test:   ...{pb[lo:j + 48]}..."]
+        return "\n".join(out)
+    return None
+
+
+def compare(args, oracle, test, compare_writer, expected=False):
+    differing = []
+    for case in range(args.first, args.first + args.cases):
+        names = [f"dump.{case:04d}.{r}" for r in range(args.N)]
+        if compare_writer:
+            names += [f"wdump.{case:04d}.{r}" for r in range(args.M)]
+        for name in names:
+            pa, pb = os.path.join(oracle.dir, name), os.path.join(test.dir, name)
+            ta = open(pa).read() if os.path.exists(pa) else "<missing>"
+            tb = open(pb).read() if os.path.exists(pb) else "<missing>"
+            if ta != tb:
+                differing.append((case, name, ta, tb))
+                break
+    if not differing:
+        print(f"dumps identical: {args.cases} cases x ({args.N} reader"
+              f"{f' + {args.M} writer' if compare_writer else ''} ranks), {oracle.label} vs {test.label}")
+        return []
+    cases = [c for c, *_ in differing]
+    print(f"{'DIFFERENCE (expected, injected)' if expected else 'FAIL'}: the {test.label} run ({test.mode} mode) "
+          f"differs from the {oracle.label} run in "
+          f"{len(cases)} of {args.cases} cases: {' '.join(map(str, cases[:20]))}{' ...' if len(cases) > 20 else ''}")
+    case, name, ta, tb = differing[0]
+    print(f"first: case {case}, seed {args.seed}, shape {args.M}x{args.N}, dump {name}")
+    print(first_difference(ta, tb))
+    print(f"reproduce: --seed {args.seed} --first {case} --cases 1 --shape {args.M}x{args.N}")
+    print(describe(args, case))
+    return cases
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtfrun", required=True, help="the dtfrun launcher")
+    p.add_argument("--exe", required=True, help="xfer_prop (C writer and reader)")
+    p.add_argument("--writer-exe", help="writer of the test run (e.g. the Fortran one; use --seed fixed)")
+    p.add_argument("--cases", type=int, default=100, help="number of cases (default 100)")
+    p.add_argument("--first", type=int, default=0, help="first case number")
+    p.add_argument("--seed", default="1", help="integer, or 'fixed' for the Fortran writer's scenario")
+    p.add_argument("--shape", default="2x3", help="writer ranks x reader ranks")
+    p.add_argument("--mode", choices=["both", "file", "transfer"], default="both",
+                   help="both: file-mode oracle vs transfer; file: oracle only (plus a second file-mode "
+                        "run with --twice or --writer-exe); transfer: the transfer run only")
+    p.add_argument("--twice", action="store_true", help="with --mode file: run the oracle twice and compare")
+    p.add_argument("--keep", help="keep the files and dumps in this directory")
+    p.add_argument("--walltime", type=int, default=300, help="dtfrun --walltime per run")
+    p.add_argument("--timeout", type=int, default=60, help="DTF_TIMEOUT")
+    p.add_argument("--mpi-io", default="romio321",
+                   help="Open MPI io component for the programs (OMPI_MCA_io; 'default': leave it). "
+                        "ROMIO by default: the collective reads of Open MPI 4.1's OMPIO (fcoll vulcan, "
+                        "dynamic, dynamic_gen2) return zeros for some patterns, so it is no oracle")
+    p.add_argument("--inject", metavar="KIND:K",
+                   help="test the test: in the second/test run, corrupt case K (value:K = the writer puts "
+                        "one wrong value, padding:K = the reader changes a guard byte of a get buffer); "
+                        "PASS only if the self-check and the dump comparison both flag exactly case K")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args()
+    m = re.fullmatch(r"(\d+)x(\d+)", args.shape)
+    if not m:
+        p.error("--shape must be MxN")
+    args.M, args.N = int(m.group(1)), int(m.group(2))
+    args.exe = os.path.abspath(args.exe)
+    args.dtfrun = os.path.abspath(args.dtfrun)
+    if args.writer_exe:
+        args.writer_exe = os.path.abspath(args.writer_exe)
+
+    if args.keep:
+        work = os.path.abspath(args.keep)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        cleanup = None
+    else:
+        cleanup = tempfile.TemporaryDirectory(prefix="dtf-xfer-")
+        work = cleanup.name
+    try:
+        ok = True
+        test_writer = args.writer_exe or args.exe
+        runs = []
+        if args.mode in ("both", "file"):
+            runs.append(Run("oracle", "file", args.exe, os.path.join(work, "oracle")))
+        if args.mode in ("both", "transfer"):
+            runs.append(Run("test", "transfer", test_writer, os.path.join(work, "transfer")))
+        elif args.twice or args.writer_exe:
+            runs.append(Run("second", "file", test_writer, os.path.join(work, "second")))
+        if args.inject and len(runs) != 2:
+            p.error("--inject needs two runs (--mode both, or --mode file with --twice)")
+        for i, run in enumerate(runs):
+            launch(args, run, work, {"XFER_INJECT": args.inject} if args.inject and i == 1 else None)
+            if args.inject and i == 1:
+                continue  # judged below
+            ok &= report_check_fails(args, run)
+            if run.status != 0 and not run.check_fails:
+                print(f"FAIL: the {run.label} run exited with status {run.status}")
+                ok = False
+        if len(runs) == 2:
+            differing = compare(args, runs[0], runs[1], compare_writer=runs[0].writer_exe == runs[1].writer_exe,
+                                expected=bool(args.inject))
+            if args.inject:
+                want = int(args.inject.split(":")[1])
+                flagged = sorted({c for c, _ in runs[1].check_fails})
+                injected = [l for l in runs[1].output.splitlines() if "INJECTED" in l]
+                print(f"injected: {injected}")
+                print(f"self-check flagged cases {flagged}, dump comparison flagged cases {differing}")
+                if flagged == [want] and differing == [want] and injected:
+                    print(f"the corruption of case {want} was caught by both checks (as it must be)")
+                else:
+                    print(f"FAIL: expected exactly case {want} to be flagged by both checks")
+                    ok = False
+            else:
+                ok &= not differing
+        print("PASS" if ok else "FAIL")
+        if args.keep:
+            print(f"files and dumps kept in {work}")
+        sys.exit(0 if ok else 1)
+    finally:
+        if cleanup:
+            cleanup.cleanup()
+
+
+if __name__ == "__main__":
+    main()

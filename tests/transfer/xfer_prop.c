@@ -1,0 +1,1001 @@
+/*
+ * Property test of transfer mode, with file mode as the oracle: one MPI program that is either the
+ * writer or the reader of a sequence of randomly generated cases (scenario.h), launched as two
+ * components by dtfrun (see prop.py). Per case the writer creates DIR/case.<K>.nc, defines, puts with
+ * every access kind, calls dtf_transfer and closes; the reader opens it, inquires, gets with every
+ * access kind, calls dtf_transfer and closes. Same code for mode="file" and mode="transfer".
+ *
+ * Every rank writes what it observed (return codes, inquiry results, the raw bytes of every get
+ * buffer including the sentinel-filled padding and guards) to DIR/dump.<K>.<rank> (reader) or
+ * DIR/wdump.<K>.<rank> (writer), one line per call; prop.py compares the dumps of the two modes byte
+ * for byte. Independently of dtf, every rank also checks what it observed against the scenario
+ * (values, fill values, conversions, return codes) and prints "CHECK-FAIL case=K ..." lines.
+ *
+ * usage: xfer_prop writer|reader CONFIG DIR SEED|fixed FIRST NCASES M N
+ *        (CONFIG "-": no dtf at all, plain PnetCDF; run the writer to completion, then the reader)
+ *        xfer_prop describe SEED|fixed CASE M N        (prints the scenario; no MPI)
+ *        xfer_prop stats SEED|fixed NCASES M N         (feature counts over cases 0..NCASES-1; no MPI)
+ * Exit status: 0 all checks passed, 1 a check failed, 2 usage or setup error.
+ */
+#include <mpi.h>
+#include <pnetcdf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtf.h"
+#include "scenario.h"
+
+static int rank, nranks, is_writer, kase, use_dtf = 1;
+static const char *role;
+static long nfail, case_fails;
+static int trace_calls; /* XFER_TRACE=1: print every data call before it is made (to find hangs) */
+/* XFER_INJECT=value:K  the writer puts one wrong value in case K (the first element of the first piece);
+ * XFER_INJECT=padding:K  the reader overwrites a guard byte of its first get buffer in case K.
+ * Used by prop.py --inject to show that the self-check and the dump comparison catch such faults. */
+static int inject_kind, inject_case = -1;
+
+static void trace(const char *fmt, ...) {
+    if (!trace_calls) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "trace %s %d case %d: %s\n", role, rank, kase, msg);
+    fflush(stderr);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* dump text and self-check reporting                                                             */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf_t;
+
+static void sb_grow(sbuf_t *b, size_t need) {
+    if (b->n + need + 1 <= b->cap) return;
+    while (b->n + need + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 4096;
+    b->s = realloc(b->s, b->cap);
+}
+
+static void sb_printf(sbuf_t *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    sb_grow(b, (size_t)k);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)k;
+}
+
+static void sb_hex(sbuf_t *b, const void *p, size_t n) {
+    static const char hx[] = "0123456789abcdef";
+    const unsigned char *c = p;
+    sb_grow(b, 2 * n);
+    for (size_t i = 0; i < n; i++) {
+        b->s[b->n++] = hx[c[i] >> 4];
+        b->s[b->n++] = hx[c[i] & 15];
+    }
+    b->s[b->n] = 0;
+}
+
+static void fail(const char *fmt, ...) {
+    nfail++;
+    if (++case_fails > 8) return; /* the first few per case are enough */
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("CHECK-FAIL case=%d %s rank=%d: %s\n", kase, role, rank, msg);
+    fflush(stdout);
+}
+
+/* Record a return code in the dump and check it. */
+static int rec_rc(sbuf_t *d, int rc, int expected, const char *fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    trace("done: %s rc=%d", what, rc);
+    sb_printf(d, "%s rc=%d\n", what, rc);
+    if (rc != expected)
+        fail("%s returned %d (%s), expected %d (%s)%s%s", what, rc, ncmpi_strerror(rc), expected,
+             ncmpi_strerror(expected), rc < -1000 ? ": " : "", rc < -1000 ? dtf_errmsg() : "");
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* typed and flexible PnetCDF calls                                                               */
+
+static MPI_Datatype mpi_type(int mt) {
+    switch (mt) {
+    case MT_TEXT: return MPI_CHAR;
+    case MT_SCHAR: return MPI_SIGNED_CHAR;
+    case MT_UCHAR: return MPI_UNSIGNED_CHAR;
+    case MT_SHORT: return MPI_SHORT;
+    case MT_USHORT: return MPI_UNSIGNED_SHORT;
+    case MT_INT: return MPI_INT;
+    case MT_UINT: return MPI_UNSIGNED;
+    case MT_LONG: return MPI_LONG;
+    case MT_FLOAT: return MPI_FLOAT;
+    case MT_DOUBLE: return MPI_DOUBLE;
+    case MT_LONGLONG: return MPI_LONG_LONG_INT;
+    default: return MPI_UNSIGNED_LONG_LONG;
+    }
+}
+
+#define TYPED(F, SFX, ...)                                                                           \
+    switch (mt) {                                                                                    \
+    case MT_TEXT: return F##_text##SFX(__VA_ARGS__);                                                 \
+    case MT_SCHAR: return F##_schar##SFX(__VA_ARGS__);                                               \
+    case MT_UCHAR: return F##_uchar##SFX(__VA_ARGS__);                                               \
+    case MT_SHORT: return F##_short##SFX(__VA_ARGS__);                                               \
+    case MT_USHORT: return F##_ushort##SFX(__VA_ARGS__);                                             \
+    case MT_INT: return F##_int##SFX(__VA_ARGS__);                                                   \
+    case MT_UINT: return F##_uint##SFX(__VA_ARGS__);                                                 \
+    case MT_LONG: return F##_long##SFX(__VA_ARGS__);                                                 \
+    case MT_FLOAT: return F##_float##SFX(__VA_ARGS__);                                               \
+    case MT_DOUBLE: return F##_double##SFX(__VA_ARGS__);                                             \
+    case MT_LONGLONG: return F##_longlong##SFX(__VA_ARGS__);                                         \
+    default: return F##_ulonglong##SFX(__VA_ARGS__);                                                 \
+    }
+
+/* A request as issued: region, buffer, datatype. */
+typedef struct {
+    const req_t *q;
+    int varid;
+    MPI_Offset st[SC_MAXDIMS], ct[SC_MAXDIMS], sd[SC_MAXDIMS], im[SC_MAXDIMS];
+    layout_t L;
+    unsigned char *mem; /* guard + buffer + guard */
+    size_t total;
+    unsigned char *buf;
+    MPI_Datatype bt;
+    int own_bt;
+    MPI_Offset bufcount;
+    int rc, reqid, status, has_status;
+    int erange; /* the expected data contains a value out of the memory type's range */
+    unsigned char *expect; /* reader: the expected buffer content, guards included */
+    char label[512];
+} op_t;
+
+static int put_typed(int ncid, int varid, int api, int mode, int mt, const op_t *o, int *req) {
+    const void *b = o->buf;
+    switch (mode * 8 + api) {
+    case MODE_COLL * 8 + API_VAR: TYPED(ncmpi_put_var, _all, ncid, varid, b)
+    case MODE_COLL * 8 + API_VAR1: TYPED(ncmpi_put_var1, _all, ncid, varid, o->st, b)
+    case MODE_COLL * 8 + API_VARA: TYPED(ncmpi_put_vara, _all, ncid, varid, o->st, o->ct, b)
+    case MODE_COLL * 8 + API_VARS: TYPED(ncmpi_put_vars, _all, ncid, varid, o->st, o->ct, o->sd, b)
+    case MODE_COLL * 8 + API_VARM: TYPED(ncmpi_put_varm, _all, ncid, varid, o->st, o->ct, o->sd, o->im, b)
+    case MODE_INDEP * 8 + API_VAR: TYPED(ncmpi_put_var, , ncid, varid, b)
+    case MODE_INDEP * 8 + API_VAR1: TYPED(ncmpi_put_var1, , ncid, varid, o->st, b)
+    case MODE_INDEP * 8 + API_VARA: TYPED(ncmpi_put_vara, , ncid, varid, o->st, o->ct, b)
+    case MODE_INDEP * 8 + API_VARS: TYPED(ncmpi_put_vars, , ncid, varid, o->st, o->ct, o->sd, b)
+    case MODE_INDEP * 8 + API_VARM: TYPED(ncmpi_put_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b)
+    case MODE_NB * 8 + API_VAR: TYPED(ncmpi_iput_var, , ncid, varid, b, req)
+    case MODE_NB * 8 + API_VAR1: TYPED(ncmpi_iput_var1, , ncid, varid, o->st, b, req)
+    case MODE_NB * 8 + API_VARA: TYPED(ncmpi_iput_vara, , ncid, varid, o->st, o->ct, b, req)
+    case MODE_NB * 8 + API_VARS: TYPED(ncmpi_iput_vars, , ncid, varid, o->st, o->ct, o->sd, b, req)
+    case MODE_NB * 8 + API_VARM: TYPED(ncmpi_iput_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b, req)
+    case MODE_BPUT * 8 + API_VAR: TYPED(ncmpi_bput_var, , ncid, varid, b, req)
+    case MODE_BPUT * 8 + API_VAR1: TYPED(ncmpi_bput_var1, , ncid, varid, o->st, b, req)
+    case MODE_BPUT * 8 + API_VARA: TYPED(ncmpi_bput_vara, , ncid, varid, o->st, o->ct, b, req)
+    case MODE_BPUT * 8 + API_VARS: TYPED(ncmpi_bput_vars, , ncid, varid, o->st, o->ct, o->sd, b, req)
+    case MODE_BPUT * 8 + API_VARM: TYPED(ncmpi_bput_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b, req)
+    }
+    return -1;
+}
+
+static int get_typed(int ncid, int varid, int api, int mode, int mt, op_t *o, int *req) {
+    void *b = o->buf;
+    switch (mode * 8 + api) {
+    case MODE_COLL * 8 + API_VAR: TYPED(ncmpi_get_var, _all, ncid, varid, b)
+    case MODE_COLL * 8 + API_VAR1: TYPED(ncmpi_get_var1, _all, ncid, varid, o->st, b)
+    case MODE_COLL * 8 + API_VARA: TYPED(ncmpi_get_vara, _all, ncid, varid, o->st, o->ct, b)
+    case MODE_COLL * 8 + API_VARS: TYPED(ncmpi_get_vars, _all, ncid, varid, o->st, o->ct, o->sd, b)
+    case MODE_COLL * 8 + API_VARM: TYPED(ncmpi_get_varm, _all, ncid, varid, o->st, o->ct, o->sd, o->im, b)
+    case MODE_INDEP * 8 + API_VAR: TYPED(ncmpi_get_var, , ncid, varid, b)
+    case MODE_INDEP * 8 + API_VAR1: TYPED(ncmpi_get_var1, , ncid, varid, o->st, b)
+    case MODE_INDEP * 8 + API_VARA: TYPED(ncmpi_get_vara, , ncid, varid, o->st, o->ct, b)
+    case MODE_INDEP * 8 + API_VARS: TYPED(ncmpi_get_vars, , ncid, varid, o->st, o->ct, o->sd, b)
+    case MODE_INDEP * 8 + API_VARM: TYPED(ncmpi_get_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b)
+    case MODE_NB * 8 + API_VAR: TYPED(ncmpi_iget_var, , ncid, varid, b, req)
+    case MODE_NB * 8 + API_VAR1: TYPED(ncmpi_iget_var1, , ncid, varid, o->st, b, req)
+    case MODE_NB * 8 + API_VARA: TYPED(ncmpi_iget_vara, , ncid, varid, o->st, o->ct, b, req)
+    case MODE_NB * 8 + API_VARS: TYPED(ncmpi_iget_vars, , ncid, varid, o->st, o->ct, o->sd, b, req)
+    case MODE_NB * 8 + API_VARM: TYPED(ncmpi_iget_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b, req)
+    }
+    return -1;
+}
+
+static int put_flex(int ncid, int varid, int api, int mode, const op_t *o, int *req) {
+    const void *b = o->buf;
+    MPI_Offset n = o->bufcount;
+    MPI_Datatype t = o->bt;
+    switch (mode * 8 + api) {
+    case MODE_COLL * 8 + API_VAR: return ncmpi_put_var_all(ncid, varid, b, n, t);
+    case MODE_COLL * 8 + API_VAR1: return ncmpi_put_var1_all(ncid, varid, o->st, b, n, t);
+    case MODE_COLL * 8 + API_VARA: return ncmpi_put_vara_all(ncid, varid, o->st, o->ct, b, n, t);
+    case MODE_COLL * 8 + API_VARS: return ncmpi_put_vars_all(ncid, varid, o->st, o->ct, o->sd, b, n, t);
+    case MODE_COLL * 8 + API_VARM: return ncmpi_put_varm_all(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t);
+    case MODE_INDEP * 8 + API_VAR: return ncmpi_put_var(ncid, varid, b, n, t);
+    case MODE_INDEP * 8 + API_VAR1: return ncmpi_put_var1(ncid, varid, o->st, b, n, t);
+    case MODE_INDEP * 8 + API_VARA: return ncmpi_put_vara(ncid, varid, o->st, o->ct, b, n, t);
+    case MODE_INDEP * 8 + API_VARS: return ncmpi_put_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t);
+    case MODE_INDEP * 8 + API_VARM: return ncmpi_put_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t);
+    case MODE_NB * 8 + API_VAR: return ncmpi_iput_var(ncid, varid, b, n, t, req);
+    case MODE_NB * 8 + API_VAR1: return ncmpi_iput_var1(ncid, varid, o->st, b, n, t, req);
+    case MODE_NB * 8 + API_VARA: return ncmpi_iput_vara(ncid, varid, o->st, o->ct, b, n, t, req);
+    case MODE_NB * 8 + API_VARS: return ncmpi_iput_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t, req);
+    case MODE_NB * 8 + API_VARM: return ncmpi_iput_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t, req);
+    case MODE_BPUT * 8 + API_VAR: return ncmpi_bput_var(ncid, varid, b, n, t, req);
+    case MODE_BPUT * 8 + API_VAR1: return ncmpi_bput_var1(ncid, varid, o->st, b, n, t, req);
+    case MODE_BPUT * 8 + API_VARA: return ncmpi_bput_vara(ncid, varid, o->st, o->ct, b, n, t, req);
+    case MODE_BPUT * 8 + API_VARS: return ncmpi_bput_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t, req);
+    case MODE_BPUT * 8 + API_VARM: return ncmpi_bput_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t, req);
+    }
+    return -1;
+}
+
+static int get_flex(int ncid, int varid, int api, int mode, op_t *o, int *req) {
+    void *b = o->buf;
+    MPI_Offset n = o->bufcount;
+    MPI_Datatype t = o->bt;
+    switch (mode * 8 + api) {
+    case MODE_COLL * 8 + API_VAR: return ncmpi_get_var_all(ncid, varid, b, n, t);
+    case MODE_COLL * 8 + API_VAR1: return ncmpi_get_var1_all(ncid, varid, o->st, b, n, t);
+    case MODE_COLL * 8 + API_VARA: return ncmpi_get_vara_all(ncid, varid, o->st, o->ct, b, n, t);
+    case MODE_COLL * 8 + API_VARS: return ncmpi_get_vars_all(ncid, varid, o->st, o->ct, o->sd, b, n, t);
+    case MODE_COLL * 8 + API_VARM: return ncmpi_get_varm_all(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t);
+    case MODE_INDEP * 8 + API_VAR: return ncmpi_get_var(ncid, varid, b, n, t);
+    case MODE_INDEP * 8 + API_VAR1: return ncmpi_get_var1(ncid, varid, o->st, b, n, t);
+    case MODE_INDEP * 8 + API_VARA: return ncmpi_get_vara(ncid, varid, o->st, o->ct, b, n, t);
+    case MODE_INDEP * 8 + API_VARS: return ncmpi_get_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t);
+    case MODE_INDEP * 8 + API_VARM: return ncmpi_get_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t);
+    case MODE_NB * 8 + API_VAR: return ncmpi_iget_var(ncid, varid, b, n, t, req);
+    case MODE_NB * 8 + API_VAR1: return ncmpi_iget_var1(ncid, varid, o->st, b, n, t, req);
+    case MODE_NB * 8 + API_VARA: return ncmpi_iget_vara(ncid, varid, o->st, o->ct, b, n, t, req);
+    case MODE_NB * 8 + API_VARS: return ncmpi_iget_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t, req);
+    case MODE_NB * 8 + API_VARM: return ncmpi_iget_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t, req);
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* preparing requests                                                                             */
+
+/* Build the MPI datatype of a flexible request from its parameters (the layout computed in
+ * scenario.c from the same parameters is what the self-check expects). */
+static void make_buftype(const scen_t *s, op_t *o) {
+    const req_t *q = o->q;
+    MPI_Datatype base = mpi_type(o->L.mt);
+    MPI_Offset n = o->L.n;
+    int nd = s->vars[q->var].ndims;
+    o->own_bt = 0;
+    o->bt = base;
+    o->bufcount = o->L.bufcount_elems;
+    switch (q->flex) {
+    case FX_NEG1: o->bufcount = -1; break;
+    case FX_NULL: o->bt = MPI_DATATYPE_NULL; break;
+    case FX_SUBARRAY: {
+        int sizes[SC_MAXDIMS], sub[SC_MAXDIMS], starts[SC_MAXDIMS];
+        for (int i = 0; i < nd; i++) {
+            sub[i] = (int)o->ct[i];
+            sizes[i] = sub[i] + 2 * q->fxparam;
+            starts[i] = q->fxparam;
+        }
+        MPI_Type_create_subarray(nd, sizes, sub, starts, MPI_ORDER_C, base, &o->bt);
+        o->own_bt = 1;
+        o->bufcount = 1;
+        break;
+    }
+    case FX_VECTOR:
+        MPI_Type_vector((int)n, 1, q->fxparam, base, &o->bt);
+        o->own_bt = 1;
+        o->bufcount = 1;
+        break;
+    case FX_CONTIG:
+        MPI_Type_contiguous(q->fxparam, base, &o->bt);
+        o->own_bt = 1;
+        o->bufcount = n / q->fxparam;
+        break;
+    case FX_RESIZED:
+        MPI_Type_create_resized(base, 0, (MPI_Aint)q->fxparam * mt_size(o->L.mt), &o->bt);
+        o->own_bt = 1;
+        o->bufcount = n;
+        break;
+    case FX_INDEXED: {
+        int *displs = malloc(sizeof(int) * (size_t)n);
+        for (MPI_Offset j = 0; j < n; j++) displs[j] = (int)((n - 1 - j) * q->fxparam);
+        MPI_Type_create_indexed_block((int)n, 1, displs, base, &o->bt);
+        free(displs);
+        o->own_bt = 1;
+        o->bufcount = 1;
+        break;
+    }
+    default: break;
+    }
+    if (o->own_bt) MPI_Type_commit(&o->bt);
+}
+
+static void op_prepare(const scen_t *s, const req_t *q, op_t *o) {
+    memset(o, 0, sizeof *o);
+    o->q = q;
+    o->varid = q->err == ERR_NOTVAR ? 99 : q->var;
+    req_region(s, q, o->st, o->ct, o->sd);
+    memcpy(o->im, q->imap, sizeof o->im);
+    layout_make(s, q, &o->L);
+    o->total = 2 * SC_GUARD + o->L.bytes;
+    o->mem = malloc(o->total);
+    for (size_t i = 0; i < o->total; i++) o->mem[i] = sentinel_byte(i);
+    o->buf = o->mem + SC_GUARD;
+    o->reqid = NC_REQ_NULL;
+    if (q->flex != FX_NONE) make_buftype(s, o);
+    req_describe(s, q, o->label, sizeof o->label);
+}
+
+static void op_release(op_t *o) {
+    if (o->own_bt) MPI_Type_free(&o->bt);
+    layout_free(&o->L);
+    free(o->mem);
+    free(o->expect);
+}
+
+/* The expected buffer content of a request (guards included); sets o->erange. */
+static unsigned char *op_expected(const scen_t *s, op_t *o, int from_file) {
+    unsigned char *e = malloc(o->total);
+    for (size_t i = 0; i < o->total; i++) e[i] = sentinel_byte(i);
+    o->erange = 0;
+    if (o->q->err || o->q->zero) return e;
+    for (MPI_Offset k = 0; k < o->L.n; k++) {
+        MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
+        num_t x = from_file ? scen_expected(s, o->q->var, idx) : scen_value(s, o->q->var, idx);
+        if (num_to_mem(x, o->L.mt, e + SC_GUARD + o->L.off[k]) == NC_ERANGE) o->erange = 1;
+    }
+    return e;
+}
+
+/* A zero-length participation request of a collective round on variable v. PnetCDF needs every rank
+ * of a collective call to take the same path: a rank that writes a record variable synchronizes the
+ * record count afterwards and one that writes a fixed-size variable does not, and a zero-request varn
+ * call is a different collective from a vara call; both deadlock. So the zero-length request is a
+ * vara with zero counts on the same variable, or, for a scalar (which cannot have zero counts), on
+ * another fixed-size variable (the generator makes sure there is one). */
+static void zero_req(const scen_t *s, req_t *z, int mode, int v) {
+    memset(z, 0, sizeof *z);
+    z->zero = 1;
+    z->rank = rank;
+    z->mode = mode;
+    z->api = API_VARA;
+    z->var = s->vars[v].ndims > 0 ? v : scen_zero_partner(s, v);
+    if (z->var < 0) z->var = v; /* not generated; the call fails and says so */
+    z->mt = s->vars[z->var].xtype == NC_CHAR ? MT_TEXT : MT_INT;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the writer                                                                                     */
+
+static int put_op(int ncid, op_t *o) {
+    const req_t *q = o->q;
+    trace("put %s", o->label);
+    if (q->flex == FX_NONE) return put_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid);
+    return put_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+}
+
+static int get_op(int ncid, op_t *o) {
+    const req_t *q = o->q;
+    trace("get %s", o->label);
+    if (q->flex == FX_NONE) return get_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid);
+    return get_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+}
+
+static void fill_put_buffer(const scen_t *s, op_t *o) {
+    if (o->q->err || o->q->zero) return;
+    int inject = 0;
+    if (inject_kind == 1 && kase == inject_case) { /* is this the first piece of the scenario? */
+        int first = 0;
+        while (first < s->nw && s->w[first].err) first++;
+        inject = first < s->nw && &s->w[first] == o->q;
+    }
+    for (MPI_Offset k = 0; k < o->L.n; k++) {
+        MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
+        num_t x = scen_value(s, o->q->var, idx);
+        if (inject && k == 0) {
+            x.i++, x.u++, x.d++;
+            printf("INJECTED case=%d writer rank=%d: %s element 0 is off by one\n", kase, rank, o->label);
+        }
+        num_to_mem(x, o->L.mt, o->buf + o->L.off[k]);
+    }
+}
+
+/* Put an attribute with its put_mt memory type (or the void * call in the external type). */
+static int put_att(int ncid, int varid, const att_t *A) {
+    unsigned char buf[SC_MAXATTLEN * 8];
+    const char *name = A->name;
+    nc_type x = A->xtype;
+    MPI_Offset len = A->len;
+    if (x == NC_CHAR) {
+        char t[SC_MAXATTLEN];
+        for (int j = 0; j < A->len; j++) t[j] = (char)A->vals[j].i;
+        return ncmpi_put_att_text(ncid, varid, name, len, t);
+    }
+    int mt = A->put_mt < 0 ? xtype_natural_mt(x) : A->put_mt;
+    for (int j = 0; j < A->len; j++) num_to_mem(A->vals[j], mt, buf + (size_t)j * (size_t)mt_size(mt));
+    if (A->put_mt < 0) return ncmpi_put_att(ncid, varid, name, x, len, buf);
+    const void *b = buf;
+    switch (mt) {
+    case MT_SCHAR: return ncmpi_put_att_schar(ncid, varid, name, x, len, b);
+    case MT_UCHAR: return ncmpi_put_att_uchar(ncid, varid, name, x, len, b);
+    case MT_SHORT: return ncmpi_put_att_short(ncid, varid, name, x, len, b);
+    case MT_USHORT: return ncmpi_put_att_ushort(ncid, varid, name, x, len, b);
+    case MT_INT: return ncmpi_put_att_int(ncid, varid, name, x, len, b);
+    case MT_UINT: return ncmpi_put_att_uint(ncid, varid, name, x, len, b);
+    case MT_LONG: return ncmpi_put_att_long(ncid, varid, name, x, len, b);
+    case MT_FLOAT: return ncmpi_put_att_float(ncid, varid, name, x, len, b);
+    case MT_DOUBLE: return ncmpi_put_att_double(ncid, varid, name, x, len, b);
+    case MT_LONGLONG: return ncmpi_put_att_longlong(ncid, varid, name, x, len, b);
+    default: return ncmpi_put_att_ulonglong(ncid, varid, name, x, len, b);
+    }
+}
+
+/* Complete the nonblocking requests ops[0..n) (this rank's) with wait kind wk; statuses go into ops. */
+static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char *what) {
+    int *reqs = malloc(sizeof(int) * (size_t)(n + 1)), *st = malloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) reqs[i] = ops[i]->reqid;
+    /* the wait returns the first error of the requests (a get whose data is out of range: NC_ERANGE) */
+    int expect = NC_NOERR;
+    for (int i = 0; i < n; i++)
+        if (ops[i]->erange && expect == NC_NOERR) expect = NC_ERANGE;
+    switch (wk) {
+    case WAIT_ALL_REQALL:
+        rec_rc(d, ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL), expect, "%s wait_all(NC_REQ_ALL)", what);
+        break;
+    case WAIT_ALL_LIST:
+        rec_rc(d, ncmpi_wait_all(ncid, n, reqs, st), expect, "%s wait_all(%d)", what, n);
+        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1;
+        break;
+    default:
+        rec_rc(d, ncmpi_begin_indep_data(ncid), NC_NOERR, "%s begin_indep_data", what);
+        rec_rc(d, ncmpi_wait(ncid, n, reqs, st), expect, "%s wait(%d)", what, n);
+        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1;
+        rec_rc(d, ncmpi_end_indep_data(ncid), NC_NOERR, "%s end_indep_data", what);
+        break;
+    }
+    free(reqs);
+    free(st);
+}
+
+/* Run the phases of a request list (writer puts or reader gets). ops[i] corresponds to reqs[i]. */
+static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, int nreq, op_t *ops,
+                       const int *phases, int nphases, const int *forced, const int *waits, op_t **zeros, int *nzeros) {
+    op_t **mine = malloc(sizeof(op_t *) * (size_t)(nreq + 1));
+    for (int ph = 0; ph < nphases; ph++) {
+        int mode = phases[ph], nmine = 0, any = forced[mode];
+        /* Writers: ROMIO's collective write fills holes by read-modify-write on the aggregator, which
+         * may still be writing when the other ranks have returned from the collective call; a later
+         * independent write of a neighbouring element by another rank is then overwritten with the
+         * stale byte (the pieces never overlap, but their file extents interleave). A barrier between
+         * the phases keeps the file-mode oracle deterministic (it is plain MPI: no effect on dtf). */
+        if (is_writer) MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < nreq; i++)
+            if (reqs[i].mode == mode) {
+                any = 1;
+                if (reqs[i].rank == rank) mine[nmine++] = &ops[i];
+            }
+        if (!any) continue;
+        switch (mode) {
+        case MODE_COLL: /* per variable: round j = every rank's j-th request on it, or a zero-length one */
+            for (int v = 0; v < s->nvars; v++) {
+                int rounds = 0, nv = 0;
+                for (int p = 0; p < (is_writer ? s->M : s->N); p++) {
+                    int c = 0;
+                    for (int i = 0; i < nreq; i++) c += reqs[i].mode == mode && reqs[i].rank == p && reqs[i].var == v;
+                    if (c > rounds) rounds = c;
+                }
+                for (int j = 0; j < rounds; j++) {
+                    op_t *o = NULL;
+                    while (nv < nmine && !o) {
+                        if (mine[nv]->q->var == v) o = mine[nv];
+                        nv++;
+                    }
+                    if (!o) {
+                        req_t *z = malloc(sizeof *z);
+                        zero_req(s, z, MODE_COLL, v);
+                        o = malloc(sizeof *o);
+                        op_prepare(s, z, o);
+                        zeros[(*nzeros)++] = o;
+                    }
+                    o->rc = is_writer ? put_op(ncid, o) : get_op(ncid, o);
+                }
+            }
+            break;
+        case MODE_INDEP:
+            rec_rc(d, ncmpi_begin_indep_data(ncid), NC_NOERR, "indep begin_indep_data");
+            for (int j = 0; j < nmine; j++) mine[j]->rc = is_writer ? put_op(ncid, mine[j]) : get_op(ncid, mine[j]);
+            rec_rc(d, ncmpi_end_indep_data(ncid), NC_NOERR, "indep end_indep_data");
+            break;
+        case MODE_NB:
+        case MODE_BPUT: {
+            int attached = 0;
+            if (mode == MODE_BPUT && nmine) {
+                MPI_Offset bytes = 64;
+                for (int j = 0; j < nmine; j++) bytes += mine[j]->L.n * 8;
+                rec_rc(d, ncmpi_buffer_attach(ncid, bytes), NC_NOERR, "bput buffer_attach");
+                attached = 1;
+            }
+            for (int j = 0; j < nmine; j++) mine[j]->rc = is_writer ? put_op(ncid, mine[j]) : get_op(ncid, mine[j]);
+            complete(ncid, d, mine, nmine, waits[mode], mode == MODE_NB ? (is_writer ? "iput" : "iget") : "bput");
+            if (attached) rec_rc(d, ncmpi_buffer_detach(ncid), NC_NOERR, "bput buffer_detach");
+            break;
+        }
+        }
+    }
+    free(mine);
+}
+
+static void write_file(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(text, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "%s rank %d: cannot write %s\n", role, rank, path);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+static void writer_case(const scen_t *s, const char *dir) {
+    char path[4096], dpath[4096];
+    snprintf(path, sizeof path, "%s/case.%04d.nc", dir, kase);
+    sbuf_t d = {0};
+    sb_printf(&d, "case %d writer rank %d of %d\n", kase, rank, nranks);
+    int ncid, rc, old;
+    /* no ROMIO data sieving for independent writes: its read-modify-write of a whole extent loses
+     * the concurrent independent writes of other ranks to elements inside that extent */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "romio_ds_write", "disable");
+    rc = rec_rc(&d, ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER | NC_64BIT_DATA, info, &ncid), NC_NOERR, "create");
+    MPI_Info_free(&info);
+    if (rc == NC_NOERR) {
+        if (s->setfill) {
+            rc = ncmpi_set_fill(ncid, NC_FILL, &old);
+            rec_rc(&d, rc, NC_NOERR, "set_fill(NC_FILL) old=%d", old);
+        }
+        int dimids[SC_MAXFDIMS], varids[SC_MAXVARS];
+        for (int i = 0; i < s->ndims; i++)
+            rec_rc(&d, ncmpi_def_dim(ncid, s->dims[i].name, s->dims[i].len, &dimids[i]), NC_NOERR, "def_dim %s", s->dims[i].name);
+        for (int a = 0; a < s->ngatts; a++) rec_rc(&d, put_att(ncid, NC_GLOBAL, &s->gatts[a]), NC_NOERR, "put_att global %s", s->gatts[a].name);
+        for (int v = 0; v < s->nvars; v++) {
+            const var_t *V = &s->vars[v];
+            int dims[SC_MAXDIMS];
+            for (int i = 0; i < V->ndims; i++) dims[i] = dimids[V->dimids[i]];
+            rec_rc(&d, ncmpi_def_var(ncid, V->name, V->xtype, V->ndims, dims, &varids[v]), NC_NOERR, "def_var %s", V->name);
+            for (int a = 0; a < V->natts; a++)
+                if (V->atts[a].is_fill != 2) rec_rc(&d, put_att(ncid, v, &V->atts[a]), NC_NOERR, "put_att %s %s", V->name, V->atts[a].name);
+            if (V->dvf != DVF_NONE) {
+                unsigned char fv[8];
+                num_to_mem(V->fill, xtype_natural_mt(V->xtype), fv);
+                rec_rc(&d, ncmpi_def_var_fill(ncid, v, V->dvf == DVF_NOFILL, V->dvf == DVF_FILL_CUSTOM ? fv : NULL),
+                       NC_NOERR, "def_var_fill %s", V->name);
+            }
+        }
+        rec_rc(&d, ncmpi_enddef(ncid), NC_NOERR, "enddef");
+        for (int v = 0; v < s->nvars; v++)
+            if (s->vars[v].fill_rec)
+                for (MPI_Offset r = 0; r < s->nrec; r++)
+                    rec_rc(&d, ncmpi_fill_var_rec(ncid, v, r), NC_NOERR, "fill_var_rec %s %lld", s->vars[v].name, (long long)r);
+
+        op_t *ops = calloc((size_t)s->nw + 1, sizeof(op_t));
+        op_t **zeros = calloc((size_t)s->nw * 4 + 8, sizeof(op_t *));
+        int nzeros = 0;
+        for (int i = 0; i < s->nw; i++)
+            if (s->w[i].rank == rank) {
+                op_prepare(s, &s->w[i], &ops[i]);
+                fill_put_buffer(s, &ops[i]);
+            }
+        run_phases(ncid, s, &d, s->w, s->nw, ops, s->wphase, s->nwphase, s->wphase_forced, s->wwait, zeros, &nzeros);
+        MPI_Barrier(MPI_COMM_WORLD);
+        rec_rc(&d, use_dtf ? dtf_transfer(path, ncid) : NC_NOERR, NC_NOERR, "dtf_transfer");
+        rec_rc(&d, ncmpi_close(ncid), NC_NOERR, "close");
+        /* after the close: return codes, statuses, and that PnetCDF left the put buffers alone */
+        for (int i = 0; i < s->nw; i++) {
+            op_t *o = &ops[i];
+            if (s->w[i].rank != rank) continue;
+            int expect = err_code(o->q->err);
+            sb_printf(&d, "put %d %s rc=%d", i, o->label, o->rc);
+            if (o->has_status) sb_printf(&d, " status=%d", o->status);
+            sb_printf(&d, "\n");
+            if (o->rc != expect) fail("put %d %s returned %d (%s), expected %d", i, o->label, o->rc, ncmpi_strerror(o->rc), expect);
+            if (o->has_status && o->status != NC_NOERR) fail("put %d %s: status %d (%s)", i, o->label, o->status, ncmpi_strerror(o->status));
+            unsigned char *e = op_expected(s, o, 0);
+            if (!o->q->err && memcmp(e, o->mem, o->total) != 0) fail("put %d %s: the put buffer was modified", i, o->label);
+            free(e);
+            op_release(o);
+        }
+        for (int i = 0; i < nzeros; i++) {
+            sb_printf(&d, "zero %s rc=%d\n", zeros[i]->label, zeros[i]->rc);
+            if (zeros[i]->rc != NC_NOERR) fail("zero-length %s returned %d (%s)", zeros[i]->label, zeros[i]->rc, ncmpi_strerror(zeros[i]->rc));
+            free((void *)zeros[i]->q);
+            op_release(zeros[i]);
+            free(zeros[i]);
+        }
+        free(zeros);
+        free(ops);
+    }
+    snprintf(dpath, sizeof dpath, "%s/wdump.%04d.%d", dir, kase, rank);
+    write_file(dpath, d.s, d.n);
+    free(d.s);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the reader                                                                                     */
+
+static int get_att_typed(int ncid, int varid, const char *name, int mt, void *b) {
+    switch (mt) {
+    case MT_SCHAR: return ncmpi_get_att_schar(ncid, varid, name, b);
+    case MT_UCHAR: return ncmpi_get_att_uchar(ncid, varid, name, b);
+    case MT_SHORT: return ncmpi_get_att_short(ncid, varid, name, b);
+    case MT_USHORT: return ncmpi_get_att_ushort(ncid, varid, name, b);
+    case MT_INT: return ncmpi_get_att_int(ncid, varid, name, b);
+    case MT_UINT: return ncmpi_get_att_uint(ncid, varid, name, b);
+    case MT_LONG: return ncmpi_get_att_long(ncid, varid, name, b);
+    case MT_FLOAT: return ncmpi_get_att_float(ncid, varid, name, b);
+    case MT_DOUBLE: return ncmpi_get_att_double(ncid, varid, name, b);
+    case MT_LONGLONG: return ncmpi_get_att_longlong(ncid, varid, name, b);
+    case MT_ULONGLONG: return ncmpi_get_att_ulonglong(ncid, varid, name, b);
+    default: return ncmpi_get_att_text(ncid, varid, name, b);
+    }
+}
+
+/* Inquire and check the attributes of varid (NC_GLOBAL or a variable). */
+static void check_atts(int ncid, const scen_t *s, sbuf_t *d, int v, const att_t *atts, int natts) {
+    int varid = v < 0 ? NC_GLOBAL : v;
+    for (int a = 0; a < natts; a++) {
+        const att_t *A = &atts[a];
+        char name[NC_MAX_NAME + 1] = "";
+        nc_type xt = -1;
+        MPI_Offset len = -1;
+        int rc = ncmpi_inq_attname(ncid, varid, a, name);
+        sb_printf(d, "att %d %d inq_attname rc=%d name=%s\n", v, a, rc, name);
+        if (rc != NC_NOERR || strcmp(name, A->name) != 0)
+            fail("var %d attribute %d: inq_attname rc=%d name '%s', expected '%s'", v, a, rc, name, A->name);
+        rc = ncmpi_inq_att(ncid, varid, A->name, &xt, &len);
+        sb_printf(d, "att %d %s inq_att rc=%d type=%d len=%lld\n", v, A->name, rc, (int)xt, (long long)len);
+        if (rc != NC_NOERR || xt != A->xtype || len != A->len)
+            fail("var %d attribute %s: inq_att rc=%d type %d len %lld, expected type %d len %d", v, A->name, rc, (int)xt,
+                 (long long)len, A->xtype, A->len);
+        /* raw, in the external type */
+        unsigned char got[2 * SC_GUARD + SC_MAXATTLEN * 8], want[sizeof got];
+        for (size_t i = 0; i < sizeof got; i++) got[i] = want[i] = sentinel_byte(i);
+        rc = ncmpi_get_att(ncid, varid, A->name, got + SC_GUARD);
+        int xs = xtype_size(A->xtype), nat = xtype_natural_mt(A->xtype);
+        for (int j = 0; j < A->len; j++) num_to_mem(A->vals[j], nat, want + SC_GUARD + (size_t)j * (size_t)xs);
+        sb_printf(d, "att %d %s get_att rc=%d data=", v, A->name, rc);
+        sb_hex(d, got, sizeof got);
+        sb_printf(d, "\n");
+        if (rc != NC_NOERR || memcmp(got, want, sizeof got) != 0) fail("var %d attribute %s: get_att rc=%d, wrong bytes", v, A->name, rc);
+        /* converted to another memory type */
+        int mt = s->att_mt[v + 1][a];
+        if (mt < 0) continue;
+        int ms = mt_size(mt), expect = NC_NOERR;
+        for (size_t i = 0; i < sizeof got; i++) got[i] = want[i] = sentinel_byte(i);
+        rc = get_att_typed(ncid, varid, A->name, mt, got + SC_GUARD);
+        for (int j = 0; j < A->len; j++)
+            if (num_to_mem(A->vals[j], mt, want + SC_GUARD + (size_t)j * (size_t)ms) == NC_ERANGE) expect = NC_ERANGE;
+        sb_printf(d, "att %d %s get_att_%s rc=%d data=", v, A->name, mt_name(mt), rc);
+        sb_hex(d, got, sizeof got);
+        sb_printf(d, "\n");
+        if (rc != expect || memcmp(got, want, sizeof got) != 0)
+            fail("var %d attribute %s: get_att_%s rc=%d (expected %d)%s", v, A->name, mt_name(mt), rc, expect,
+                 memcmp(got, want, sizeof got) ? ", wrong bytes" : "");
+    }
+}
+
+static void inquire(int ncid, const scen_t *s, sbuf_t *d) {
+    int ndims = -1, nvars = -1, ngatts = -1, unlim = -2, fmt = -1, rc;
+    rc = ncmpi_inq(ncid, &ndims, &nvars, &ngatts, &unlim);
+    sb_printf(d, "inq rc=%d ndims=%d nvars=%d ngatts=%d unlimdim=%d\n", rc, ndims, nvars, ngatts, unlim);
+    if (rc || ndims != s->ndims || nvars != s->nvars || ngatts != s->ngatts || unlim != s->recdim)
+        fail("ncmpi_inq rc=%d ndims=%d nvars=%d ngatts=%d unlimdim=%d, expected %d %d %d %d", rc, ndims, nvars, ngatts,
+             unlim, s->ndims, s->nvars, s->ngatts, s->recdim);
+    rc = ncmpi_inq_format(ncid, &fmt);
+    sb_printf(d, "inq_format rc=%d format=%d\n", rc, fmt);
+    if (rc || fmt != NC_FORMAT_CDF5) fail("inq_format rc=%d format=%d, expected %d", rc, fmt, NC_FORMAT_CDF5);
+    for (int i = 0; i < s->ndims; i++) {
+        char name[NC_MAX_NAME + 1] = "";
+        MPI_Offset len = -1, want = i == s->recdim ? s->nrec : s->dims[i].len;
+        int id = -1;
+        rc = ncmpi_inq_dim(ncid, i, name, &len);
+        sb_printf(d, "inq_dim %d rc=%d name=%s len=%lld\n", i, rc, name, (long long)len);
+        if (rc || strcmp(name, s->dims[i].name) || len != want)
+            fail("inq_dim %d rc=%d name=%s len=%lld, expected %s %lld", i, rc, name, (long long)len, s->dims[i].name, (long long)want);
+        rc = ncmpi_inq_dimid(ncid, s->dims[i].name, &id);
+        sb_printf(d, "inq_dimid %s rc=%d id=%d\n", s->dims[i].name, rc, id);
+        if (rc || id != i) fail("inq_dimid %s rc=%d id=%d", s->dims[i].name, rc, id);
+    }
+    if (s->recdim >= 0) {
+        MPI_Offset len = -1;
+        rc = ncmpi_inq_dimlen(ncid, s->recdim, &len);
+        sb_printf(d, "inq_dimlen unlimited rc=%d len=%lld\n", rc, (long long)len);
+        if (rc || len != s->nrec) fail("inq_dimlen(unlimited) rc=%d len=%lld, expected %lld", rc, (long long)len, (long long)s->nrec);
+    }
+    int id = -1;
+    rc = ncmpi_inq_varid(ncid, "no_such_variable", &id);
+    rec_rc(d, rc, NC_ENOTVAR, "inq_varid no_such_variable");
+    check_atts(ncid, s, d, -1, s->gatts, s->ngatts);
+    nc_type xt;
+    MPI_Offset len;
+    rec_rc(d, ncmpi_inq_att(ncid, NC_GLOBAL, "no_such_attribute", &xt, &len), NC_ENOTATT, "inq_att no_such_attribute");
+    for (int v = 0; v < s->nvars; v++) {
+        const var_t *V = &s->vars[v];
+        char name[NC_MAX_NAME + 1] = "";
+        int vnd = -1, dimids[64], natts = -1, vid = -1, bad = 0;
+        nc_type vxt = -1;
+        rc = ncmpi_inq_var(ncid, v, name, &vxt, &vnd, dimids, &natts);
+        sb_printf(d, "inq_var %d rc=%d name=%s type=%d ndims=%d natts=%d dimids=", v, rc, name, (int)vxt, vnd, natts);
+        for (int i = 0; i < vnd && i < 64; i++) sb_printf(d, "%s%d", i ? "," : "", dimids[i]);
+        sb_printf(d, "\n");
+        bad = rc || strcmp(name, V->name) || vxt != V->xtype || vnd != V->ndims || natts != V->natts;
+        for (int i = 0; !bad && i < V->ndims; i++) bad = dimids[i] != V->dimids[i];
+        if (bad) fail("inq_var %d rc=%d name=%s type=%d ndims=%d natts=%d, expected %s %d %d %d", v, rc, name, (int)vxt, vnd, natts,
+                      V->name, V->xtype, V->ndims, V->natts);
+        rc = ncmpi_inq_varid(ncid, V->name, &vid);
+        sb_printf(d, "inq_varid %s rc=%d id=%d\n", V->name, rc, vid);
+        if (rc || vid != v) fail("inq_varid %s rc=%d id=%d", V->name, rc, vid);
+        int no_fill = -1;
+        unsigned char fv[8], want[8];
+        memset(fv, 0xEE, sizeof fv);
+        memset(want, 0xEE, sizeof want);
+        rc = ncmpi_inq_var_fill(ncid, v, &no_fill, fv);
+        num_to_mem(V->fill, xtype_natural_mt(V->xtype), want);
+        sb_printf(d, "inq_var_fill %d rc=%d no_fill=%d value=", v, rc, no_fill);
+        sb_hex(d, fv, sizeof fv);
+        sb_printf(d, "\n");
+        if (rc || memcmp(fv, want, sizeof fv) != 0) fail("inq_var_fill %s rc=%d: wrong fill value", V->name, rc);
+        check_atts(ncid, s, d, v, V->atts, V->natts);
+    }
+}
+
+static void reader_case(const scen_t *s, const char *dir) {
+    char path[4096], dpath[4096];
+    snprintf(path, sizeof path, "%s/case.%04d.nc", dir, kase);
+    sbuf_t d = {0};
+    sb_printf(&d, "case %d reader rank %d of %d\n", kase, rank, nranks);
+    int ncid;
+    int rc = rec_rc(&d, ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid), NC_NOERR, "open");
+    if (rc == NC_NOERR) {
+        inquire(ncid, s, &d);
+        op_t *ops = calloc((size_t)s->nr + 1, sizeof(op_t));
+        op_t **zeros = calloc((size_t)s->nr * 4 + 8, sizeof(op_t *));
+        int nzeros = 0;
+        for (int i = 0; i < s->nr; i++)
+            if (s->r[i].rank == rank) {
+                op_prepare(s, &s->r[i], &ops[i]);
+                ops[i].expect = op_expected(s, &ops[i], 1);
+            }
+        int waits[MODE_COUNT] = {0, 0, s->rwait, 0};
+        run_phases(ncid, s, &d, s->r, s->nr, ops, s->rphase, s->nrphase, s->rphase_forced, waits, zeros, &nzeros);
+        rec_rc(&d, use_dtf ? dtf_transfer(path, ncid) : NC_NOERR, NC_NOERR, "dtf_transfer");
+        rec_rc(&d, ncmpi_close(ncid), NC_NOERR, "close");
+        if (inject_kind == 2 && kase == inject_case)
+            for (int i = 0; i < s->nr; i++)
+                if (s->r[i].rank == rank) {
+                    ops[i].mem[0] ^= 0xff;
+                    printf("INJECTED case=%d reader rank=%d: guard byte of get %d changed\n", kase, rank, i);
+                    break;
+                }
+        /* after the close: everything the gets delivered */
+        for (int i = 0; i < s->nr; i++) {
+            op_t *o = &ops[i];
+            if (s->r[i].rank != rank) continue;
+            unsigned char *e = o->expect;
+            int expect_rc = err_code(o->q->err), expect_status = NC_NOERR;
+            if (!o->q->err && o->erange) {
+                if (o->q->mode == MODE_NB) expect_status = NC_ERANGE;
+                else expect_rc = NC_ERANGE;
+            }
+            sb_printf(&d, "get %d %s rc=%d", i, o->label, o->rc);
+            if (o->has_status) sb_printf(&d, " status=%d", o->status);
+            sb_printf(&d, " data=");
+            sb_hex(&d, o->mem, o->total);
+            sb_printf(&d, "\n");
+            if (o->rc != expect_rc) fail("get %d %s returned %d (%s), expected %d (%s)", i, o->label, o->rc, ncmpi_strerror(o->rc),
+                                         expect_rc, ncmpi_strerror(expect_rc));
+            if (o->has_status && o->status != expect_status)
+                fail("get %d %s: status %d (%s), expected %d", i, o->label, o->status, ncmpi_strerror(o->status), expect_status);
+            if (memcmp(e, o->mem, o->total) != 0) {
+                size_t b = 0;
+                while (e[b] == o->mem[b]) b++;
+                long long k = -1;
+                for (MPI_Offset j = 0; j < o->L.n; j++)
+                    if (b >= SC_GUARD + o->L.off[j] && b < SC_GUARD + o->L.off[j] + (size_t)o->L.elsize) k = (long long)j;
+                char ex[64] = "", ob[64] = "";
+                for (int j = 0; j < 8 && b + (size_t)j < o->total; j++) {
+                    snprintf(ex + 2 * j, 3, "%02x", e[b + (size_t)j]);
+                    snprintf(ob + 2 * j, 3, "%02x", o->mem[b + (size_t)j]);
+                }
+                if (k >= 0) {
+                    MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
+                    fail("get %d %s: wrong data at buffer byte %zu = element %lld of the request (variable index %lld, %s): "
+                         "got %s expected %s", i, o->label, b - SC_GUARD, k, (long long)idx,
+                         s->vars[o->q->var].written[idx] ? "written" : "never written", ob, ex);
+                } else {
+                    fail("get %d %s: buffer byte %zu (outside the elements: padding or guard) changed: got %s expected %s", i,
+                         o->label, b - SC_GUARD, ob, ex);
+                }
+            }
+            op_release(o);
+        }
+        for (int i = 0; i < nzeros; i++) {
+            sb_printf(&d, "zero %s rc=%d\n", zeros[i]->label, zeros[i]->rc);
+            if (zeros[i]->rc != NC_NOERR) fail("zero-length %s returned %d (%s)", zeros[i]->label, zeros[i]->rc, ncmpi_strerror(zeros[i]->rc));
+            free((void *)zeros[i]->q);
+            op_release(zeros[i]);
+            free(zeros[i]);
+        }
+        free(zeros);
+        free(ops);
+    }
+    snprintf(dpath, sizeof dpath, "%s/dump.%04d.%d", dir, kase, rank);
+    write_file(dpath, d.s, d.n);
+    free(d.s);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static int parse_seed(const char *a, unsigned long long *seed) {
+    if (strcmp(a, "fixed") == 0) return 1;
+    *seed = strtoull(a, NULL, 0);
+    return 0;
+}
+
+/* Feature coverage of cases [0, ncases): how often each generator option occurs. */
+static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) {
+    long api[2][API_COUNT] = {{0}}, mode[2][MODE_COUNT] = {{0}}, flex[2][FX_COUNT] = {{0}}, mt[2][MT_COUNT] = {{0}};
+    long err[2][ERR_COUNT] = {{0}}, xt[16] = {0}, nd[5] = {0}, rec = 0, vars = 0, unwritten = 0, fillrec = 0;
+    long dvf[4] = {0}, fillattr = 0, setfill = 0, gatts = 0, vatts = 0, padded_varm = 0, zero_reads = 0, conv = 0, req = 0;
+    for (int k = 0; k < ncases; k++) {
+        scen_t *s = scen_make(seed, k, M, N, fixed);
+        setfill += s->setfill;
+        gatts += s->ngatts;
+        for (int v = 0; v < s->nvars; v++) {
+            const var_t *V = &s->vars[v];
+            vars++;
+            xt[V->xtype]++;
+            nd[V->ndims]++;
+            rec += V->is_rec;
+            dvf[V->dvf]++;
+            fillrec += V->fill_rec;
+            vatts += V->natts;
+            for (int a = 0; a < V->natts; a++) fillattr += V->atts[a].is_fill == 1;
+            MPI_Offset w = 0;
+            for (MPI_Offset e = 0; e < V->nelems; e++) w += V->written[e];
+            unwritten += w < V->nelems;
+        }
+        for (int side = 0; side < 2; side++) {
+            const req_t *r = side ? s->r : s->w;
+            int n = side ? s->nr : s->nw;
+            for (int i = 0; i < n; i++) {
+                const req_t *q = &r[i];
+                api[side][q->api]++, mode[side][q->mode]++, flex[side][q->flex]++, mt[side][q->mt]++, err[side][q->err]++;
+                req++;
+                if (q->flex != FX_NULL && q->mt != xtype_natural_mt(s->vars[q->var].xtype)) conv++;
+                if (q->api == API_VARM) {
+                    MPI_Offset st[SC_MAXDIMS], ct[SC_MAXDIMS], sd[SC_MAXDIMS], m = 1;
+                    req_region(s, q, st, ct, sd);
+                    for (int d = 0; d < s->vars[q->var].ndims; d++) m *= ct[d];
+                    layout_t L;
+                    layout_make(s, q, &L);
+                    padded_varm += L.bufcount_elems > m;
+                    layout_free(&L);
+                }
+                if (side && q->api != API_VAR && q->api != API_VAR1)
+                    for (int d = 0; d < s->vars[q->var].ndims; d++)
+                        if (q->count[d] == 0) { zero_reads++; break; }
+            }
+        }
+        scen_free(s);
+    }
+    printf("%d cases (seed %llu, %dx%d): %ld variables, %ld requests (%ld with a memory type other than the external one)\n",
+           ncases, seed, M, N, vars, req, conv);
+    printf("  external types:");
+    for (int x = 1; x < 16; x++) if (xt[x]) printf(" %s %ld", xtype_name(x), xt[x]);
+    printf("\n  dimensions: 0-D %ld, 1-D %ld, 2-D %ld, 3-D %ld, 4-D %ld; record variables %ld\n", nd[0], nd[1], nd[2], nd[3], nd[4], rec);
+    printf("  fill: set_fill(NC_FILL) in %ld files; def_var_fill(0,NULL) %ld, (0,&v) %ld, (1,NULL) %ld; _FillValue put_att %ld; "
+           "variables with never-written elements %ld; fill_var_rec %ld\n", setfill, dvf[1], dvf[2], dvf[3], fillattr, unwritten, fillrec);
+    printf("  attributes: %ld global, %ld per variable\n", gatts, vatts);
+    for (int side = 0; side < 2; side++) {
+        printf("  %s:", side ? "reader gets" : "writer puts");
+        for (int a = 0; a < API_COUNT; a++) printf(" %s %ld", api_name(a), api[side][a]);
+        printf(" |");
+        for (int m = 0; m < (side ? MODE_BPUT : MODE_COUNT); m++) printf(" %s %ld", mode_name(m), mode[side][m]);
+        printf(" |");
+        for (int f = 0; f < FX_COUNT; f++) printf(" %s %ld", flex_name(f), flex[side][f]);
+        printf("\n    memory types:");
+        for (int m = 0; m < MT_COUNT; m++) printf(" %s %ld", mt_name(m), mt[side][m]);
+        printf(" | deliberate errors:");
+        for (int e = 1; e < ERR_COUNT; e++) printf(" %s %ld", err_name(e), err[side][e]);
+        printf("\n");
+    }
+    printf("  varm with a padded (non-bijective) imap: %ld; reads with a zero count: %ld\n", padded_varm, zero_reads);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 6 && strcmp(argv[1], "stats") == 0) {
+        unsigned long long seed = 0;
+        int fixed = parse_seed(argv[2], &seed);
+        stats(seed, fixed, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+        return 0;
+    }
+    if (argc == 6 && strcmp(argv[1], "describe") == 0) {
+        unsigned long long seed = 0;
+        int fixed = parse_seed(argv[2], &seed);
+        scen_t *s = scen_make(seed, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), fixed);
+        scen_print(s, stdout);
+        scen_free(s);
+        return 0;
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (argc != 9 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader"))) {
+        if (rank == 0)
+            fprintf(stderr, "usage: xfer_prop writer|reader CONFIG DIR SEED|fixed FIRST NCASES M N\n"
+                            "       xfer_prop describe SEED|fixed CASE M N\n");
+        MPI_Finalize();
+        return 2;
+    }
+    role = argv[1];
+    trace_calls = getenv("XFER_TRACE") && atoi(getenv("XFER_TRACE"));
+    const char *inj = getenv("XFER_INJECT");
+    if (inj && *inj) {
+        inject_kind = strncmp(inj, "value:", 6) == 0 ? 1 : strncmp(inj, "padding:", 8) == 0 ? 2 : 0;
+        inject_case = inject_kind ? atoi(strchr(inj, ':') + 1) : -1;
+        if (!inject_kind && rank == 0) fprintf(stderr, "%s: XFER_INJECT=%s not understood (value:K or padding:K)\n", role, inj);
+    }
+    is_writer = strcmp(role, "writer") == 0;
+    const char *config = argv[2], *dir = argv[3];
+    unsigned long long seed = 0;
+    int fixed = parse_seed(argv[4], &seed);
+    int first = atoi(argv[5]), ncases = atoi(argv[6]), M = atoi(argv[7]), N = atoi(argv[8]);
+    if ((is_writer ? M : N) != nranks) {
+        if (rank == 0) fprintf(stderr, "%s: started with %d ranks but told %s=%d\n", role, nranks, is_writer ? "M" : "N", is_writer ? M : N);
+        MPI_Finalize();
+        return 2;
+    }
+    use_dtf = strcmp(config, "-") != 0; /* "-": plain PnetCDF (run the writer first, then the reader) */
+    int err = use_dtf ? dtf_init(config, role) : DTF_SUCCESS;
+    if (err != DTF_SUCCESS) {
+        fprintf(stderr, "%s rank %d: dtf_init failed: %s: %s\n", role, rank, dtf_strerror(err), dtf_errmsg());
+        MPI_Finalize();
+        return 2;
+    }
+    double t0 = MPI_Wtime();
+    long failed_cases = 0;
+    for (kase = first; kase < first + ncases; kase++) {
+        scen_t *s = scen_make(seed, kase, M, N, fixed);
+        case_fails = 0;
+        if (is_writer) writer_case(s, dir);
+        else reader_case(s, dir);
+        if (case_fails) failed_cases++;
+        scen_free(s);
+    }
+    double t1 = MPI_Wtime();
+    if (use_dtf && (err = dtf_finalize()) != DTF_SUCCESS) {
+        fprintf(stderr, "%s rank %d: dtf_finalize failed: %s\n", role, rank, dtf_errmsg());
+        nfail++;
+    }
+    long tot[2] = {nfail, failed_cases}, all[2];
+    MPI_Allreduce(tot, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("xfer_prop %s: %d ranks, %d cases, %.2f s, %s (%ld failed checks)\n", role, nranks, ncases, t1 - t0,
+               all[0] ? "SELF-CHECK FAILED" : "self-check ok", all[0]);
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return all[0] ? 1 : 0;
+}
