@@ -27,15 +27,20 @@ typedef struct {
     MPI_Offset nz, ny, nx;
 } grid_t;
 
-/* Initial temperature. */
-static inline float t0(MPI_Offset z, MPI_Offset y, MPI_Offset x) {
-    return 200.0f + 8.0f * (float)z + 0.5f * (float)(y % 64) + 0.25f * (float)(x % 64);
+/* Initial temperature of ensemble member m. */
+static inline float t0(int m, MPI_Offset z, MPI_Offset y, MPI_Offset x) {
+    return 200.0f + 16.0f * (float)m + 8.0f * (float)z + 0.5f * (float)(y % 64) + 0.25f * (float)(x % 64);
 }
 
-/* What the model writes into hist.<c>.nc: the model adds 1 per cycle, the assimilation 0.5. */
-static inline float hist_value(int cycle, MPI_Offset z, MPI_Offset y, MPI_Offset x) {
-    return t0(z, y, x) + 1.5f * (float)cycle - 0.5f;
+/* What member m writes into its history file in cycle c: the model adds 1 per cycle, the
+ * assimilation 0.5. */
+static inline float hist_value(int m, int cycle, MPI_Offset z, MPI_Offset y, MPI_Offset x) {
+    return t0(m, z, y, x) + 1.5f * (float)cycle - 0.5f;
 }
+
+/* File names: one history file per member and cycle, one analysis file per member. */
+static inline void hist_path(char *out, size_t n, int m, int cycle) { snprintf(out, n, "hist.m%d.%04d.nc", m, cycle); }
+static inline void anal_path(char *out, size_t n, int m) { snprintf(out, n, "anal.m%d.nc", m); }
 
 /* Split n into nparts nearly equal blocks; block p is [*start, *start + *count). */
 static inline void demo_block(MPI_Offset n, int nparts, int p, MPI_Offset *start, MPI_Offset *count) {

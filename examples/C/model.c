@@ -1,27 +1,30 @@
 /*
- * model.c - the "model" component of the dtf demo workflow (a toy weather model).
+ * model.c - the "model" component of the dtf demo workflow: a toy weather model run as an ensemble.
  *
- * Each cycle c = 1..CYCLES it
- *   1. (from cycle 2 on) reads the analysis anal.nc that the assimilation wrote in cycle c-1,
+ * The ranks are split into MEMBERS ensemble members; each member is its own sub-communicator with a
+ * 2-D decomposition of the (y, x) grid. Each cycle c = 1..CYCLES, every member
+ *   1. (from cycle 2 on) reads its analysis anal.m<m>.nc that the assimilation wrote in cycle c-1,
  *      checks every value, and takes it as its state;
  *   2. advances its state (adds 1 K everywhere);
- *   3. writes the history file hist.<c>.nc: T(time, z, y, x) and PS(time, y, x), float, decomposed
- *      over a 2-D grid of ranks in (y, x).
- * The files are plain PnetCDF; dtf (configured by dtf.ini) decides how they reach the assimilation.
+ *   3. writes its history file hist.m<m>.<c>.nc: T(time, z, y, x) and PS(time, y, x), float;
+ * and at the end reads its last analysis (the initial state of a next run).
+ * The files are plain PnetCDF on the member's communicator; dtf (configured by dtf.ini) decides how
+ * they reach the assimilation: through the file system (mode="file") or directly (mode="transfer").
  *
  * Build: part of the dtf build (`make demo` builds and runs it); by hand:
  *     mpicc model.c -I<dtf>/include -L<dtf>/lib -Wl,--no-as-needed -ldtf -lpnetcdf -o model
- * Run:   dtfrun -c dtf.ini -n 4 ./model CYCLES NZ NY NX : -n 2 ./assim CYCLES NZ NY NX
- * Prints one line per cycle on rank 0 (bytes written and read, seconds spent in I/O, how long the
- * open of the analysis waited for the assimilation) and a final verdict.
+ * Run:   dtfrun -c dtf.ini -n 4 ./model CYCLES NZ NY NX MEMBERS : -n 2 ./assim CYCLES NZ NY NX MEMBERS
+ * Prints one line per cycle on rank 0 (bytes written and read by all members, seconds spent in I/O,
+ * how long opening the analysis waited for the assimilation) and a final verdict.
  */
 #include <string.h>
 
 #include "demo_common.h"
 
-static int rank, nranks;
+static int member, rank, nranks; /* rank and size within the member */
+static MPI_Comm member_comm;
 
-/* The (y, x) block of this rank on a py x px grid of ranks. */
+/* The (y, x) block of this rank on a py x px grid of the member's ranks. */
 static void my_block(const grid_t *g, MPI_Offset start[4], MPI_Offset count[4]) {
     int dims[2] = {0, 0};
     MPI_Dims_create(nranks, 2, dims);
@@ -35,10 +38,10 @@ static void write_history(const grid_t *g, int cycle, const float *t, double *se
     char path[64];
     int ncid, dim[4], var_t, var_ps;
     MPI_Offset start[4], count[4];
-    snprintf(path, sizeof path, "hist.%04d.nc", cycle);
+    hist_path(path, sizeof path, member, cycle);
     my_block(g, start, count);
     double t_begin = demo_now();
-    DEMO_CHECK(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    DEMO_CHECK(ncmpi_create(member_comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
     DEMO_CHECK(ncmpi_def_dim(ncid, "time", NC_UNLIMITED, &dim[0]));
     DEMO_CHECK(ncmpi_def_dim(ncid, "z", g->nz, &dim[1]));
     DEMO_CHECK(ncmpi_def_dim(ncid, "y", g->ny, &dim[2]));
@@ -48,6 +51,7 @@ static void write_history(const grid_t *g, int cycle, const float *t, double *se
     int ps_dims[3] = {dim[0], dim[2], dim[3]};
     DEMO_CHECK(ncmpi_def_var(ncid, "PS", NC_FLOAT, 3, ps_dims, &var_ps));
     DEMO_CHECK(ncmpi_put_att_int(ncid, NC_GLOBAL, "cycle", NC_INT, 1, &cycle));
+    DEMO_CHECK(ncmpi_put_att_int(ncid, NC_GLOBAL, "member", NC_INT, 1, &member));
     DEMO_CHECK(ncmpi_enddef(ncid));
     DEMO_CHECK(ncmpi_put_vara_float_all(ncid, var_t, start, count, t));
     MPI_Offset ps_start[3] = {0, start[2], start[3]}, ps_count[3] = {1, count[2], count[3]};
@@ -58,18 +62,20 @@ static void write_history(const grid_t *g, int cycle, const float *t, double *se
     *bytes += (double)(count[1] * count[2] * count[3] + count[2] * count[3]) * sizeof(float);
 }
 
-/* Read anal.nc into t; return the number of values that differ from what the assimilation must have
- * written (hist + 0.5). */
+/* Read the member's analysis into t; return the number of values that differ from what the
+ * assimilation must have written (hist + 0.5). */
 static long read_analysis(const grid_t *g, int cycle, float *t, double *seconds, double *wait, double *bytes) {
+    char path[64];
     int ncid, var;
     MPI_Offset start[4], count[4];
+    anal_path(path, sizeof path, member);
     my_block(g, start, count);
     double t_begin = demo_now();
-    DEMO_CHECK(ncmpi_open(MPI_COMM_WORLD, "anal.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    DEMO_CHECK(ncmpi_open(member_comm, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
     *wait += demo_now() - t_begin;
     DEMO_CHECK(ncmpi_inq_varid(ncid, "T", &var));
     DEMO_CHECK(ncmpi_get_vara_float_all(ncid, var, &start[1], &count[1], t));
-    DEMO_CHECK(dtf_transfer("anal.nc", ncid));
+    DEMO_CHECK(dtf_transfer(path, ncid));
     DEMO_CHECK(ncmpi_close(ncid));
     *seconds += demo_now() - t_begin;
     *bytes += (double)(count[1] * count[2] * count[3]) * sizeof(float);
@@ -77,16 +83,26 @@ static long read_analysis(const grid_t *g, int cycle, float *t, double *seconds,
     for (MPI_Offset z = 0; z < count[1]; z++)
         for (MPI_Offset y = start[2]; y < start[2] + count[2]; y++)
             for (MPI_Offset x = start[3]; x < start[3] + count[3]; x++, i++)
-                bad += t[i] != hist_value(cycle, z, y, x) + 0.5f;
+                bad += t[i] != hist_value(member, cycle, z, y, x) + 0.5f;
     return bad;
 }
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int world_rank, world_size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     int cycles = argc > 1 ? atoi(argv[1]) : 3;
     grid_t g = {argc > 4 ? atoll(argv[2]) : 16, argc > 4 ? atoll(argv[3]) : 128, argc > 4 ? atoll(argv[4]) : 128};
+    int members = argc > 5 ? atoi(argv[5]) : 2;
+    if (members < 1 || world_size % members != 0) {
+        if (world_rank == 0) fprintf(stderr, "model: %d ranks cannot form %d equal members\n", world_size, members);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    member = world_rank / (world_size / members);
+    MPI_Comm_split(MPI_COMM_WORLD, member, world_rank, &member_comm);
+    MPI_Comm_rank(member_comm, &rank);
+    MPI_Comm_size(member_comm, &nranks);
 
     DEMO_CHECK(dtf_init("dtf.ini", "model"));
     MPI_Offset start[4], count[4];
@@ -96,7 +112,7 @@ int main(int argc, char **argv) {
     size_t i = 0;
     for (MPI_Offset z = 0; z < count[1]; z++)
         for (MPI_Offset y = start[2]; y < start[2] + count[2]; y++)
-            for (MPI_Offset x = start[3]; x < start[3] + count[3]; x++) t[i++] = t0(z, y, x);
+            for (MPI_Offset x = start[3]; x < start[3] + count[3]; x++) t[i++] = t0(member, z, y, x);
 
     long bad = 0;
     for (int c = 1; c <= cycles; c++) {
@@ -107,18 +123,22 @@ int main(int argc, char **argv) {
         write_history(&g, c, t, &io[0], &io[3]);
         MPI_Reduce(io, io_max, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&io[3], &io_max[3], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        if (rank == 0)
-            printf("cycle %d: wrote hist.%04d.nc in %.3f s, read anal.nc in %.3f s (of which %.3f s waiting "
-                   "for assim); %.2f MB moved; cycle %.3f s\n",
-                   c, c, io_max[0], io_max[1], io_max[2], io_max[3] / 1e6, demo_now() - t_cycle);
+        if (world_rank == 0)
+            printf("cycle %d: %d members wrote their history in %.3f s, read their analysis in %.3f s (of which "
+                   "%.3f s waiting for assim); %.2f MB moved; cycle %.3f s\n",
+                   c, members, io_max[0], io_max[1], io_max[2], io_max[3] / 1e6, demo_now() - t_cycle);
     }
+    double final[3] = {0, 0, 0}; /* the last analysis: the initial state of the next run */
+    bad += read_analysis(&g, cycles, t, &final[0], &final[1], &final[2]);
     DEMO_CHECK(dtf_finalize());
     long total_bad = 0;
     MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%s: %d ranks, %d cycles, grid %lld x %lld x %lld: %s\n", "model", nranks, cycles, (long long)g.nz,
-               (long long)g.ny, (long long)g.nx, total_bad ? "WRONG analysis values" : "all analysis values verified");
+    if (world_rank == 0)
+        printf("model: %d members x %d ranks, %d cycles, grid %lld x %lld x %lld: %s\n", members, nranks, cycles,
+               (long long)g.nz, (long long)g.ny, (long long)g.nx,
+               total_bad ? "WRONG analysis values" : "all analysis values verified");
     free(t);
+    MPI_Comm_free(&member_comm);
     MPI_Finalize();
     return total_bad ? 1 : 0;
 }
