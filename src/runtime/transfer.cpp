@@ -278,7 +278,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     if (batch.empty()) return NC_NOERR;
     const int tag = ++vf.batches; // pairs each plan with its request
     std::vector<match::ReadReq> reqs;
-    for (auto *r : batch) reqs.push_back(r->meta);
+    for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
     std::vector<char> bytes = match::encode(reqs);
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
 
@@ -290,15 +290,20 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         });
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
-    std::map<uint64_t, ReadRecord *> by_id;
-    for (auto *r : batch) by_id[r->meta.id] = r;
+    struct Part {
+        ReadRecord *record;
+        size_t index;
+    };
+    std::map<uint64_t, Part> by_id;
+    for (auto *r : batch)
+        for (size_t i = 0; i < r->parts.size(); ++i) by_id[r->parts[i].id] = Part{r, i};
     std::map<int, std::vector<const match::Piece *>> by_writer;
     for (const auto &p : pieces) by_writer[p.writer].push_back(&p);
     std::map<int, std::vector<char>> data;
     std::vector<MPI_Request> recvs;
     for (auto &[writer, list] : by_writer) {
         size_t n = 0;
-        for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id)->xtype);
+        for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id).record->xtype);
         if (n > static_cast<size_t>(INT_MAX))
             fail(DTF_ERR_UNSUPPORTED, "a get on '%s' needs %zu bytes from one writer rank in one message, more than one "
                  "MPI message can carry; split the request", vf.path.c_str(), n);
@@ -318,10 +323,12 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     for (auto &[writer, list] : by_writer) {
         const char *src = data[writer].data();
         for (const auto *p : list) {
-            ReadRecord &r = *by_id.at(p->read_id);
-            size_t es = types::type_size(r.xtype);
-            match::for_each_run(r.meta.box, p->region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
-                char *dst = r.staging.data() + static_cast<size_t>(off) * es;
+            const Part part = by_id.at(p->read_id);
+            ReadRecord &r = *part.record;
+            const size_t es = types::type_size(r.xtype);
+            char *base = r.staging.data() + static_cast<size_t>(r.offsets[part.index]) * es;
+            match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+                char *dst = base + static_cast<size_t>(off) * es;
                 const char *s = src + static_cast<size_t>(sub_off) * es;
                 if (step == 1)
                     std::memcpy(dst, s, static_cast<size_t>(len) * es);
@@ -334,7 +341,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     int first_error = NC_NOERR;
     std::vector<char> mem;
     for (auto *r : batch) {
-        const size_t n = static_cast<size_t>(r->meta.box.size());
+        const size_t n = r->staging.size() / types::type_size(r->xtype);
         mem.resize(n * r->layout.elsize);
         int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
         int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);

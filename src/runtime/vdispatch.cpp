@@ -26,10 +26,12 @@ template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]
 // ---------------------------------------------------------------------------------------------
 // Data calls
 
-// A data call's arguments: the region of the variable, the user buffer and its description.
+// A data call's arguments: the regions of the variable (one box, or `num` for varn), the user buffer
+// and its description.
 struct Call {
-    model::Access access;
-    match::Box box;
+    int varid = -1;
+    std::vector<match::Box> boxes;
+    int64_t nelems = 0;
     const MPI_Offset *imap = nullptr;
     void *buf = nullptr;
     MPI_Offset bufcount = -1;
@@ -47,32 +49,66 @@ model::Api api_of(int kind) {
     }
 }
 
-// Check the call as PnetCDF would (same codes, same order), then describe its region and buffer.
-int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, bool is_write, Call *c) {
+const int64_t *offsets_arg(void **args, int i) {
+    return i >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, i)) : nullptr;
+}
+
+// The box one access touches (after the header checked it).
+match::Box box_of(const VirtualFile &vf, const model::Access &a) {
+    std::vector<int64_t> shape = vf.header.shape(a.varid);
+    const size_t nd = shape.size();
+    match::Box box{std::vector<int64_t>(nd, 0), shape, std::vector<int64_t>(nd, 1)};
+    for (size_t d = 0; d < nd; ++d) {
+        if (a.start) box.start[d] = a.start[d];
+        if (a.api == model::Api::var1) box.count[d] = 1;
+        if (a.count && a.api != model::Api::var1) box.count[d] = a.count[d];
+        if (a.stride) box.stride[d] = a.stride[d];
+    }
+    return box;
+}
+
+// Check the call as PnetCDF would (same codes, same order), then describe its regions and buffer.
+// `accesses` receives what the header checked (for note_write after a successful put).
+int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, bool is_write, Call *c,
+             std::vector<model::Access> *accesses) {
     static_assert(sizeof(MPI_Offset) == sizeof(int64_t), "MPI_Offset is 64-bit");
-    model::Access &a = c->access;
-    a.varid = arg<int>(args, in.varid);
-    a.api = api_of(in.kind);
-    a.start = in.start >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.start)) : nullptr;
-    a.count = in.count >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.count)) : nullptr;
-    a.stride = in.stride >= 0 ? reinterpret_cast<const int64_t *>(arg<const MPI_Offset *>(args, in.stride)) : nullptr;
+    model::Access a;
+    a.varid = c->varid = arg<int>(args, in.varid);
     a.is_write = is_write;
     // Nonblocking calls are allowed in both data modes: present them as the mode the file is in.
     const bool nonblocking = in.mode == DTF_PNC_MODE_NB || in.mode == DTF_PNC_MODE_BPUT;
     a.collective = nonblocking ? !vf.header.in_indep_mode() : in.mode == DTF_PNC_MODE_COLL;
     a.memtype = in.flexible ? NC_NAT : in.memtype;
-    int rc = vf.header.check_access(a);
-    if (rc != NC_NOERR) return rc;
-    std::vector<int64_t> shape = vf.header.shape(a.varid);
-    const size_t nd = shape.size();
-    c->box.start.assign(nd, 0);
-    c->box.count = shape;
-    c->box.stride.assign(nd, 1);
-    for (size_t d = 0; d < nd; ++d) {
-        if (a.start) c->box.start[d] = a.start[d];
-        if (in.kind == DTF_PNC_KIND_VAR1) c->box.count[d] = 1;
-        if (a.count && in.kind != DTF_PNC_KIND_VAR1) c->box.count[d] = a.count[d];
-        if (a.stride) c->box.stride[d] = a.stride[d];
+    if (in.kind == DTF_PNC_KIND_VARN) {
+        // varn: num (start, count) pairs; a NULL counts array means one element each.
+        const int num = arg<int>(args, in.num);
+        const MPI_Offset *const *starts = arg<const MPI_Offset *const *>(args, in.start);
+        const MPI_Offset *const *counts = arg<const MPI_Offset *const *>(args, in.count);
+        if (num < 0) return NC_EINVAL;
+        if (num > 0 && !starts) return NC_ENULLSTART;
+        a.api = counts ? model::Api::vara : model::Api::var1;
+        for (int i = 0; i < num; ++i) {
+            a.start = reinterpret_cast<const int64_t *>(starts[i]);
+            a.count = counts ? reinterpret_cast<const int64_t *>(counts[i]) : nullptr;
+            accesses->push_back(a);
+        }
+        if (num == 0) { // still checks the variable and the mode
+            a.api = model::Api::var1;
+            int rc = vf.header.check_access(a);
+            if (rc != NC_NOERR && rc != NC_EINVALCOORDS) return rc;
+        }
+    } else {
+        a.api = api_of(in.kind);
+        a.start = offsets_arg(args, in.start);
+        a.count = offsets_arg(args, in.count);
+        a.stride = offsets_arg(args, in.stride);
+        accesses->push_back(a);
+    }
+    for (const auto &acc : *accesses) {
+        int rc = vf.header.check_access(acc);
+        if (rc != NC_NOERR) return rc;
+        c->boxes.push_back(box_of(vf, acc));
+        c->nelems += c->boxes.back().size();
     }
     c->imap = in.imap >= 0 ? arg<const MPI_Offset *>(args, in.imap) : nullptr;
     c->buf = arg<void *>(args, in.buf);
@@ -80,7 +116,7 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
         c->bufcount = arg<MPI_Offset>(args, in.bufcount);
         c->buftype = arg<MPI_Datatype>(args, in.buftype);
     }
-    c->xtype = vf.header.vars()[static_cast<size_t>(a.varid)].type;
+    c->xtype = vf.header.vars()[static_cast<size_t>(c->varid)].type;
     return NC_NOERR;
 }
 
@@ -92,11 +128,12 @@ void record_write(VirtualFile &vf, WriteRecord &&w) {
 }
 
 int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *l) {
-    const int64_t n = c.box.size();
-    int rc = in.flexible ? types::describe_flexible(c.bufcount, c.buftype, c.xtype, n, l)
-                         : types::describe_typed(types::memtype_of_mpi(in.mpitype), n, l);
-    if (rc == NC_NOERR && c.imap)
-        rc = types::apply_imap(l, c.box.ndims(), reinterpret_cast<const MPI_Offset *>(c.box.count.data()), c.imap);
+    int rc = in.flexible ? types::describe_flexible(c.bufcount, c.buftype, c.xtype, c.nelems, l)
+                         : types::describe_typed(types::memtype_of_mpi(in.mpitype), c.nelems, l);
+    if (rc == NC_NOERR && c.imap) {
+        const match::Box &b = c.boxes.front();
+        rc = types::apply_imap(l, b.ndims(), reinterpret_cast<const MPI_Offset *>(b.count.data()), c.imap);
+    }
     return rc;
 }
 
@@ -111,53 +148,66 @@ std::vector<char> fill_of(const VirtualFile &vf, int varid, nc_type xtype) {
 int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (!vf.writer) return NC_EPERM;
     Call c;
-    int rc = describe(vf, in, args, true, &c);
+    std::vector<model::Access> accesses;
+    int rc = describe(vf, in, args, true, &c, &accesses);
     types::MemLayout layout;
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
-    const size_t n = static_cast<size_t>(c.box.size());
-    std::vector<char> scratch;
+    const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
+    std::vector<char> scratch, ext(n * es);
     const char *mem = types::gather_view(layout, c.buf, scratch, &rc);
     if (rc != NC_NOERR) return rc;
-    WriteRecord w;
-    w.meta = match::WriteReq{vf.rank, 0, c.access.varid, c.box};
-    w.data.resize(n * types::type_size(c.xtype));
-    const std::vector<char> fill = fill_of(vf, c.access.varid, c.xtype);
-    const int conv = types::convert_put(mem, layout.memtype, w.data.data(), c.xtype, n, fill.data(), vf.header.format());
+    const std::vector<char> fill = fill_of(vf, c.varid, c.xtype);
+    const int conv = types::convert_put(mem, layout.memtype, ext.data(), c.xtype, n, fill.data(), vf.header.format());
     if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
-    vf.header.note_write(c.access);
+    for (const auto &a : accesses) vf.header.note_write(a);
+    std::vector<WriteRecord> records;
+    size_t offset = 0;
+    for (const auto &box : c.boxes) {
+        WriteRecord w;
+        w.meta = match::WriteReq{vf.rank, 0, c.varid, box};
+        const size_t bytes = static_cast<size_t>(box.size()) * es;
+        w.data.assign(ext.begin() + static_cast<std::ptrdiff_t>(offset), ext.begin() + static_cast<std::ptrdiff_t>(offset + bytes));
+        offset += bytes;
+        records.push_back(std::move(w));
+    }
     if (in.req >= 0) {
         // The values are copied now (the buffer is free at once, as for bput), but like PnetCDF the
         // write takes effect in the order of wait/wait_all; its outcome is reported there.
         int *req = arg<int *>(args, in.req);
         const int id = vf.next_request++;
         if (req) *req = id;
-        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(w), conv};
+        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(records), conv};
         return NC_NOERR;
     }
-    record_write(vf, std::move(w));
+    for (auto &w : records) record_write(vf, std::move(w));
     return conv;
 }
 
 int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
+    const int varid = arg<int>(args, in.varid);
+    if (vf.header.is_record_var(varid)) wait_header_final(rt, vf); // reads are bounded by the final numrecs
     Call c;
-    model::Access probe;
-    probe.varid = arg<int>(args, in.varid);
-    if (vf.header.is_record_var(probe.varid)) wait_header_final(rt, vf); // reads are bounded by the final numrecs
-    int rc = describe(vf, in, args, false, &c);
+    std::vector<model::Access> accesses;
+    int rc = describe(vf, in, args, false, &c, &accesses);
     auto r = std::make_unique<ReadRecord>();
     if (rc == NC_NOERR) rc = make_layout(in, c, &r->layout);
     if (rc != NC_NOERR) return rc;
     r->xtype = c.xtype;
-    r->meta = match::ReadReq{rt.world_rank(), static_cast<uint64_t>(vf.next_request), c.access.varid, c.box};
     r->user_buf = c.buf;
     r->format = vf.header.format();
+    int64_t offset = 0;
+    for (const auto &box : c.boxes) {
+        r->parts.push_back(match::ReadReq{rt.world_rank(), vf.next_read_id++, c.varid, box});
+        r->offsets.push_back(offset);
+        offset += box.size();
+    }
     // Elements no writer wrote read as the fill value when the variable is filled, else as zeros.
-    const size_t n = static_cast<size_t>(c.box.size()), es = types::type_size(c.xtype);
+    const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
     r->staging.assign(n * es, 0);
-    if (!vf.header.vars()[static_cast<size_t>(c.access.varid)].writer_no_fill) {
-        const std::vector<char> fill = fill_of(vf, c.access.varid, c.xtype);
+    if (!vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill) {
+        const std::vector<char> fill = fill_of(vf, varid, c.xtype);
         for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
     }
     if (in.mode == DTF_PNC_MODE_NB) {
@@ -166,7 +216,6 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
         vf.pending[id] = std::move(r);
         return NC_NOERR;
     }
-    ++vf.next_request;
     std::vector<ReadRecord *> batch{r.get()};
     return read_batch(rt, vf, batch);
 }
@@ -197,7 +246,7 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
             vf.pending.erase(it);
         } else if (auto p = vf.pending_puts.find(id); p != vf.pending_puts.end()) {
             st = p->second.status;
-            record_write(vf, std::move(p->second.record));
+            for (auto &w : p->second.records) record_write(vf, std::move(w));
             vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {
             st = NC_EINVAL_REQUEST;
@@ -214,9 +263,28 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
 
 int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     const struct dtf_pnc_info *in = dtf_pnc_info(fn);
-    if (in->multi || in->kind == DTF_PNC_KIND_VARN || in->kind == DTF_PNC_KIND_VARD)
+    if (in->multi || in->kind == DTF_PNC_KIND_VARD)
         fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode) is not supported yet", dtf_pnc_name(fn), vf.path.c_str());
     return in->dir == DTF_PNC_DIR_PUT ? put(vf, *in, args) : get(rt, vf, *in, args);
+}
+
+// ncmpi_cancel: drop pending nonblocking requests (NC_REQ_ALL: all); a cancelled put never happens.
+int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses) {
+    std::vector<int> ids;
+    if (num == NC_REQ_ALL) {
+        for (auto &[id, r] : vf.pending) ids.push_back(id);
+        for (auto &[id, p] : vf.pending_puts) ids.push_back(id);
+    } else {
+        if (num < 0 || (num > 0 && !reqs)) return NC_EINVAL;
+        ids.assign(reqs, reqs + num);
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const bool known = vf.pending.erase(ids[i]) + vf.pending_puts.erase(ids[i]) > 0;
+        if (num == NC_REQ_ALL) continue;
+        if (statuses) statuses[i] = known || ids[i] == NC_REQ_NULL ? NC_NOERR : NC_EINVAL_REQUEST;
+        reqs[i] = NC_REQ_NULL;
+    }
+    return NC_NOERR;
 }
 
 // ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a write of the fill value over the

@@ -39,14 +39,17 @@ struct WriteRecord {
     std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
 };
 
+// One get: its regions (one box, or several for varn), each matched as its own read request, and
+// one staging array holding all of them in order (part i starts at element offsets[i]).
 struct ReadRecord {
-    match::ReadReq meta;
+    std::vector<match::ReadReq> parts;
+    std::vector<int64_t> offsets;
     nc_type xtype = NC_NAT;  // the variable's type
     types::MemLayout layout; // where and how the user wants the values
     void *user_buf = nullptr;
     int status = NC_NOERR;      // outcome, reported at completion (e.g. NC_ERANGE)
     int format = 0;             // the file's format (conversion rules differ for CDF-1/2 bytes)
-    std::vector<char> staging; // elements of meta.box in the variable's type, filled from the pieces
+    std::vector<char> staging; // the parts' elements in the variable's type, filled from the pieces
 };
 
 struct VirtualFile {
@@ -74,11 +77,12 @@ struct VirtualFile {
     bool header_final = false;
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
     struct PendingPut {
-        WriteRecord record;
+        std::vector<WriteRecord> records; // one per box (several for varn)
         int status;
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
-    int next_request = 1;
+    int next_request = 1;          // ids of nonblocking requests given to the user
+    uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
 };
