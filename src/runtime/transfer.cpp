@@ -7,10 +7,10 @@
 
 #include "common/log.hpp"
 #include "pnc/hook.h"
+#include "match/wire.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
-#include "match/wire.hpp"
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
@@ -22,6 +22,8 @@ namespace {
 constexpr int kTagMeta = 0x0d72;   // writer -> its matcher (file communicator): write metadata
 constexpr int kTagOrders = 0x0d73; // matcher -> writer (file communicator): pieces to send, or finish
 constexpr int kTagData = 0x0d74;   // writer -> reader (inter-communicator): the data of pieces
+
+} // namespace
 
 // World ranks (in this component) of the ranks of `comm`.
 std::vector<int> world_ranks_of(MPI_Comm comm) {
@@ -38,6 +40,8 @@ std::vector<int> world_ranks_of(MPI_Comm comm) {
     return out;
 }
 
+namespace {
+
 int matcher_of(int rank, int group_size) { return rank / group_size * group_size; }
 
 std::vector<int> matcher_ranks(int size, int group_size) {
@@ -53,6 +57,20 @@ auto for_file(const VirtualFile &vf, MessageKind kind, int epoch = -1) {
 }
 
 nc_type var_type(const VirtualFile &vf, int varid) { return vf.header.vars()[static_cast<size_t>(varid)].type; }
+
+// Copy the elements of `sub` (a subset of `outer`) between a buffer laid out as `outer` and a dense
+// buffer laid out as `sub` (elements of `es` bytes): packing (to_dense) or unpacking.
+void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub, char *dense, size_t es, bool to_dense) {
+    match::for_each_run(outer, sub, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+        char *o = outer_buf + static_cast<size_t>(off) * es, *d = dense + static_cast<size_t>(sub_off) * es;
+        if (step == 1) {
+            std::memcpy(to_dense ? d : o, to_dense ? o : d, static_cast<size_t>(len) * es);
+            return;
+        }
+        for (int64_t i = 0; i < len; ++i, o += step * static_cast<int64_t>(es), d += es)
+            std::memcpy(to_dense ? d : o, to_dense ? o : d, es);
+    });
+}
 
 // Wait for requests while keeping control messages flowing (a peer may be waiting on us).
 void wait_all(Runtime &rt, std::vector<MPI_Request> &reqs, const std::function<std::string()> &what) {
@@ -71,7 +89,8 @@ void wait_all(Runtime &rt, std::vector<MPI_Request> &reqs, const std::function<s
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
-    std::vector<int> writers = world_ranks_of(vf.comm), matchers;
+    const std::vector<int> &writers = vf.world_ranks;
+    std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(writers[static_cast<size_t>(m)]);
     if (vf.rank != 0) return;
     PayloadWriter p;
@@ -120,33 +139,22 @@ void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_ra
         post(out, w.take(), writer, kTagOrders, vf.comm, "MPI_Isend (orders)");
     }
     // The plan names writers by their world rank, which is how the reader addresses them.
-    std::vector<int> writers = world_ranks_of(vf.comm);
-    for (auto &p : pieces) p.writer = writers[static_cast<size_t>(p.writer)];
+    for (auto &p : pieces) p.writer = vf.world_ranks[static_cast<size_t>(p.writer)];
     rt.send(vf.peer, reader_rank, Message{MessageKind::ReadPlan, 0, vf.session, m.epoch, vf.path, match::encode(pieces)});
 }
 
-// A writer's part: send the data of `pieces` (all for one reader) in one message.
+// A writer's part: send the data of `pieces` (all for one reader) in one message. Write ids are the
+// positions in vf.writes, counted from 1.
 void send_pieces(Runtime &rt, VirtualFile &vf, int reader_rank, const std::vector<match::Piece> &pieces, Outbox &out) {
-    std::map<uint64_t, const WriteRecord *> by_id;
-    for (const auto &w : vf.writes) by_id[w.meta.id] = &w;
     std::vector<char> bytes;
-    std::vector<char> *buf = &bytes;
     for (const auto &p : pieces) {
-        auto it = by_id.find(p.write_id);
-        if (it == by_id.end()) fail(DTF_ERR_INTERNAL, "order for unknown write request %llu", (unsigned long long)p.write_id);
-        const WriteRecord &w = *it->second;
-        size_t es = types::type_size(var_type(vf, w.meta.varid));
-        size_t base = buf->size();
-        buf->resize(base + static_cast<size_t>(p.region.size()) * es);
-        char *dst = buf->data() + base;
-        match::for_each_run(w.meta.box, p.region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
-            const char *src = w.data.data() + static_cast<size_t>(off) * es;
-            char *d = dst + static_cast<size_t>(sub_off) * es;
-            if (step == 1)
-                std::memcpy(d, src, static_cast<size_t>(len) * es);
-            else
-                for (int64_t i = 0; i < len; ++i) std::memcpy(d + i * es, src + i * step * es, es);
-        });
+        if (p.write_id < 1 || p.write_id > vf.writes.size())
+            fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", vf.path.c_str(),
+                 static_cast<unsigned long long>(p.write_id));
+        WriteRecord &w = vf.writes[p.write_id - 1];
+        const size_t es = types::type_size(var_type(vf, w.meta.varid)), base = bytes.size();
+        bytes.resize(base + static_cast<size_t>(p.region.size()) * es);
+        copy_region(w.meta.box, w.data.data(), p.region, bytes.data() + base, es, true);
     }
     post(out, std::move(bytes), reader_rank, kTagData, rt.peer(vf.peer).inter, "MPI_Isend (data)");
 }
@@ -321,20 +329,13 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
                       rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     for (auto &[writer, list] : by_writer) {
-        const char *src = data[writer].data();
+        char *src = data[writer].data();
         for (const auto *p : list) {
             const Part part = by_id.at(p->read_id);
             ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
             char *base = r.staging.data() + static_cast<size_t>(r.offsets[part.index]) * es;
-            match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
-                char *dst = base + static_cast<size_t>(off) * es;
-                const char *s = src + static_cast<size_t>(sub_off) * es;
-                if (step == 1)
-                    std::memcpy(dst, s, static_cast<size_t>(len) * es);
-                else
-                    for (int64_t i = 0; i < len; ++i) std::memcpy(dst + i * step * es, s + i * es, es);
-            });
+            copy_region(r.parts[part.index].box, base, p->region, src, es, false);
             src += static_cast<size_t>(p->region.size()) * es;
         }
     }

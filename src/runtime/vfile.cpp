@@ -40,6 +40,7 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     MPI_Comm_set_errhandler(vf->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
+    vf->world_ranks = world_ranks_of(vf->comm);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
     return vf;
@@ -96,11 +97,9 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         f.header.set_read_only(true);
     });
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
-    std::vector<int> me = {rt.world_rank()}, all(static_cast<size_t>(f.size));
-    transport::check_mpi(MPI_Allgather(me.data(), 1, MPI_INT, all.data(), 1, MPI_INT, f.comm), "MPI_Allgather");
     if (f.rank == 0) {
         PayloadWriter p;
-        p.ints(all);
+        p.ints(f.world_ranks);
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});

@@ -60,6 +60,7 @@ struct VirtualFile {
     bool writer = false;
     MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
     int rank = 0, size = 1;
+    std::vector<int> world_ranks; // MPI_COMM_WORLD rank of each rank of comm
     int session = 0; // 1-based session of this path (counted per writer component)
     int epoch = 0;   // dtf_transfer calls completed in this session
     model::Header header;
@@ -95,6 +96,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
+std::vector<int> world_ranks_of(MPI_Comm comm);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 
