@@ -184,7 +184,23 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     return conv;
 }
 
-int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
+// For dtf_errmsg(): which variable of which writer a rejected get asked for, and what it is.
+void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc, const char *call) {
+    const std::string writer = rt.config().components[static_cast<size_t>(vf.peer)];
+    const auto &vars = vf.header.vars();
+    if (varid < 0 || varid >= static_cast<int>(vars.size())) {
+        set_last_error(format("%s on '%s': component '%s' defined no variable %d (it defined %zu): %s", call,
+                              vf.path.c_str(), writer.c_str(), varid, vars.size(), ncmpi_strerror(rc)));
+        return;
+    }
+    std::string shape;
+    for (int64_t len : vf.header.shape(varid)) shape += (shape.empty() ? "" : " x ") + std::to_string(len);
+    set_last_error(format("%s on '%s' variable '%s' (%s [%s] as defined by component '%s'): %s", call, vf.path.c_str(),
+                          vars[static_cast<size_t>(varid)].name.c_str(), types::type_name(vars[static_cast<size_t>(varid)].type),
+                          shape.c_str(), writer.c_str(), ncmpi_strerror(rc)));
+}
+
+int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
     if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
     const int varid = arg<int>(args, in.varid);
     if (vf.header.is_record_var(varid)) wait_header_final(rt, vf); // reads are bounded by the final numrecs
@@ -193,7 +209,10 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     int rc = describe(vf, in, args, false, &c, &accesses);
     auto r = std::make_unique<ReadRecord>();
     if (rc == NC_NOERR) rc = make_layout(in, c, &r->layout);
-    if (rc != NC_NOERR) return rc;
+    if (rc != NC_NOERR) {
+        explain_rejected_get(rt, vf, varid, rc, dtf_pnc_name(fn));
+        return rc;
+    }
     r->xtype = c.xtype;
     r->user_buf = c.buf;
     r->format = vf.header.format();
@@ -265,7 +284,7 @@ int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     const struct dtf_pnc_info *in = dtf_pnc_info(fn);
     if (in->multi || in->kind == DTF_PNC_KIND_VARD)
         fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode) is not supported yet", dtf_pnc_name(fn), vf.path.c_str());
-    return in->dir == DTF_PNC_DIR_PUT ? put(vf, *in, args) : get(rt, vf, *in, args);
+    return in->dir == DTF_PNC_DIR_PUT ? put(vf, *in, args) : get(rt, vf, *in, fn, args);
 }
 
 // ncmpi_cancel: drop pending nonblocking requests (NC_REQ_ALL: all); a cancelled put never happens.

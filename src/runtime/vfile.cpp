@@ -179,7 +179,15 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_inq_var:
         return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), arg<nc_type *>(args, 3), arg<int *>(args, 4),
                          arg<int *>(args, 5), arg<int *>(args, 6));
-    case DTF_FN_ncmpi_inq_varid: return h.inq_varid(arg<const char *>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_inq_varid: {
+        const char *name = arg<const char *>(args, 1);
+        int rc = h.inq_varid(name, arg<int *>(args, 2));
+        if (rc == NC_ENOTVAR && !writer)
+            set_last_error(format("ncmpi_inq_varid on '%s': component '%s' did not define a variable '%s'",
+                                  vf.path.c_str(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                                  name ? name : "(null)"));
+        return rc;
+    }
     case DTF_FN_ncmpi_inq_varname: return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
     case DTF_FN_ncmpi_inq_vartype: return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
     case DTF_FN_ncmpi_inq_varndims: return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);

@@ -75,6 +75,14 @@ static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_
     CHECK(ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
     CHECK(ncmpi_get_att_int(ncid, NC_GLOBAL, "cycle", &file_cycle));
     CHECK(ncmpi_inq_varid(ncid, "field", &var));
+    /* A variable the writer never defined: NC_ENOTVAR, as on a real file; in transfer mode (no file
+     * on disk) dtf_errmsg() also names it and the writer. */
+    int missing, rc = ncmpi_inq_varid(ncid, "never_defined", &missing);
+    if (rc != NC_ENOTVAR || (access(path, F_OK) != 0 && !strstr(dtf_errmsg(), "never_defined"))) {
+        fprintf(stderr, "%s rank %d: inq_varid of an undefined variable gave %d, message '%s'\n", role, rank, rc,
+                dtf_errmsg());
+        bad = 1;
+    }
     start[0] = 0;
     count[0] = ny;
     block(nx, nranks, rank, &start[1], &count[1]); /* columns: another decomposition */
