@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "model/attr.hpp"
+#include "types/convert.hpp"
 
 namespace dtf::model {
 
@@ -517,8 +518,8 @@ int Header::put_att(int varid, const char *name, nc_type type, int64_t len, cons
     a.type = type;
     a.len = len;
     a.bytes.resize(static_cast<size_t>(len) * type_size(type));
-    const int err = convert(values, memtype, a.bytes.data(), type, len, Direction::put,
-                            format_ == NC_FORMAT_CDF5);
+    const int err = types::convert_put(values, memtype, a.bytes.data(), type, static_cast<size_t>(len), nullptr,
+                                       format_);
     store_att(varid, std::move(a));
     return err;
 }
@@ -594,8 +595,7 @@ int Header::get_att(int varid, const char *name, void *out, nc_type memtype) con
     if (memtype == NC_NAT) memtype = a.type;
     if ((memtype == NC_CHAR) != (a.type == NC_CHAR)) return NC_ECHAR;
     if (out == nullptr) return NC_EINVAL;
-    return convert(a.bytes.data(), a.type, out, memtype, a.len, Direction::get,
-                   format_ == NC_FORMAT_CDF5);
+    return types::convert_get(a.bytes.data(), a.type, out, memtype, static_cast<size_t>(a.len), format_);
 }
 
 // ---------------------------------------------------------------------------------------------

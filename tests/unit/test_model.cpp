@@ -13,6 +13,7 @@
 
 #include "model/attr.hpp"
 #include "model/header.hpp"
+#include "types/convert.hpp"
 
 using namespace dtf::model;
 
@@ -31,12 +32,15 @@ void check(bool ok, const char *name, const char *what, int line) {
 
 #define CHECK(name, cond) check((cond), (name), #cond, __LINE__)
 
-// Converts one value of C type From to To; the code and the result.
+// Converts one value of C type From to To as an attribute put (or get) does; the code and the result.
+enum class Direction { put, get };
 template <class To, class From>
 std::pair<int, To> conv(From v, nc_type from, nc_type to, Direction dir = Direction::put,
                         bool cdf5 = true) {
     To out{};
-    const int err = convert(&v, from, &out, to, 1, dir, cdf5);
+    const int format = cdf5 ? NC_FORMAT_CDF5 : NC_FORMAT_CLASSIC;
+    const int err = dir == Direction::put ? dtf::types::convert_put(&v, from, &out, to, 1, nullptr, format)
+                                          : dtf::types::convert_get(&v, from, &out, to, 1, format);
     return {err, out};
 }
 
@@ -95,7 +99,7 @@ void test_convert() {
     // Several values: all converted, the bad ones filled.
     const double in[3] = {1, 1e10, -2};
     short out[3];
-    const int err = convert(in, NC_DOUBLE, out, NC_SHORT, 3, Direction::put, true);
+    const int err = dtf::types::convert_put(in, NC_DOUBLE, out, NC_SHORT, 3, nullptr, NC_FORMAT_CDF5);
     CHECK("n values", err == NC_ERANGE && out[0] == 1 && out[1] == NC_FILL_SHORT && out[2] == -2);
 }
 
