@@ -160,7 +160,11 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     const std::vector<char> fill = fill_of(vf, c.varid, c.xtype);
     const int conv = types::convert_put(mem, layout.memtype, ext.data(), c.xtype, n, fill.data(), vf.header.format());
     if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
-    for (const auto &a : accesses) vf.header.note_write(a);
+    const int64_t numrecs_before = vf.header.numrecs();
+    // PnetCDF grows the record count for every vara-like write, even an empty one, but not for the
+    // empty boxes of a varn.
+    for (size_t i = 0; i < accesses.size(); ++i)
+        if (in.kind != DTF_PNC_KIND_VARN || !c.boxes[i].empty()) vf.header.note_write(accesses[i]);
     std::vector<WriteRecord> records;
     size_t offset = 0;
     for (const auto &box : c.boxes) {
@@ -177,7 +181,9 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
         int *req = arg<int *>(args, in.req);
         const int id = vf.next_request++;
         if (req) *req = id;
-        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(records), conv};
+        // Records it adds count from the wait on (a cancelled put adds none), as in PnetCDF.
+        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(records), conv, vf.header.numrecs()};
+        vf.header.set_numrecs(numrecs_before);
         return NC_NOERR;
     }
     for (auto &w : records) record_write(vf, std::move(w));
@@ -266,6 +272,7 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
         } else if (auto p = vf.pending_puts.find(id); p != vf.pending_puts.end()) {
             st = p->second.status;
             for (auto &w : p->second.records) record_write(vf, std::move(w));
+            if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
             vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {
             st = NC_EINVAL_REQUEST;
@@ -297,13 +304,19 @@ int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses) {
         if (num < 0 || (num > 0 && !reqs)) return NC_EINVAL;
         ids.assign(reqs, reqs + num);
     }
+    int rc = NC_NOERR;
     for (size_t i = 0; i < ids.size(); ++i) {
         const bool known = vf.pending.erase(ids[i]) + vf.pending_puts.erase(ids[i]) > 0;
         if (num == NC_REQ_ALL) continue;
-        if (statuses) statuses[i] = known || ids[i] == NC_REQ_NULL ? NC_NOERR : NC_EINVAL_REQUEST;
-        reqs[i] = NC_REQ_NULL;
+        // As PnetCDF: an id that is not pending is NC_EINVAL_REQUEST and stays as it is.
+        const int st = known || ids[i] == NC_REQ_NULL ? NC_NOERR : NC_EINVAL_REQUEST;
+        if (statuses) statuses[i] = st;
+        if (st == NC_NOERR)
+            reqs[i] = NC_REQ_NULL;
+        else if (rc == NC_NOERR)
+            rc = st;
     }
-    return NC_NOERR;
+    return rc;
 }
 
 // ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a write of the fill value over the

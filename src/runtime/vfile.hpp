@@ -80,6 +80,7 @@ struct VirtualFile {
     struct PendingPut {
         std::vector<WriteRecord> records; // one per box (several for varn)
         int status;
+        int64_t numrecs; // the record count once this put takes effect
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
     int next_request = 1;          // ids of nonblocking requests given to the user
