@@ -100,7 +100,7 @@ int mt_size(int mt) { return MT_SIZES[mt]; }
 const char *mt_name(int mt) { return mt >= 0 && mt < MT_COUNT ? MT_NAMES[mt] : "void"; }
 
 const char *api_name(int a) {
-    static const char *n[] = {"var", "var1", "vara", "vars", "varm"};
+    static const char *n[] = {"var", "var1", "vara", "vars", "varm", "varn"};
     return n[a];
 }
 const char *mode_name(int m) {
@@ -114,6 +114,10 @@ const char *flex_name(int f) {
 const char *err_name(int e) {
     static const char *n[] = {"none", "EINVALCOORDS", "EEDGE", "ECHAR", "ENOTVAR"};
     return n[e];
+}
+const char *cancel_name(int c) {
+    static const char *n[] = {"none", "now", "last", "all"};
+    return n[c];
 }
 int err_code(int e) {
     switch (e) {
@@ -246,6 +250,18 @@ num_t scen_expected(const scen_t *s, int v, MPI_Offset idx) {
     return V->written[idx] ? scen_value(s, v, idx) : V->fill;
 }
 
+num_t scen_cancel_value(const scen_t *s, int v, MPI_Offset idx) {
+    /* in 0..100 like the real values (so never a fill value) but different from them; idx may lie
+     * beyond the records */
+    int x = s->vars[v].xtype, val = (small_value(s, v, idx) + 50) % 101;
+    if (x == NC_CHAR) return num_i('a' + val % 26);
+    return num_of(x, val);
+}
+
+num_t req_put_value(const scen_t *s, const req_t *q, MPI_Offset idx) {
+    return q->cancel ? scen_cancel_value(s, q->var, idx) : scen_value(s, q->var, idx);
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* regions and layouts                                                                            */
 
@@ -271,10 +287,38 @@ void req_region(const scen_t *s, const req_t *q, MPI_Offset *start, MPI_Offset *
     }
 }
 
+MPI_Offset req_nelems(const scen_t *s, const req_t *q) {
+    const var_t *V = &s->vars[q->var];
+    if (q->api == API_VARN) {
+        MPI_Offset n = 0;
+        for (int b = 0; b < q->nbox; b++) n += q->nullcounts ? 1 : prod(s->boxes[q->box0 + b].count, V->ndims);
+        return n;
+    }
+    MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
+    req_region(s, q, start, count, stride);
+    return prod(count, V->ndims);
+}
+
 MPI_Offset req_element_index(const scen_t *s, const req_t *q, const MPI_Offset *start, const MPI_Offset *count,
                              const MPI_Offset *stride, MPI_Offset k) {
     const var_t *V = &s->vars[q->var];
     MPI_Offset t[SC_MAXDIMS], idx = 0;
+    if (q->api == API_VARN) { /* the boxes one after the other, each in row-major order */
+        for (int b = 0; b < q->nbox; b++) {
+            const box_t *B = &s->boxes[q->box0 + b];
+            MPI_Offset ones[SC_MAXDIMS] = {1, 1, 1, 1};
+            const MPI_Offset *bc = q->nullcounts ? ones : B->count;
+            MPI_Offset n = prod(bc, V->ndims);
+            if (k >= n) {
+                k -= n;
+                continue;
+            }
+            unravel(k, bc, V->ndims, t);
+            for (int i = 0; i < V->ndims; i++) idx = idx * V->shape[i] + B->start[i] + t[i];
+            return idx;
+        }
+        return -1; /* not reached */
+    }
     unravel(k, count, V->ndims, t);
     for (int i = 0; i < V->ndims; i++) idx = idx * V->shape[i] + start[i] + t[i] * stride[i];
     return idx;
@@ -286,7 +330,7 @@ void layout_make(const scen_t *s, const req_t *q, layout_t *L) {
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS], t[SC_MAXDIMS];
     req_region(s, q, start, count, stride);
     memset(L, 0, sizeof *L);
-    L->n = prod(count, nd);
+    L->n = req_nelems(s, q);
     L->mt = q->flex == FX_NULL ? xtype_natural_mt(V->xtype) : q->mt;
     L->elsize = mt_size(L->mt);
     L->bufcount_elems = L->n;
@@ -349,6 +393,7 @@ void layout_free(layout_t *L) {
 
 typedef struct {
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
+    int dropped; /* never written (fill on): a target for a cancelled put */
 } lat_t;
 
 typedef struct {
@@ -370,6 +415,48 @@ static req_t *push_req(req_t **arr, int *n) {
     memset(q, 0, sizeof *q);
     for (int i = 0; i < SC_MAXDIMS; i++) q->stride[i] = 1;
     return q;
+}
+
+/* A new request at position pos of the list (the order in which a rank issues them). */
+static req_t *insert_req(req_t **arr, int *n, int pos) {
+    push_req(arr, n);
+    memmove(&(*arr)[pos + 1], &(*arr)[pos], sizeof(req_t) * (size_t)(*n - 1 - pos));
+    req_t *q = &(*arr)[pos];
+    memset(q, 0, sizeof *q);
+    for (int i = 0; i < SC_MAXDIMS; i++) q->stride[i] = 1;
+    return q;
+}
+
+/* Is a feature turned off by XFER_AVOID (comma-separated names; see prop.py --avoid)? The random
+ * draws are made anyway, so the rest of the scenario stays as close as possible. */
+static int avoiding(const scen_t *s, const char *feature) {
+    size_t n = strlen(feature);
+    for (const char *p = s->avoid; (p = strstr(p, feature)) != NULL; p += n)
+        if ((p == s->avoid || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
+typedef struct {
+    box_t *a;
+    int n, cap;
+} boxv_t;
+
+static void box_push(boxv_t *v, const box_t *b) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 16;
+        v->a = realloc(v->a, sizeof(box_t) * (size_t)v->cap);
+    }
+    v->a[v->n++] = *b;
+}
+
+/* Make q a varn request with the boxes b[0..n) (copied to the scenario's pool, in this order). */
+static void set_boxes(scen_t *s, req_t *q, const box_t *b, int n) {
+    s->boxes = realloc(s->boxes, sizeof(box_t) * (size_t)(s->nboxes + n + 1));
+    if (n) memcpy(s->boxes + s->nboxes, b, sizeof(box_t) * (size_t)n);
+    q->api = API_VARN;
+    q->box0 = s->nboxes;
+    q->nbox = n;
+    s->nboxes += n;
 }
 
 static void make_att(rng_t *r, att_t *a, const char *name, int salt, int k) {
@@ -401,7 +488,7 @@ static num_t custom_fill(rng_t *r, int x) {
 static void mark_written(scen_t *s, const req_t *q) {
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
     req_region(s, q, start, count, stride);
-    MPI_Offset n = prod(count, s->vars[q->var].ndims);
+    MPI_Offset n = req_nelems(s, q);
     for (MPI_Offset k = 0; k < n; k++) s->vars[q->var].written[req_element_index(s, q, start, count, stride, k)] = 1;
 }
 
@@ -414,6 +501,7 @@ static void finish_var(var_t *V) {
 static void gen_pieces(rng_t *r, const var_t *V, latv_t *out) {
     latv_t leaves = {0};
     lat_t whole;
+    whole.dropped = 0;
     for (int i = 0; i < SC_MAXDIMS; i++) {
         whole.start[i] = 0;
         whole.count[i] = i < V->ndims ? V->shape[i] : 1;
@@ -491,7 +579,7 @@ static void choose_memory(rng_t *r, const scen_t *s, req_t *q, int allow_flex) {
     const var_t *V = &s->vars[q->var];
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
     req_region(s, q, start, count, stride);
-    MPI_Offset n = prod(count, V->ndims);
+    MPI_Offset n = req_nelems(s, q);
     int nat = xtype_natural_mt(V->xtype);
     if (V->xtype == NC_CHAR) q->mt = MT_TEXT;
     else q->mt = chance(r, 25) ? nat : rnd(r, MT_SCHAR, MT_ULONGLONG);
@@ -502,7 +590,7 @@ static void choose_memory(rng_t *r, const scen_t *s, req_t *q, int allow_flex) {
         opts[no++] = FX_NEG1;
         opts[no++] = FX_NULL;
         if (n > 0) {
-            if (V->ndims > 0) opts[no++] = FX_SUBARRAY;
+            if (V->ndims > 0 && q->api != API_VARN) opts[no++] = FX_SUBARRAY;
             opts[no++] = FX_VECTOR;
             opts[no++] = FX_RESIZED;
             opts[no++] = FX_INDEXED;
@@ -622,7 +710,7 @@ static void gen_structure(scen_t *s, rng_t *r, latv_t pieces[SC_MAXVARS]) {
         if (V->fill_on) {
             int drop_all = chance(r, 8), keep_all = chance(r, 25), kept = 0;
             for (int i = 0; i < pieces[v].n; i++)
-                if (!keep_all && (drop_all || chance(r, 30))) pieces[v].a[i].count[0] = -1; /* dropped */
+                if (!keep_all && (drop_all || chance(r, 30))) pieces[v].a[i].dropped = 1;
                 else kept++;
             (void)kept;
         }
@@ -648,7 +736,7 @@ static void random_region(rng_t *r, const var_t *V, int kind, req_t *q) {
 }
 
 /* A deliberately wrong request on variable v (independent mode). */
-static void make_error(rng_t *r, const scen_t *s, req_t *q, int is_writer) {
+static void make_error(rng_t *r, scen_t *s, req_t *q, int is_writer) {
     const var_t *V = &s->vars[q->var];
     int fixed_dims[SC_MAXDIMS], nfd = 0;
     for (int d = V->is_rec; d < V->ndims; d++) fixed_dims[nfd++] = d;
@@ -678,6 +766,23 @@ static void make_error(rng_t *r, const scen_t *s, req_t *q, int is_writer) {
     } else if (q->err == ERR_CHAR) {
         q->mt = V->xtype == NC_CHAR ? rnd(r, MT_SCHAR, MT_ULONGLONG) : MT_TEXT;
     }
+    if (chance(r, 25) && !avoiding(s, "varn")) { /* a varn with the bad box among good elements */
+        box_t b[4];
+        int nvalid = rnd(r, 0, 2), pos = rnd(r, 0, nvalid), nb = 0, inside = 1;
+        for (int d = 0; d < V->ndims; d++) inside &= V->shape[d] > 0;
+        for (int i = 0; i <= nvalid; i++) {
+            memset(&b[nb], 0, sizeof b[nb]);
+            if (i == pos) {
+                for (int d = 0; d < V->ndims; d++) b[nb].start[d] = q->start[d], b[nb].count[d] = q->count[d];
+                nb++;
+            } else if (inside) {
+                for (int d = 0; d < V->ndims; d++) b[nb].start[d] = rnd(r, 0, (int)V->shape[d] - 1), b[nb].count[d] = 1;
+                nb++;
+            }
+        }
+        q->nullcounts = q->err != ERR_EDGE && chance(r, 50);
+        set_boxes(s, q, b, nb);
+    }
 }
 
 int scen_zero_partner(const scen_t *s, int v) {
@@ -698,10 +803,154 @@ static int bad_strided_rec(const scen_t *s, const req_t *q) {
            q->count[0] > 1 && q->stride[0] > 1 && (q->mode == MODE_COLL || q->mode == MODE_INDEP);
 }
 
+/* varn: a lattice falls into one unit-stride box per position along its strided dimensions, and,
+ * for a record variable, per record: PnetCDF 1.12.3 reads and writes a varn box that spans several
+ * records as if the records were contiguous in the file (wrong values, or MPI_ERR_TYPE from
+ * MPI_File_set_view when boxes interleave), so no varn box has count[0] > 1 on a record variable. */
+static int varn_split_dim(const var_t *V, const lat_t *l, int d) { return l->stride[d] > 1 || (d == 0 && V->is_rec); }
+
+static MPI_Offset lattice_nboxes(const var_t *V, const lat_t *l) {
+    MPI_Offset n = 1;
+    for (int d = 0; d < V->ndims; d++)
+        if (varn_split_dim(V, l, d)) n *= l->count[d];
+    return n;
+}
+
+static void lattice_to_boxes(const var_t *V, const lat_t *l, boxv_t *out) {
+    MPI_Offset n = lattice_nboxes(V, l), sc[SC_MAXDIMS], t[SC_MAXDIMS];
+    for (int d = 0; d < SC_MAXDIMS; d++) sc[d] = d < V->ndims && varn_split_dim(V, l, d) ? l->count[d] : 1;
+    for (MPI_Offset k = 0; k < n; k++) {
+        box_t b;
+        memset(&b, 0, sizeof b);
+        unravel(k, sc, V->ndims, t);
+        for (int d = 0; d < V->ndims; d++) {
+            b.start[d] = l->start[d] + (varn_split_dim(V, l, d) ? t[d] * l->stride[d] : 0);
+            b.count[d] = varn_split_dim(V, l, d) ? 1 : l->count[d];
+        }
+        box_push(out, &b);
+    }
+}
+
+/* A zero-length box (one count 0) of a varn. A writer's may start beyond the records (PnetCDF then
+ * leaves the number of records alone), a reader's lies inside the variable. */
+static void add_zero_box(rng_t *r, const scen_t *s, const var_t *V, boxv_t *bv, int writer) {
+    box_t z;
+    memset(&z, 0, sizeof z);
+    for (int d = 0; d < V->ndims; d++) {
+        int hi = (int)V->shape[d] - 1;
+        if (d == 0 && V->is_rec && writer && !avoiding(s, "zero-beyond")) hi = (int)s->nrec + 1;
+        z.start[d] = rnd(r, 0, hi < 0 ? 0 : hi);
+        z.count[d] = 1;
+    }
+    z.count[rnd(r, 0, V->ndims - 1)] = 0;
+    box_push(bv, &z);
+}
+
+/* Turn the boxes of a writer's varn into the call's list: random cuts, perhaps single elements
+ * (then perhaps counts == NULL), perhaps a zero-length box, in random order. */
+static void writer_varn(rng_t *r, scen_t *s, const var_t *V, boxv_t *bv, req_t *q) {
+    int cuts = rnd(r, 0, 3);
+    for (int c = 0; c < cuts && V->ndims > 0; c++) {
+        int i = rnd(r, 0, bv->n - 1), d = rnd(r, 0, V->ndims - 1);
+        box_t a = bv->a[i];
+        if (a.count[d] < 2) continue;
+        MPI_Offset cut = rnd(r, 1, (int)a.count[d] - 1);
+        box_t b = a;
+        a.count[d] = cut;
+        b.start[d] += cut;
+        b.count[d] -= cut;
+        bv->a[i] = a;
+        box_push(bv, &b);
+    }
+    MPI_Offset n = 0;
+    for (int i = 0; i < bv->n; i++) n += prod(bv->a[i].count, V->ndims);
+    q->nullcounts = 0;
+    if (n <= 12 && chance(r, 35)) { /* one element per box */
+        boxv_t e = {0};
+        for (int i = 0; i < bv->n; i++) {
+            MPI_Offset m = prod(bv->a[i].count, V->ndims), t[SC_MAXDIMS];
+            for (MPI_Offset k = 0; k < m; k++) {
+                box_t b;
+                memset(&b, 0, sizeof b);
+                unravel(k, bv->a[i].count, V->ndims, t);
+                for (int d = 0; d < V->ndims; d++) {
+                    b.start[d] = bv->a[i].start[d] + t[d];
+                    b.count[d] = 1;
+                }
+                box_push(&e, &b);
+            }
+        }
+        free(bv->a);
+        *bv = e;
+        q->nullcounts = chance(r, 60);
+    }
+    if (V->ndims > 0 && !q->nullcounts && chance(r, 10)) add_zero_box(r, s, V, bv, 1);
+    int *perm = malloc(sizeof(int) * (size_t)(bv->n + 1));
+    box_t *b = malloc(sizeof(box_t) * (size_t)(bv->n + 1));
+    for (int i = 0; i < bv->n; i++) perm[i] = i;
+    shuffle(r, perm, bv->n);
+    for (int i = 0; i < bv->n; i++) b[i] = bv->a[perm[i]];
+    set_boxes(s, q, b, bv->n);
+    free(b);
+    free(perm);
+}
+
+/* A reader's varn: 1..5 random boxes (or single elements) that do not overlap each other (PnetCDF
+ * 1.12 puts wrong values into the buffer of a get_varn whose boxes overlap, blocking or not), and
+ * perhaps a zero-length box. */
+static void reader_varn(rng_t *r, scen_t *s, const var_t *V, req_t *q) {
+    boxv_t bv = {0};
+    unsigned char *seen = calloc((size_t)V->nelems + 1, 1);
+    int nb = rnd(r, 1, 5), singles = chance(r, 35);
+    for (int a = 0; a < 2 * nb && bv.n < nb; a++) {
+        req_t t;
+        memset(&t, 0, sizeof t);
+        t.var = q->var;
+        t.api = API_VARA;
+        random_region(r, V, singles ? 0 : chance(r, 60) ? 1 : 0, &t);
+        if (V->is_rec) t.count[0] = 1; /* see varn_split_dim */
+        MPI_Offset st[SC_MAXDIMS], ct[SC_MAXDIMS], sd[SC_MAXDIMS], n = req_nelems(s, &t);
+        req_region(s, &t, st, ct, sd);
+        int overlap = 0;
+        for (MPI_Offset k = 0; k < n && !overlap; k++) overlap = seen[req_element_index(s, &t, st, ct, sd, k)];
+        if (overlap) continue;
+        for (MPI_Offset k = 0; k < n; k++) seen[req_element_index(s, &t, st, ct, sd, k)] = 1;
+        box_t b;
+        memset(&b, 0, sizeof b);
+        for (int d = 0; d < V->ndims; d++) b.start[d] = t.start[d], b.count[d] = t.count[d];
+        box_push(&bv, &b);
+    }
+    q->nullcounts = singles && chance(r, 60);
+    if (V->ndims > 0 && !q->nullcounts && chance(r, 10)) {
+        add_zero_box(r, s, V, &bv, 0);
+        int pos = rnd(r, 0, bv.n - 1);
+        box_t z = bv.a[bv.n - 1];
+        memmove(&bv.a[pos + 1], &bv.a[pos], sizeof(box_t) * (size_t)(bv.n - 1 - pos));
+        bv.a[pos] = z;
+    }
+    set_boxes(s, q, bv.a, bv.n);
+    free(bv.a);
+    free(seen);
+}
+
+/* Posted, then cancelled: when, and the extra checks around it. */
+static void choose_cancel(rng_t *r, const scen_t *s, req_t *q) {
+    q->cancel = rnd(r, CANCEL_NOW, CANCEL_ALL);
+    q->cancel_stale = q->cancel != CANCEL_ALL && chance(r, 30) && !avoiding(s, "stale-cancel");
+    q->cancel_inwait = q->cancel != CANCEL_ALL && chance(r, 40);
+}
+
 /* Collective access to a scalar needs a zero-length partner request for the ranks without one. */
 static int fix_mode(const scen_t *s, int v, int mode, int nranks) {
     if (mode == MODE_COLL && s->vars[v].ndims == 0 && nranks > 1 && scen_zero_partner(s, v) < 0) return MODE_INDEP;
     return mode;
+}
+
+/* A collective varn on a scalar deadlocks in PnetCDF 1.12.3 when another rank calls it with num=0
+ * (the zero-length participation of a varn round); all ranks with num=1 would work, but rounds are
+ * not built that way: such a varn is made independent. */
+static void fix_varn_mode(const scen_t *s, req_t *q, int nranks) {
+    if (q->api == API_VARN && q->mode == MODE_COLL && s->vars[q->var].ndims == 0 && nranks > 1) q->mode = MODE_INDEP;
 }
 
 static void gen_writers(scen_t *s, rng_t *r, latv_t pieces[SC_MAXVARS]) {
@@ -711,9 +960,10 @@ static void gen_writers(scen_t *s, rng_t *r, latv_t pieces[SC_MAXVARS]) {
     if (!na) active[na++] = rnd(r, 0, s->M - 1);
     for (int v = 0; v < s->nvars; v++) {
         const var_t *V = &s->vars[v];
+        unsigned char *taken = calloc((size_t)pieces[v].n + 1, 1);
         for (int i = 0; i < pieces[v].n; i++) {
             const lat_t *l = &pieces[v].a[i];
-            if (l->count[0] < 0) continue; /* dropped: never written */
+            if (l->dropped || taken[i]) continue; /* dropped: never written; or put by an earlier varn */
             req_t *q = push_req(&s->w, &s->nw);
             q->var = v;
             q->rank = active[rnd(r, 0, na - 1)];
@@ -733,16 +983,106 @@ static void gen_writers(scen_t *s, rng_t *r, latv_t pieces[SC_MAXVARS]) {
             if (box) opts[no++] = API_VARA;
             opts[no++] = API_VARS;
             opts[no++] = API_VARM;
+            if (lattice_nboxes(V, l) <= 64) opts[no++] = API_VARN;
             q->api = opts[rnd(r, 0, no - 1)];
+            if (q->api == API_VARN && avoiding(s, "varn")) q->api = API_VARS;
+            if (q->api == API_VARN) { /* the piece's boxes, perhaps with the next pieces of the variable */
+                boxv_t bv = {0};
+                lattice_to_boxes(V, l, &bv);
+                if (chance(r, 40))
+                    for (int j = i + 1, more = rnd(r, 1, 2); j < pieces[v].n && more > 0; j++) {
+                        const lat_t *m = &pieces[v].a[j];
+                        if (m->dropped || taken[j] || lattice_nboxes(V, m) > 64) continue;
+                        lattice_to_boxes(V, m, &bv);
+                        taken[j] = 1;
+                        more--;
+                    }
+                writer_varn(r, s, V, &bv, q);
+                free(bv.a);
+                fix_varn_mode(s, q, s->M);
+            }
             if (bad_strided_rec(s, q)) q->mode = MODE_NB;
             choose_memory(r, s, q, 1);
         }
+        free(taken);
     }
     if (chance(r, 30)) { /* a deliberately wrong put */
         req_t *q = push_req(&s->w, &s->nw);
         q->var = rnd(r, 0, s->nvars - 1);
         q->rank = rnd(r, 0, s->M - 1);
         make_error(r, s, q, 1);
+    }
+    if (chance(r, 35)) { /* iput/bput of different values to elements nobody writes, cancelled */
+        int nc = rnd(r, 1, 2);
+        for (int c = 0; c < nc; c++) {
+            int ndrop = 0, nrecv = 0;
+            for (int v = 0; v < s->nvars; v++) {
+                for (int i = 0; i < pieces[v].n; i++) ndrop += pieces[v].a[i].dropped;
+                nrecv += s->vars[v].is_rec;
+            }
+            /* the never-written pieces, or beyond the records (the number of records must not change) */
+            int beyond = nrecv > 0 && (ndrop == 0 || chance(r, 35));
+            if (beyond && avoiding(s, "cancel-beyond")) beyond = 0;
+            if (!beyond && ndrop == 0) continue;
+            lat_t l;
+            memset(&l, 0, sizeof l);
+            int v = -1;
+            if (beyond) {
+                int k = rnd(r, 0, nrecv - 1);
+                for (v = 0; v < s->nvars; v++)
+                    if (s->vars[v].is_rec && k-- == 0) break;
+                const var_t *V = &s->vars[v];
+                l.start[0] = s->nrec + rnd(r, 0, 1);
+                l.count[0] = 1;
+                for (int d = 0; d < SC_MAXDIMS; d++) l.stride[d] = 1;
+                for (int d = 1; d < V->ndims; d++) {
+                    int len = (int)V->shape[d], st = rnd(r, 0, len - 1);
+                    l.start[d] = st;
+                    l.count[d] = rnd(r, 1, len - st);
+                }
+            } else {
+                int k = rnd(r, 0, ndrop - 1);
+                for (v = 0; v < s->nvars; v++) {
+                    int i;
+                    for (i = 0; i < pieces[v].n; i++)
+                        if (pieces[v].a[i].dropped && k-- == 0) break;
+                    if (i < pieces[v].n) {
+                        l = pieces[v].a[i];
+                        break;
+                    }
+                }
+            }
+            const var_t *V = &s->vars[v];
+            req_t *q = insert_req(&s->w, &s->nw, rnd(r, 0, s->nw));
+            q->var = v;
+            q->rank = rnd(r, 0, s->M - 1);
+            q->mode = chance(r, 50) ? MODE_NB : MODE_BPUT;
+            choose_cancel(r, s, q);
+            int whole = !beyond, single = 1, box = 1;
+            for (int d = 0; d < V->ndims; d++) {
+                q->start[d] = l.start[d];
+                q->count[d] = l.count[d];
+                q->stride[d] = l.stride[d];
+                if (l.count[d] != V->shape[d] || l.stride[d] != 1) whole = 0;
+                if (l.count[d] != 1) single = 0;
+                if (l.stride[d] != 1) box = 0;
+            }
+            int opts[API_COUNT], no = 0;
+            if (whole) opts[no++] = API_VAR;
+            if (single) opts[no++] = API_VAR1;
+            if (box) opts[no++] = API_VARA;
+            opts[no++] = API_VARS;
+            opts[no++] = API_VARM;
+            if (lattice_nboxes(V, &l) <= 64 && !avoiding(s, "varn")) opts[no++] = API_VARN;
+            q->api = opts[rnd(r, 0, no - 1)];
+            if (q->api == API_VARN) {
+                boxv_t bv = {0};
+                lattice_to_boxes(V, &l, &bv);
+                writer_varn(r, s, V, &bv, q);
+                free(bv.a);
+            }
+            choose_memory(r, s, q, 1);
+        }
     }
     for (int i = 0; i < MODE_COUNT; i++) {
         s->wphase[i] = i;
@@ -779,6 +1119,12 @@ static void gen_readers(scen_t *s, rng_t *r) {
                 q->var = v;
                 q->rank = p;
                 q->mode = fix_mode(s, v, rnd(r, 0, MODE_NB), s->N);
+                if (chance(r, 15) && !avoiding(s, "varn")) {
+                    reader_varn(r, s, V, q);
+                    fix_varn_mode(s, q, s->N);
+                    choose_memory(r, s, q, 1);
+                    continue;
+                }
                 int kind = chance(r, 5) ? 4 : rnd(r, 0, 3);
                 random_region(r, V, kind, q);
                 switch (kind) {
@@ -798,25 +1144,49 @@ static void gen_readers(scen_t *s, rng_t *r) {
             make_error(r, s, q, 0);
         }
     }
+    if (chance(r, 35)) { /* igets that are cancelled: their buffers must stay as they were */
+        int nc = rnd(r, 1, 2);
+        for (int c = 0; c < nc; c++) {
+            int v = rnd(r, 0, s->nvars - 1);
+            const var_t *V = &s->vars[v];
+            if (V->nelems == 0) continue;
+            req_t *q = insert_req(&s->r, &s->nr, rnd(r, 0, s->nr));
+            q->var = v;
+            q->rank = rnd(r, 0, s->N - 1);
+            q->mode = MODE_NB;
+            choose_cancel(r, s, q);
+            if (chance(r, 25) && !avoiding(s, "varn")) {
+                reader_varn(r, s, V, q);
+            } else {
+                int kind = rnd(r, 0, 3);
+                random_region(r, V, kind, q);
+                q->api = kind == 0 ? API_VAR1 : kind == 2 ? (chance(r, 50) ? API_VARS : API_VARM)
+                                               : kind == 3 && !V->is_rec && chance(r, 30) ? API_VAR : API_VARA;
+                if (V->ndims == 0) q->api = API_VAR1;
+            }
+            choose_memory(r, s, q, 1);
+        }
+    }
     /* PnetCDF 1.12 delivers garbage to the later of two nonblocking gets of one rank that read the
      * same element (in one wait), so the nonblocking gets of a rank are kept disjoint: an iget that
-     * overlaps an earlier one of its rank becomes a blocking get. */
+     * overlaps an earlier one of its rank becomes a blocking get. (Cancelled igets are never read.) */
     for (int p = 0; p < s->N; p++) {
         unsigned char *seen[SC_MAXVARS] = {0};
         for (int i = 0; i < s->nr; i++) {
             req_t *q = &s->r[i];
-            if (q->rank != p || q->err) continue;
+            if (q->rank != p || q->err || q->cancel) continue;
             if (bad_strided_rec(s, q)) q->mode = MODE_NB;
             if (q->mode != MODE_NB) continue;
             const var_t *V = &s->vars[q->var];
             if (!seen[q->var]) seen[q->var] = calloc((size_t)V->nelems + 1, 1);
             MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
             req_region(s, q, start, count, stride);
-            MPI_Offset n = prod(count, V->ndims);
+            MPI_Offset n = req_nelems(s, q);
             int overlap = 0;
             for (MPI_Offset k = 0; k < n && !overlap; k++) overlap = seen[q->var][req_element_index(s, q, start, count, stride, k)];
             if (overlap) {
                 q->mode = fix_mode(s, q->var, rnd(r, MODE_COLL, MODE_INDEP), s->N);
+                fix_varn_mode(s, q, s->N);
                 if (bad_strided_rec(s, q)) q->stride[0] = 1; /* same start and count, so still inside */
                 continue;
             }
@@ -946,6 +1316,8 @@ scen_t *scen_make(unsigned long long seed, int kase, int M, int N, int fixed) {
     s->M = M;
     s->N = N;
     s->fixed = fixed;
+    const char *avoid = getenv("XFER_AVOID");
+    snprintf(s->avoid, sizeof s->avoid, "%s", avoid ? avoid : "");
     rng_t ra, rb, rc;
     rng_init(&ra, s->seed, (uint64_t)kase, 1, 0);
     rng_init(&rb, s->seed, (uint64_t)kase, 2, (uint64_t)M);
@@ -959,7 +1331,7 @@ scen_t *scen_make(unsigned long long seed, int kase, int M, int N, int fixed) {
         for (int v = 0; v < SC_MAXVARS; v++) free(pieces[v].a);
     }
     for (int i = 0; i < s->nw; i++)
-        if (!s->w[i].err) mark_written(s, &s->w[i]);
+        if (!s->w[i].err && !s->w[i].cancel) mark_written(s, &s->w[i]);
     for (int v = 0; v < s->nvars; v++) {
         var_t *V = &s->vars[v];
         int full = 1;
@@ -975,6 +1347,7 @@ void scen_free(scen_t *s) {
     for (int v = 0; v < s->nvars; v++) free(s->vars[v].written);
     free(s->w);
     free(s->r);
+    free(s->boxes);
     free(s);
 }
 
@@ -1005,7 +1378,24 @@ void req_describe(const scen_t *s, const req_t *q, char *out, size_t size) {
     size_t k = (size_t)snprintf(out, size, "rank%d %s%s %s%s %s mem=%s", q->rank, q->zero ? "zero-length " : "", V->name,
                                 api_name(q->api), q->flex == FX_NONE ? "" : "(flex)", mode_name(q->mode), mt_name(q->mt));
     if (q->flex != FX_NONE && k < size) k += (size_t)snprintf(out + k, size - k, " buftype=%s(%d)", flex_name(q->flex), q->fxparam);
-    if (q->api != API_VAR && V->ndims && k < size) k += (size_t)snprintf(out + k, size - k, " start=%s", st);
+    if (q->api == API_VARN && k < size) { /* num=0 for a zero-length collective participation */
+        k += (size_t)snprintf(out + k, size - k, " num=%d%s", q->nbox, q->nullcounts ? " counts=NULL" : "");
+        for (int b = 0; b < q->nbox && k < size; b++) {
+            const box_t *B = &s->boxes[q->box0 + b];
+            offs_str(B->start, V->ndims, st, sizeof st);
+            offs_str(B->count, V->ndims, ct, sizeof ct);
+            if (b == 10 && q->nbox > 12) {
+                k += (size_t)snprintf(out + k, size - k, " ...(%d more)", q->nbox - 11);
+                b = q->nbox - 2;
+                continue;
+            }
+            k += (size_t)snprintf(out + k, size - k, " %s%s%s", st, q->nullcounts ? "" : "+", q->nullcounts ? "" : ct);
+        }
+    }
+    if (q->cancel && k < size)
+        k += (size_t)snprintf(out + k, size - k, " CANCELLED(%s%s%s)", cancel_name(q->cancel), q->cancel_stale ? ",stale-id" : "",
+                              q->cancel_inwait ? ",in-wait" : "");
+    if (q->api != API_VAR && q->api != API_VARN && V->ndims && k < size) k += (size_t)snprintf(out + k, size - k, " start=%s", st);
     if ((q->api == API_VARA || q->api == API_VARS || q->api == API_VARM) && V->ndims && k < size)
         k += (size_t)snprintf(out + k, size - k, " count=%s", ct);
     if ((q->api == API_VARS || q->api == API_VARM) && V->ndims && k < size)
@@ -1029,8 +1419,8 @@ static void print_att(FILE *f, const att_t *A, int get_mt) {
 void scen_print(const scen_t *s, FILE *f) {
     static const char *waits[] = {"wait_all(NC_REQ_ALL)", "wait_all(list)", "wait(list) in indep mode"};
     static const char *dvfs[] = {"-", "def_var_fill(0,NULL)", "def_var_fill(0,&custom)", "def_var_fill(1,NULL)"};
-    fprintf(f, "scenario seed=%llu case=%d%s writers=%d readers=%d salt=%d\n", s->seed, s->kase,
-            s->fixed ? " (fixed, Fortran writer)" : "", s->M, s->N, s->salt);
+    fprintf(f, "scenario seed=%llu case=%d%s writers=%d readers=%d salt=%d%s%s\n", s->seed, s->kase,
+            s->fixed ? " (fixed, Fortran writer)" : "", s->M, s->N, s->salt, s->avoid[0] ? " XFER_AVOID=" : "", s->avoid);
     fprintf(f, "  format CDF-5, set_fill(%s)\n", s->setfill ? "NC_FILL" : "default NC_NOFILL");
     for (int d = 0; d < s->ndims; d++)
         if (d == s->recdim) fprintf(f, "  dim %d %s = UNLIMITED (%lld records)\n", d, s->dims[d].name, (long long)s->nrec);

@@ -35,7 +35,7 @@
 enum { MT_TEXT, MT_SCHAR, MT_UCHAR, MT_SHORT, MT_USHORT, MT_INT, MT_UINT, MT_LONG, MT_FLOAT, MT_DOUBLE,
        MT_LONGLONG, MT_ULONGLONG, MT_COUNT };
 /* Which API family. */
-enum { API_VAR, API_VAR1, API_VARA, API_VARS, API_VARM, API_COUNT };
+enum { API_VAR, API_VAR1, API_VARA, API_VARS, API_VARM, API_VARN, API_COUNT };
 /* How it is issued: blocking collective, blocking independent, nonblocking (iput/iget + wait),
  * buffered (bput + wait; writer only). */
 enum { MODE_COLL, MODE_INDEP, MODE_NB, MODE_BPUT, MODE_COUNT };
@@ -56,6 +56,10 @@ enum {
 enum { ERR_NONE, ERR_COORDS, ERR_EDGE, ERR_CHAR, ERR_NOTVAR, ERR_COUNT };
 /* How a nonblocking phase completes. */
 enum { WAIT_ALL_REQALL, WAIT_ALL_LIST, WAIT_INDEP_LIST, WAIT_COUNT };
+/* A request that is posted (iput/bput/iget) and then cancelled with ncmpi_cancel, and when:
+ * right after it is posted (list of one), after all requests of its phase were posted (list of one),
+ * or, posted before any other request of its phase, with ncmpi_cancel(NC_REQ_ALL). */
+enum { CANCEL_NONE, CANCEL_NOW, CANCEL_LAST, CANCEL_ALL, CANCEL_COUNT };
 /* def_var_fill usage. */
 enum { DVF_NONE, DVF_FILL_NULL, DVF_FILL_CUSTOM, DVF_NOFILL };
 
@@ -99,11 +103,21 @@ typedef struct {
     unsigned char *written; /* nelems flags */
 } var_t;
 
+/* One (start, count) pair of a varn request. */
+typedef struct {
+    MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS];
+} box_t;
+
 typedef struct {
     int var;                /* index in the scenario (the varid, unless err == ERR_NOTVAR) */
     int rank;
     int api, mode, mt, flex, fxparam, err;
     int zero;               /* a zero-length participation request of a collective round */
+    int box0, nbox;         /* API_VARN: boxes s->boxes[box0 .. box0+nbox), in buffer order */
+    int nullcounts;         /* API_VARN: counts == NULL (every box is one element)          */
+    int cancel;             /* CANCEL_*: posted, then cancelled (never takes effect)         */
+    int cancel_stale;       /* then cancelled again with the saved id: NC_EINVAL_REQUEST     */
+    int cancel_inwait;      /* its (NC_REQ_NULL) id is passed to the wait of its phase too   */
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS], imap[SC_MAXDIMS];
 } req_t;
 
@@ -133,6 +147,9 @@ typedef struct {
     int nw, nr;
     req_t *w;        /* writer requests (the pieces kept, plus deliberate errors) */
     req_t *r;        /* reader requests */
+    int nboxes;
+    box_t *boxes;    /* the boxes of all varn requests */
+    char avoid[128]; /* XFER_AVOID at generation (features turned off; see prop.py --avoid) */
     int wphase[MODE_COUNT], nwphase; /* writer phase order (modes); all four */
     int rphase[MODE_COUNT], nrphase; /* reader phase order; COLL, INDEP, NB */
     int wwait[MODE_COUNT], rwait;    /* WAIT_* for the NB and BPUT phases */
@@ -157,6 +174,10 @@ int scen_zero_partner(const scen_t *s, int v);
 num_t scen_value(const scen_t *s, int v, MPI_Offset idx);
 /* Expected content of element idx of variable v as read: the value or the fill value. */
 num_t scen_expected(const scen_t *s, int v, MPI_Offset idx);
+/* The different value a cancelled put writes to element idx of variable v (never takes effect). */
+num_t scen_cancel_value(const scen_t *s, int v, MPI_Offset idx);
+/* Element idx as a put of request q writes it: scen_value, or scen_cancel_value for a cancelled put. */
+num_t req_put_value(const scen_t *s, const req_t *q, MPI_Offset idx);
 
 /* Convert a number into memory type mt like PnetCDF does on a get: returns NC_NOERR or NC_ERANGE
  * (then the element gets the memory type's fill value). */
@@ -171,14 +192,19 @@ const char *api_name(int api);
 const char *mode_name(int mode);
 const char *flex_name(int flex);
 const char *err_name(int err);
+const char *cancel_name(int cancel);
 int err_code(int err);
 
-/* The effective start/count/stride of a request (whole variable for API_VAR, ones for API_VAR1). */
+/* The effective start/count/stride of a request (whole variable for API_VAR, ones for API_VAR1;
+ * for API_VARN meaningless: use req_nelems and req_element_index). */
 void req_region(const scen_t *s, const req_t *q, MPI_Offset *start, MPI_Offset *count, MPI_Offset *stride);
+/* Number of elements a request accesses (all boxes of a varn). */
+MPI_Offset req_nelems(const scen_t *s, const req_t *q);
 /* Layout of the request's user buffer; free with layout_free. */
 void layout_make(const scen_t *s, const req_t *q, layout_t *L);
 void layout_free(layout_t *L);
-/* Linear index in variable q->var of the k-th element (row-major order) of the request region. */
+/* Linear index in variable q->var of the k-th element (row-major order) of the request region
+ * (API_VARN: of the boxes in list order; start/count/stride are ignored). */
 MPI_Offset req_element_index(const scen_t *s, const req_t *q, const MPI_Offset *start, const MPI_Offset *count,
                              const MPI_Offset *stride, MPI_Offset k);
 

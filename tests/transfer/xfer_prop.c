@@ -160,6 +160,11 @@ typedef struct {
     int own_bt;
     MPI_Offset bufcount;
     int rc, reqid, status, has_status;
+    MPI_Offset **vst, **vct, *vflat; /* varn: the starts and counts arrays */
+    int posted_id;            /* the request id the iput/iget/bput returned */
+    int wait_req;             /* the id after a wait with a list (has_status) */
+    int cancel_rc, cancel_status, cancel_req;  /* ncmpi_cancel of a cancelled request, its id after */
+    int stale_rc, stale_status, stale_req;     /* the second cancel with the saved (stale) id */
     int erange; /* the expected data contains a value out of the memory type's range */
     unsigned char *expect; /* reader: the expected buffer content, guards included */
     char label[512];
@@ -188,6 +193,10 @@ static int put_typed(int ncid, int varid, int api, int mode, int mt, const op_t 
     case MODE_BPUT * 8 + API_VARA: TYPED(ncmpi_bput_vara, , ncid, varid, o->st, o->ct, b, req)
     case MODE_BPUT * 8 + API_VARS: TYPED(ncmpi_bput_vars, , ncid, varid, o->st, o->ct, o->sd, b, req)
     case MODE_BPUT * 8 + API_VARM: TYPED(ncmpi_bput_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b, req)
+    case MODE_COLL * 8 + API_VARN: TYPED(ncmpi_put_varn, _all, ncid, varid, o->q->nbox, o->vst, o->vct, b)
+    case MODE_INDEP * 8 + API_VARN: TYPED(ncmpi_put_varn, , ncid, varid, o->q->nbox, o->vst, o->vct, b)
+    case MODE_NB * 8 + API_VARN: TYPED(ncmpi_iput_varn, , ncid, varid, o->q->nbox, o->vst, o->vct, b, req)
+    case MODE_BPUT * 8 + API_VARN: TYPED(ncmpi_bput_varn, , ncid, varid, o->q->nbox, o->vst, o->vct, b, req)
     }
     return -1;
 }
@@ -210,6 +219,9 @@ static int get_typed(int ncid, int varid, int api, int mode, int mt, op_t *o, in
     case MODE_NB * 8 + API_VARA: TYPED(ncmpi_iget_vara, , ncid, varid, o->st, o->ct, b, req)
     case MODE_NB * 8 + API_VARS: TYPED(ncmpi_iget_vars, , ncid, varid, o->st, o->ct, o->sd, b, req)
     case MODE_NB * 8 + API_VARM: TYPED(ncmpi_iget_varm, , ncid, varid, o->st, o->ct, o->sd, o->im, b, req)
+    case MODE_COLL * 8 + API_VARN: TYPED(ncmpi_get_varn, _all, ncid, varid, o->q->nbox, o->vst, o->vct, b)
+    case MODE_INDEP * 8 + API_VARN: TYPED(ncmpi_get_varn, , ncid, varid, o->q->nbox, o->vst, o->vct, b)
+    case MODE_NB * 8 + API_VARN: TYPED(ncmpi_iget_varn, , ncid, varid, o->q->nbox, o->vst, o->vct, b, req)
     }
     return -1;
 }
@@ -239,6 +251,10 @@ static int put_flex(int ncid, int varid, int api, int mode, const op_t *o, int *
     case MODE_BPUT * 8 + API_VARA: return ncmpi_bput_vara(ncid, varid, o->st, o->ct, b, n, t, req);
     case MODE_BPUT * 8 + API_VARS: return ncmpi_bput_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t, req);
     case MODE_BPUT * 8 + API_VARM: return ncmpi_bput_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t, req);
+    case MODE_COLL * 8 + API_VARN: return ncmpi_put_varn_all(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t);
+    case MODE_INDEP * 8 + API_VARN: return ncmpi_put_varn(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t);
+    case MODE_NB * 8 + API_VARN: return ncmpi_iput_varn(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t, req);
+    case MODE_BPUT * 8 + API_VARN: return ncmpi_bput_varn(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t, req);
     }
     return -1;
 }
@@ -263,6 +279,9 @@ static int get_flex(int ncid, int varid, int api, int mode, op_t *o, int *req) {
     case MODE_NB * 8 + API_VARA: return ncmpi_iget_vara(ncid, varid, o->st, o->ct, b, n, t, req);
     case MODE_NB * 8 + API_VARS: return ncmpi_iget_vars(ncid, varid, o->st, o->ct, o->sd, b, n, t, req);
     case MODE_NB * 8 + API_VARM: return ncmpi_iget_varm(ncid, varid, o->st, o->ct, o->sd, o->im, b, n, t, req);
+    case MODE_COLL * 8 + API_VARN: return ncmpi_get_varn_all(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t);
+    case MODE_INDEP * 8 + API_VARN: return ncmpi_get_varn(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t);
+    case MODE_NB * 8 + API_VARN: return ncmpi_iget_varn(ncid, varid, o->q->nbox, o->vst, o->vct, b, n, t, req);
     }
     return -1;
 }
@@ -336,12 +355,27 @@ static void op_prepare(const scen_t *s, const req_t *q, op_t *o) {
     for (size_t i = 0; i < o->total; i++) o->mem[i] = sentinel_byte(i);
     o->buf = o->mem + SC_GUARD;
     o->reqid = NC_REQ_NULL;
+    if (q->api == API_VARN && q->nbox > 0) { /* num=0: starts and counts NULL */
+        o->vflat = malloc(sizeof(MPI_Offset) * 2 * SC_MAXDIMS * (size_t)q->nbox);
+        o->vst = malloc(sizeof(MPI_Offset *) * (size_t)q->nbox);
+        o->vct = q->nullcounts ? NULL : malloc(sizeof(MPI_Offset *) * (size_t)q->nbox);
+        for (int b = 0; b < q->nbox; b++) {
+            MPI_Offset *st = o->vflat + 2 * SC_MAXDIMS * b, *ct = st + SC_MAXDIMS;
+            memcpy(st, s->boxes[q->box0 + b].start, sizeof(MPI_Offset) * SC_MAXDIMS);
+            memcpy(ct, s->boxes[q->box0 + b].count, sizeof(MPI_Offset) * SC_MAXDIMS);
+            o->vst[b] = st;
+            if (o->vct) o->vct[b] = ct;
+        }
+    }
     if (q->flex != FX_NONE) make_buftype(s, o);
     req_describe(s, q, o->label, sizeof o->label);
 }
 
 static void op_release(op_t *o) {
     if (o->own_bt) MPI_Type_free(&o->bt);
+    free(o->vst);
+    free(o->vct);
+    free(o->vflat);
     layout_free(&o->L);
     free(o->mem);
     free(o->expect);
@@ -352,10 +386,10 @@ static unsigned char *op_expected(const scen_t *s, op_t *o, int from_file) {
     unsigned char *e = malloc(o->total);
     for (size_t i = 0; i < o->total; i++) e[i] = sentinel_byte(i);
     o->erange = 0;
-    if (o->q->err || o->q->zero) return e;
+    if (o->q->err || o->q->zero || (from_file && o->q->cancel)) return e; /* a cancelled get reads nothing */
     for (MPI_Offset k = 0; k < o->L.n; k++) {
         MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
-        num_t x = from_file ? scen_expected(s, o->q->var, idx) : scen_value(s, o->q->var, idx);
+        num_t x = from_file ? scen_expected(s, o->q->var, idx) : req_put_value(s, o->q, idx);
         if (num_to_mem(x, o->L.mt, e + SC_GUARD + o->L.off[k]) == NC_ERANGE) o->erange = 1;
     }
     return e;
@@ -364,15 +398,22 @@ static unsigned char *op_expected(const scen_t *s, op_t *o, int from_file) {
 /* A zero-length participation request of a collective round on variable v. PnetCDF needs every rank
  * of a collective call to take the same path: a rank that writes a record variable synchronizes the
  * record count afterwards and one that writes a fixed-size variable does not, and a zero-request varn
- * call is a different collective from a vara call; both deadlock. So the zero-length request is a
- * vara with zero counts on the same variable, or, for a scalar (which cannot have zero counts), on
- * another fixed-size variable (the generator makes sure there is one). */
-static void zero_req(const scen_t *s, req_t *z, int mode, int v) {
+ * call is a different collective from a vara call; both deadlock. So the collective varn requests on
+ * a variable have rounds of their own, where a rank without one calls varn with num=0 on the same
+ * variable; in the other rounds the zero-length request is a vara with zero counts on the same
+ * variable, or, for a scalar (which cannot have zero counts), on another fixed-size variable (the
+ * generator makes sure there is one). */
+static void zero_req(const scen_t *s, req_t *z, int mode, int v, int api) {
     memset(z, 0, sizeof *z);
     z->zero = 1;
     z->rank = rank;
     z->mode = mode;
-    z->api = API_VARA;
+    z->api = api;
+    if (api == API_VARN) {
+        z->var = v;
+        z->mt = s->vars[v].xtype == NC_CHAR ? MT_TEXT : MT_INT;
+        return;
+    }
     z->var = s->vars[v].ndims > 0 ? v : scen_zero_partner(s, v);
     if (z->var < 0) z->var = v; /* not generated; the call fails and says so */
     z->mt = s->vars[z->var].xtype == NC_CHAR ? MT_TEXT : MT_INT;
@@ -384,15 +425,67 @@ static void zero_req(const scen_t *s, req_t *z, int mode, int v) {
 static int put_op(int ncid, op_t *o) {
     const req_t *q = o->q;
     trace("put %s", o->label);
-    if (q->flex == FX_NONE) return put_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid);
-    return put_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+    int rc = q->flex == FX_NONE ? put_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid)
+                                : put_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+    o->posted_id = o->reqid;
+    return rc;
 }
 
 static int get_op(int ncid, op_t *o) {
     const req_t *q = o->q;
     trace("get %s", o->label);
-    if (q->flex == FX_NONE) return get_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid);
-    return get_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+    int rc = q->flex == FX_NONE ? get_typed(ncid, o->varid, q->api, q->mode, q->mt, o, &o->reqid)
+                                : get_flex(ncid, o->varid, q->api, q->mode, o, &o->reqid);
+    o->posted_id = o->reqid;
+    return rc;
+}
+
+/* Cancel a posted request: by its id (which must become NC_REQ_NULL), perhaps again with the saved
+ * id (no such request any more: NC_EINVAL_REQUEST, the id left alone), or all pending requests of
+ * the file (the request was posted first, so it is the only one). */
+static void cancel_op(int ncid, op_t *o) {
+    trace("cancel(%s) %s", cancel_name(o->q->cancel), o->label);
+    if (o->rc != NC_NOERR) return; /* nothing was posted (the self-check reports the post) */
+    if (o->q->cancel == CANCEL_ALL) {
+        o->cancel_rc = ncmpi_cancel(ncid, NC_REQ_ALL, NULL, NULL);
+        o->cancel_status = NC_NOERR;
+    } else {
+        o->cancel_status = -999;
+        o->cancel_rc = ncmpi_cancel(ncid, 1, &o->reqid, &o->cancel_status);
+        if (o->q->cancel_stale) {
+            o->stale_req = o->posted_id;
+            o->stale_status = -999;
+            o->stale_rc = ncmpi_cancel(ncid, 1, &o->stale_req, &o->stale_status);
+        }
+    }
+    o->cancel_req = o->reqid;
+}
+
+/* A request id after a call, relative to the one the post returned (the numbers differ between
+ * PnetCDF and dtf). */
+static const char *id_class(int id, int posted) { return id == NC_REQ_NULL ? "null" : id == posted ? "same" : "other"; }
+
+/* Record (and check) what the cancel of a cancelled request did. */
+static void rec_cancel(sbuf_t *d, const op_t *o, int i, const char *what) {
+    const req_t *q = o->q;
+    if (!q->cancel) return;
+    const char *want_req = q->cancel == CANCEL_ALL ? "same" : "null";
+    sb_printf(d, " cancel(%s) rc=%d status=%d req=%s", cancel_name(q->cancel), o->cancel_rc, o->cancel_status,
+              id_class(o->cancel_req, o->posted_id));
+    if (o->rc != NC_NOERR) return;
+    if (o->cancel_rc != NC_NOERR || o->cancel_status != NC_NOERR)
+        fail("%s %d %s: ncmpi_cancel returned %d (%s), status %d", what, i, o->label, o->cancel_rc, ncmpi_strerror(o->cancel_rc),
+             o->cancel_status);
+    if (strcmp(id_class(o->cancel_req, o->posted_id), want_req) != 0)
+        fail("%s %d %s: request id after ncmpi_cancel is %s (%d), expected %s", what, i, o->label,
+             id_class(o->cancel_req, o->posted_id), o->cancel_req, want_req);
+    if (q->cancel_stale) {
+        sb_printf(d, " stale-cancel rc=%d status=%d req=%s", o->stale_rc, o->stale_status, id_class(o->stale_req, o->posted_id));
+        if (o->stale_rc != NC_EINVAL_REQUEST || o->stale_status != NC_EINVAL_REQUEST || o->stale_req != o->posted_id)
+            fail("%s %d %s: cancelling the stale id again returned %d (%s), status %d, id %s; expected %d (NC_EINVAL_REQUEST), "
+                 "that status, the id unchanged", what, i, o->label, o->stale_rc, ncmpi_strerror(o->stale_rc), o->stale_status,
+                 id_class(o->stale_req, o->posted_id), NC_EINVAL_REQUEST);
+    }
 }
 
 static void fill_put_buffer(const scen_t *s, op_t *o) {
@@ -400,12 +493,12 @@ static void fill_put_buffer(const scen_t *s, op_t *o) {
     int inject = 0;
     if (inject_kind == 1 && kase == inject_case) { /* is this the first piece of the scenario? */
         int first = 0;
-        while (first < s->nw && s->w[first].err) first++;
+        while (first < s->nw && (s->w[first].err || s->w[first].cancel)) first++;
         inject = first < s->nw && &s->w[first] == o->q;
     }
     for (MPI_Offset k = 0; k < o->L.n; k++) {
         MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
-        num_t x = scen_value(s, o->q->var, idx);
+        num_t x = req_put_value(s, o->q, idx);
         if (inject && k == 0) {
             x.i++, x.u++, x.d++;
             printf("INJECTED case=%d writer rank=%d: %s element 0 is off by one\n", kase, rank, o->label);
@@ -447,7 +540,7 @@ static int put_att(int ncid, int varid, const att_t *A) {
 /* Complete the nonblocking requests ops[0..n) (this rank's) with wait kind wk; statuses go into ops. */
 static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char *what) {
     int *reqs = malloc(sizeof(int) * (size_t)(n + 1)), *st = malloc(sizeof(int) * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) reqs[i] = ops[i]->reqid;
+    for (int i = 0; i < n; i++) reqs[i] = ops[i]->reqid, st[i] = -999;
     /* the wait returns the first error of the requests (a get whose data is out of range: NC_ERANGE) */
     int expect = NC_NOERR;
     for (int i = 0; i < n; i++)
@@ -458,12 +551,12 @@ static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char 
         break;
     case WAIT_ALL_LIST:
         rec_rc(d, ncmpi_wait_all(ncid, n, reqs, st), expect, "%s wait_all(%d)", what, n);
-        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1;
+        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1, ops[i]->wait_req = reqs[i];
         break;
     default:
         rec_rc(d, ncmpi_begin_indep_data(ncid), NC_NOERR, "%s begin_indep_data", what);
         rec_rc(d, ncmpi_wait(ncid, n, reqs, st), expect, "%s wait(%d)", what, n);
-        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1;
+        for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1, ops[i]->wait_req = reqs[i];
         rec_rc(d, ncmpi_end_indep_data(ncid), NC_NOERR, "%s end_indep_data", what);
         break;
     }
@@ -474,7 +567,7 @@ static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char 
 /* Run the phases of a request list (writer puts or reader gets). ops[i] corresponds to reqs[i]. */
 static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, int nreq, op_t *ops,
                        const int *phases, int nphases, const int *forced, const int *waits, op_t **zeros, int *nzeros) {
-    op_t **mine = malloc(sizeof(op_t *) * (size_t)(nreq + 1));
+    op_t **mine = malloc(sizeof(op_t *) * (size_t)(nreq + 1)), **waitlist = malloc(sizeof(op_t *) * (size_t)(nreq + 1));
     for (int ph = 0; ph < nphases; ph++) {
         int mode = phases[ph], nmine = 0, any = forced[mode];
         /* Writers: ROMIO's collective write fills holes by read-modify-write on the aggregator, which
@@ -490,28 +583,31 @@ static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, 
             }
         if (!any) continue;
         switch (mode) {
-        case MODE_COLL: /* per variable: round j = every rank's j-th request on it, or a zero-length one */
+        case MODE_COLL: /* per variable and class (varn or not): round j = every rank's j-th request, or a zero-length one */
             for (int v = 0; v < s->nvars; v++) {
-                int rounds = 0, nv = 0;
-                for (int p = 0; p < (is_writer ? s->M : s->N); p++) {
-                    int c = 0;
-                    for (int i = 0; i < nreq; i++) c += reqs[i].mode == mode && reqs[i].rank == p && reqs[i].var == v;
-                    if (c > rounds) rounds = c;
-                }
-                for (int j = 0; j < rounds; j++) {
-                    op_t *o = NULL;
-                    while (nv < nmine && !o) {
-                        if (mine[nv]->q->var == v) o = mine[nv];
-                        nv++;
+                for (int varn = 0; varn < 2; varn++) {
+                    int rounds = 0, nv = 0;
+                    for (int p = 0; p < (is_writer ? s->M : s->N); p++) {
+                        int c = 0;
+                        for (int i = 0; i < nreq; i++)
+                            c += reqs[i].mode == mode && reqs[i].rank == p && reqs[i].var == v && (reqs[i].api == API_VARN) == varn;
+                        if (c > rounds) rounds = c;
                     }
-                    if (!o) {
-                        req_t *z = malloc(sizeof *z);
-                        zero_req(s, z, MODE_COLL, v);
-                        o = malloc(sizeof *o);
-                        op_prepare(s, z, o);
-                        zeros[(*nzeros)++] = o;
+                    for (int j = 0; j < rounds; j++) {
+                        op_t *o = NULL;
+                        while (nv < nmine && !o) {
+                            if (mine[nv]->q->var == v && (mine[nv]->q->api == API_VARN) == varn) o = mine[nv];
+                            nv++;
+                        }
+                        if (!o) {
+                            req_t *z = malloc(sizeof *z);
+                            zero_req(s, z, MODE_COLL, v, varn ? API_VARN : API_VARA);
+                            o = malloc(sizeof *o);
+                            op_prepare(s, z, o);
+                            zeros[(*nzeros)++] = o;
+                        }
+                        o->rc = is_writer ? put_op(ncid, o) : get_op(ncid, o);
                     }
-                    o->rc = is_writer ? put_op(ncid, o) : get_op(ncid, o);
                 }
             }
             break;
@@ -529,14 +625,31 @@ static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, 
                 rec_rc(d, ncmpi_buffer_attach(ncid, bytes), NC_NOERR, "bput buffer_attach");
                 attached = 1;
             }
-            for (int j = 0; j < nmine; j++) mine[j]->rc = is_writer ? put_op(ncid, mine[j]) : get_op(ncid, mine[j]);
-            complete(ncid, d, mine, nmine, waits[mode], mode == MODE_NB ? (is_writer ? "iput" : "iget") : "bput");
+            /* a request cancelled with NC_REQ_ALL is posted before the others, so it is the only one */
+            for (int j = 0; j < nmine; j++)
+                if (mine[j]->q->cancel == CANCEL_ALL) {
+                    mine[j]->rc = is_writer ? put_op(ncid, mine[j]) : get_op(ncid, mine[j]);
+                    cancel_op(ncid, mine[j]);
+                }
+            for (int j = 0; j < nmine; j++)
+                if (mine[j]->q->cancel != CANCEL_ALL) {
+                    mine[j]->rc = is_writer ? put_op(ncid, mine[j]) : get_op(ncid, mine[j]);
+                    if (mine[j]->q->cancel == CANCEL_NOW) cancel_op(ncid, mine[j]);
+                }
+            for (int j = 0; j < nmine; j++)
+                if (mine[j]->q->cancel == CANCEL_LAST) cancel_op(ncid, mine[j]);
+            /* the wait: the live requests, and cancelled ones whose id (now NC_REQ_NULL) is passed too */
+            int nwait = 0;
+            for (int j = 0; j < nmine; j++)
+                if (!mine[j]->q->cancel || mine[j]->q->cancel_inwait) waitlist[nwait++] = mine[j];
+            complete(ncid, d, waitlist, nwait, waits[mode], mode == MODE_NB ? (is_writer ? "iput" : "iget") : "bput");
             if (attached) rec_rc(d, ncmpi_buffer_detach(ncid), NC_NOERR, "bput buffer_detach");
             break;
         }
         }
     }
     free(mine);
+    free(waitlist);
 }
 
 static void write_file(const char *path, const char *text, size_t n) {
@@ -607,10 +720,12 @@ static void writer_case(const scen_t *s, const char *dir) {
             if (s->w[i].rank != rank) continue;
             int expect = err_code(o->q->err);
             sb_printf(&d, "put %d %s rc=%d", i, o->label, o->rc);
-            if (o->has_status) sb_printf(&d, " status=%d", o->status);
+            if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
+            rec_cancel(&d, o, i, "put");
             sb_printf(&d, "\n");
             if (o->rc != expect) fail("put %d %s returned %d (%s), expected %d", i, o->label, o->rc, ncmpi_strerror(o->rc), expect);
             if (o->has_status && o->status != NC_NOERR) fail("put %d %s: status %d (%s)", i, o->label, o->status, ncmpi_strerror(o->status));
+            if (o->has_status && o->wait_req != NC_REQ_NULL) fail("put %d %s: request id %d after the wait, expected NC_REQ_NULL", i, o->label, o->wait_req);
             unsigned char *e = op_expected(s, o, 0);
             if (!o->q->err && memcmp(e, o->mem, o->total) != 0) fail("put %d %s: the put buffer was modified", i, o->label);
             free(e);
@@ -799,7 +914,9 @@ static void reader_case(const scen_t *s, const char *dir) {
                 else expect_rc = NC_ERANGE;
             }
             sb_printf(&d, "get %d %s rc=%d", i, o->label, o->rc);
-            if (o->has_status) sb_printf(&d, " status=%d", o->status);
+            if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
+            rec_cancel(&d, o, i, "get");
+            if (o->has_status && o->wait_req != NC_REQ_NULL) fail("get %d %s: request id %d after the wait, expected NC_REQ_NULL", i, o->label, o->wait_req);
             sb_printf(&d, " data=");
             sb_hex(&d, o->mem, o->total);
             sb_printf(&d, "\n");
@@ -818,11 +935,16 @@ static void reader_case(const scen_t *s, const char *dir) {
                     snprintf(ex + 2 * j, 3, "%02x", e[b + (size_t)j]);
                     snprintf(ob + 2 * j, 3, "%02x", o->mem[b + (size_t)j]);
                 }
-                if (k >= 0) {
+                if (o->q->cancel) {
+                    fail("get %d %s: the cancelled get changed its buffer at byte %lld: got %s expected (untouched) %s", i, o->label,
+                         (long long)b - SC_GUARD, ob, ex);
+                } else if (k >= 0) {
                     MPI_Offset idx = req_element_index(s, o->q, o->st, o->ct, o->sd, k);
                     fail("get %d %s: wrong data at buffer byte %zu = element %lld of the request (variable index %lld, %s): "
                          "got %s expected %s", i, o->label, b - SC_GUARD, k, (long long)idx,
                          s->vars[o->q->var].written[idx] ? "written" : "never written", ob, ex);
+                } else if (b < SC_GUARD) {
+                    fail("get %d %s: guard byte %zu before the buffer changed: got %s expected %s", i, o->label, SC_GUARD - b, ob, ex);
                 } else {
                     fail("get %d %s: buffer byte %zu (outside the elements: padding or guard) changed: got %s expected %s", i,
                          o->label, b - SC_GUARD, ob, ex);
@@ -858,6 +980,9 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
     long api[2][API_COUNT] = {{0}}, mode[2][MODE_COUNT] = {{0}}, flex[2][FX_COUNT] = {{0}}, mt[2][MT_COUNT] = {{0}};
     long err[2][ERR_COUNT] = {{0}}, xt[16] = {0}, nd[5] = {0}, rec = 0, vars = 0, unwritten = 0, fillrec = 0;
     long dvf[4] = {0}, fillattr = 0, setfill = 0, gatts = 0, vatts = 0, padded_varm = 0, zero_reads = 0, conv = 0, req = 0;
+    long varn_mode[2][MODE_COUNT] = {{0}}, varn_flex[2] = {0}, varn_null[2] = {0}, varn_boxes[2] = {0}, varn_zerobox[2] = {0};
+    long varn_err[2] = {0}, varn_multi[2] = {0}, cancel[2][CANCEL_COUNT] = {{0}}, cancel_mode[2][MODE_COUNT] = {{0}};
+    long cancel_api[2][API_COUNT] = {{0}}, cancel_stale[2] = {0}, cancel_inwait[2] = {0}, cancel_beyond = 0, cancel_fill = 0;
     for (int k = 0; k < ncases; k++) {
         scen_t *s = scen_make(seed, k, M, N, fixed);
         setfill += s->setfill;
@@ -893,9 +1018,39 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
                     padded_varm += L.bufcount_elems > m;
                     layout_free(&L);
                 }
-                if (side && q->api != API_VAR && q->api != API_VAR1)
+                if (side && q->api != API_VAR && q->api != API_VAR1 && q->api != API_VARN)
                     for (int d = 0; d < s->vars[q->var].ndims; d++)
                         if (q->count[d] == 0) { zero_reads++; break; }
+                if (q->api == API_VARN) {
+                    varn_mode[side][q->mode]++;
+                    varn_flex[side] += q->flex != FX_NONE;
+                    varn_null[side] += q->nullcounts;
+                    varn_boxes[side] += q->nbox;
+                    varn_err[side] += q->err != ERR_NONE;
+                    varn_multi[side] += q->nbox > 1;
+                    for (int b = 0; b < q->nbox; b++)
+                        for (int d = 0; d < s->vars[q->var].ndims; d++)
+                            if (s->boxes[q->box0 + b].count[d] == 0) { varn_zerobox[side]++; break; }
+                }
+                if (q->cancel) {
+                    const var_t *V = &s->vars[q->var];
+                    cancel[side][q->cancel]++;
+                    cancel_mode[side][q->mode]++;
+                    cancel_api[side][q->api]++;
+                    cancel_stale[side] += q->cancel_stale;
+                    cancel_inwait[side] += q->cancel_inwait;
+                    if (!side) { /* onto never-written elements, or beyond the records (a zero-length box does not count) */
+                        int beyond = V->is_rec && q->api != API_VARN && q->start[0] >= s->nrec;
+                        for (int b = 0; V->is_rec && q->api == API_VARN && b < q->nbox; b++) {
+                            const box_t *B = &s->boxes[q->box0 + b];
+                            int empty = 0;
+                            for (int d = 0; d < V->ndims && !q->nullcounts; d++) empty |= B->count[d] == 0;
+                            beyond |= !empty && B->start[0] >= s->nrec;
+                        }
+                        cancel_beyond += beyond;
+                        cancel_fill += !beyond;
+                    }
+                }
             }
         }
         scen_free(s);
@@ -922,6 +1077,21 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
         printf("\n");
     }
     printf("  varm with a padded (non-bijective) imap: %ld; reads with a zero count: %ld\n", padded_varm, zero_reads);
+    for (int side = 0; side < 2; side++) {
+        printf("  %s varn:", side ? "reader" : "writer");
+        for (int m = 0; m < (side ? MODE_BPUT : MODE_COUNT); m++) printf(" %s %ld", mode_name(m), varn_mode[side][m]);
+        printf(" | flexible %ld, counts=NULL %ld, several boxes %ld, boxes %ld, zero-length boxes %ld, deliberate errors %ld\n",
+               varn_flex[side], varn_null[side], varn_multi[side], varn_boxes[side], varn_zerobox[side], varn_err[side]);
+        printf("  %s cancelled:", side ? "reader" : "writer");
+        for (int c = CANCEL_NOW; c < CANCEL_COUNT; c++) printf(" %s %ld", cancel_name(c), cancel[side][c]);
+        printf(" |");
+        for (int m = MODE_NB; m < (side ? MODE_BPUT : MODE_COUNT); m++) printf(" %s %ld", mode_name(m), cancel_mode[side][m]);
+        printf(" |");
+        for (int a = 0; a < API_COUNT; a++) printf(" %s %ld", api_name(a), cancel_api[side][a]);
+        printf(" | stale id cancelled again %ld, NC_REQ_NULL id in the wait %ld", cancel_stale[side], cancel_inwait[side]);
+        if (!side) printf(" | onto never-written elements %ld, beyond the records %ld", cancel_fill, cancel_beyond);
+        printf("\n");
+    }
 }
 
 int main(int argc, char **argv) {
