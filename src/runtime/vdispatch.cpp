@@ -275,12 +275,13 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
             if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
             vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {
-            st = NC_EINVAL_REQUEST;
+            st = NC_EINVAL_REQUEST; // not pending (e.g. already completed): the id stays as it is
         }
         if (count != NC_REQ_ALL) {
             if (statuses) statuses[i] = st;
-            reqs[i] = NC_REQ_NULL;
+            if (st != NC_EINVAL_REQUEST) reqs[i] = NC_REQ_NULL;
         }
+        if (rc == NC_NOERR) rc = st; // as PnetCDF: the first request error, also with a status array
     }
     return rc;
 }

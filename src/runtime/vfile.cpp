@@ -268,13 +268,28 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_abort: return close_file(rt, vf, true);
     case DTF_FN_ncmpi_wait: case DTF_FN_ncmpi_wait_all:
         return vfile_wait(rt, vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
-    case DTF_FN_ncmpi_buffer_attach: case DTF_FN_ncmpi_buffer_detach: return NC_NOERR; // puts are copied at once
+    // bput values are copied at once: the attached buffer is only accounted for, never used.
+    case DTF_FN_ncmpi_buffer_attach:
+        if (vf.bput_buffer > 0) return NC_EPREVATTACHBUF;
+        if (arg<MPI_Offset>(args, 1) <= 0) return NC_ENULLBUF;
+        vf.bput_buffer = arg<MPI_Offset>(args, 1);
+        return NC_NOERR;
+    case DTF_FN_ncmpi_buffer_detach:
+        if (vf.bput_buffer == 0) return NC_ENULLABUF;
+        vf.bput_buffer = 0;
+        return NC_NOERR;
+    case DTF_FN_ncmpi_inq_buffer_size: case DTF_FN_ncmpi_inq_buffer_usage: {
+        if (vf.bput_buffer == 0) return NC_ENULLABUF;
+        MPI_Offset *out = arg<MPI_Offset *>(args, 1);
+        if (out) *out = fn == DTF_FN_ncmpi_inq_buffer_size ? vf.bput_buffer : 0;
+        return NC_NOERR;
+    }
     case DTF_FN_ncmpi_cancel:
         return vfile_cancel(vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
     case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
     case DTF_FN_ncmpi_inq_nreqs: {
         int *n = arg<int *>(args, 1);
-        if (n) *n = static_cast<int>(vf.pending.size());
+        if (n) *n = static_cast<int>(vf.pending.size() + vf.pending_puts.size());
         return NC_NOERR;
     }
     default: break;

@@ -83,6 +83,7 @@ struct VirtualFile {
         int64_t numrecs; // the record count once this put takes effect
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
+    MPI_Offset bput_buffer = 0;             // size given to ncmpi_buffer_attach (0: none)
     int next_request = 1;          // ids of nonblocking requests given to the user
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
