@@ -179,6 +179,10 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
         // The values are copied now (the buffer is free at once, as for bput), but like PnetCDF the
         // write takes effect in the order of wait/wait_all; its outcome is reported there.
         int *req = arg<int *>(args, in.req);
+        if (c.nelems == 0) { // as PnetCDF: nothing to do, no request
+            if (req) *req = NC_REQ_NULL;
+            return conv;
+        }
         const int id = vf.next_request++;
         if (req) *req = id;
         // Records it adds count from the wait on (a cancelled put adds none), as in PnetCDF.
@@ -236,8 +240,13 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
         for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
     }
     if (in.mode == DTF_PNC_MODE_NB) {
+        int *req = arg<int *>(args, in.req);
+        if (c.nelems == 0) { // as PnetCDF: nothing to do, no request
+            if (req) *req = NC_REQ_NULL;
+            return NC_NOERR;
+        }
         int id = vf.next_request++;
-        arg<int *>(args, in.req)[0] = id;
+        if (req) *req = id;
         vf.pending[id] = std::move(r);
         return NC_NOERR;
     }
