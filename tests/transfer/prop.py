@@ -3,13 +3,22 @@
 
 usage: prop.py --dtfrun PATH --exe PATH [--writer-exe PATH] [--cases N] [--seed S|fixed] [--first K]
                [--shape MxN] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
-               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [-v]
+               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [-v]
 
 Each case is a random scenario (tests/transfer/scenario.c) generated from (seed, case number): a CDF-5
 file with 1..3 variables of every external type, 0-D to 4-D, with and without a record dimension,
 attributes and fill settings, written by M writer ranks with a random decomposition and every access
-kind, and read by N reader ranks with another one. All cases run inside ONE dtfrun launch (the
-programs loop over the cases, one file case.<K>.nc each).
+kind, and read by N reader ranks with another one. Access kinds: var/var1/vara/vars/varm/varn (varn:
+a list of non-overlapping boxes, or single elements with counts NULL, perhaps an empty box, one
+buffer in list order), typed or flexible, collective (varn in rounds of their own, num=0 for the ranks
+without one), independent, iput/iget/bput + wait/wait_all. Some nonblocking requests are cancelled
+(right after they are posted, after the others, or by ncmpi_cancel(NC_REQ_ALL)); a cancelled put
+writes different values to elements nobody writes or beyond the records (they must read as fill and
+the record count must not change), a cancelled get must leave its buffer alone; the statuses, the
+ids (NC_REQ_NULL after cancel and wait, and for a zero-length iget/iput from the start), cancelling
+or waiting again for a stale id
+(NC_EINVAL_REQUEST, the id unchanged) and NC_REQ_NULL ids in a wait list are checked too. All cases
+run inside ONE dtfrun launch (the programs loop over the cases, one file case.<K>.nc each).
 
 Runs
   oracle  mode="file", C writer: the writer writes the real file, the reader reads it.
@@ -23,7 +32,9 @@ Checks
     writer program).
 On a failure it prints the case, the seed, the scenario in readable form and the first difference.
 Reproduce one case: --seed S --first K --cases 1; print a scenario: xfer_prop describe S K M N;
-feature counts of a seed: xfer_prop stats S NCASES M N. Debugging: --keep DIR keeps files and dumps;
+feature counts of a seed: xfer_prop stats S NCASES M N. Triage: --avoid (XFER_AVOID) leaves features
+out of the generator (varn, stale-cancel, cancel-beyond, zero-beyond, stale-wait, zero-nb: no
+zero-length iget) to look past a known failure. Debugging: --keep DIR keeps files and dumps;
 XFER_TRACE=1 makes every rank print each call before it makes it (for hangs); the programs also run
 without dtf (CONFIG "-"; start the writer, then the reader, with plain mpirun).
 
@@ -32,7 +43,13 @@ What the generator avoids, because the oracle (PnetCDF 1.12.3 + Open MPI 4.1 I/O
   - blocking vars/varm with a stride along the record dimension of a 1-D record variable when the
     file has several record variables (the stride is ignored; iput/iget are right);
   - collective rounds where ranks access different kinds of variables (record vs fixed-size) or use
-    varn for zero-length participation (PnetCDF's collectives then mismatch and hang).
+    varn for zero-length participation of a non-varn round (PnetCDF's collectives then mismatch and
+    hang); a collective varn on a scalar variable with num=0 on another rank (hangs too: made
+    independent);
+  - varn boxes that overlap within one get_varn/iget_varn (wrong values in the buffer, also when
+    blocking), and varn boxes with count > 1 along the record dimension (read and written as if the
+    records were contiguous: wrong values, or MPI_ERR_TYPE from MPI_File_set_view); record
+    variables get one box per record.
 The writer separates its phases with barriers and disables ROMIO write data sieving (read-modify-
 write of interleaved extents loses other ranks' writes); the driver selects ROMIO (see --mpi-io).
 """
@@ -223,7 +240,7 @@ def main():
                         "PASS only if the self-check and the dump comparison both flag exactly case K")
     p.add_argument("--avoid", metavar="FEATURES", default=os.environ.get("XFER_AVOID", ""),
                    help="comma-separated generator features to leave out (XFER_AVOID; to triage a known "
-                        "failure): varn, stale-cancel, cancel-beyond, zero-beyond")
+                        "failure): varn, stale-cancel, cancel-beyond, zero-beyond, stale-wait, zero-nb")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)

@@ -1091,6 +1091,7 @@ static void gen_writers(scen_t *s, rng_t *r, latv_t pieces[SC_MAXVARS]) {
     }
     s->nwphase = MODE_COUNT;
     shuffle(r, s->wphase, MODE_COUNT);
+    s->wstale_wait = chance(r, 40) && !avoiding(s, "stale-wait");
 }
 
 static void gen_readers(scen_t *s, rng_t *r) {
@@ -1176,6 +1177,7 @@ static void gen_readers(scen_t *s, rng_t *r) {
             req_t *q = &s->r[i];
             if (q->rank != p || q->err || q->cancel) continue;
             if (bad_strided_rec(s, q)) q->mode = MODE_NB;
+            if (q->mode == MODE_NB && req_nelems(s, q) == 0 && avoiding(s, "zero-nb")) q->mode = MODE_INDEP;
             if (q->mode != MODE_NB) continue;
             const var_t *V = &s->vars[q->var];
             if (!seen[q->var]) seen[q->var] = calloc((size_t)V->nelems + 1, 1);
@@ -1201,6 +1203,7 @@ static void gen_readers(scen_t *s, rng_t *r) {
     s->nrphase = 3;
     shuffle(r, s->rphase, 3);
     s->rwait = rnd(r, 0, WAIT_COUNT - 1);
+    s->rstale_wait = chance(r, 40) && !avoiding(s, "stale-wait");
     for (int v = -1; v < s->nvars; v++) {
         const att_t *atts = v < 0 ? s->gatts : s->vars[v].atts;
         int n = v < 0 ? s->ngatts : s->vars[v].natts;
@@ -1451,14 +1454,15 @@ void scen_print(const scen_t *s, FILE *f) {
     for (int i = 0; i < s->nwphase; i++)
         fprintf(f, " %s%s", mode_name(s->wphase[i]),
                 s->wphase[i] == MODE_NB || s->wphase[i] == MODE_BPUT ? (s->wphase[i] == MODE_NB ? "" : "") : "");
-    fprintf(f, " (nb completes with %s, bput with %s)\n", waits[s->wwait[MODE_NB]], waits[s->wwait[MODE_BPUT]]);
+    fprintf(f, " (nb completes with %s, bput with %s%s)\n", waits[s->wwait[MODE_NB]], waits[s->wwait[MODE_BPUT]],
+            s->wstale_wait ? "; then a wait(list) waits again for a completed id" : "");
     for (int i = 0; i < s->nw; i++) {
         req_describe(s, &s->w[i], line, sizeof line);
         fprintf(f, "    put %d: %s\n", i, line);
     }
     fprintf(f, "  reader phases:");
     for (int i = 0; i < s->nrphase; i++) fprintf(f, " %s", mode_name(s->rphase[i]));
-    fprintf(f, " (nb completes with %s)\n", waits[s->rwait]);
+    fprintf(f, " (nb completes with %s%s)\n", waits[s->rwait], s->rstale_wait ? "; then waits again for a completed id" : "");
     for (int i = 0; i < s->nr; i++) {
         req_describe(s, &s->r[i], line, sizeof line);
         fprintf(f, "    get %d: %s\n", i, line);

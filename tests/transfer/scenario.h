@@ -7,7 +7,10 @@
  *                      writers write (a disjoint decomposition, some pieces dropped), value salt;
  *   B (seed, case, M)  who writes each piece and how (API, memory type or MPI datatype, mode);
  *   C (seed, case, N)  what the readers request and how.
- * So the data of a case does not depend on the rank counts, only its decomposition does.
+ * So the data of a case does not depend on the rank counts, only its decomposition does. Stream B
+ * also makes the cancelled puts (onto never-written pieces or beyond the records), stream C the
+ * cancelled gets; the boxes of the varn requests of both sides are kept in one pool (s->boxes).
+ * XFER_AVOID (read here) turns features off for triage; the scenario prints it.
  *
  * Nothing here calls MPI (MPI_Offset is only a type), so `xfer_prop describe` runs without mpirun.
  * The memory layout of a request (where each element goes in the user buffer, including the
@@ -153,6 +156,8 @@ typedef struct {
     int wphase[MODE_COUNT], nwphase; /* writer phase order (modes); all four */
     int rphase[MODE_COUNT], nrphase; /* reader phase order; COLL, INDEP, NB */
     int wwait[MODE_COUNT], rwait;    /* WAIT_* for the NB and BPUT phases */
+    int wstale_wait, rstale_wait;    /* after a wait(list) in indep mode, wait again for a completed id:
+                                      * NC_EINVAL_REQUEST, the id left alone */
     int wphase_forced[MODE_COUNT];   /* run the phase even when nobody has requests in it */
     int rphase_forced[MODE_COUNT];
     int att_mt[SC_MAXVARS + 1][SC_MAXATTS]; /* memory type of the reader's get_att_<type> (or -1) */

@@ -465,6 +465,18 @@ static void cancel_op(int ncid, op_t *o) {
  * PnetCDF and dtf). */
 static const char *id_class(int id, int posted) { return id == NC_REQ_NULL ? "null" : id == posted ? "same" : "other"; }
 
+/* Record (and check) the id a nonblocking post returned: PnetCDF gives a request that accesses no
+ * element (zero counts, or only empty varn boxes) NC_REQ_NULL, any other a real id. */
+static void rec_posted(sbuf_t *d, const op_t *o, int i, const char *what) {
+    const req_t *q = o->q;
+    if ((q->mode != MODE_NB && q->mode != MODE_BPUT) || o->rc != NC_NOERR) return;
+    const int want_null = o->L.n == 0, is_null = o->posted_id == NC_REQ_NULL;
+    sb_printf(d, " posted=%s", is_null ? "null" : "id");
+    if (is_null != want_null)
+        fail("%s %d %s: the post returned request id %d, expected %s", what, i, o->label, o->posted_id,
+             want_null ? "NC_REQ_NULL (no element)" : "a real id");
+}
+
 /* Record (and check) what the cancel of a cancelled request did. */
 static void rec_cancel(sbuf_t *d, const op_t *o, int i, const char *what) {
     const req_t *q = o->q;
@@ -537,8 +549,9 @@ static int put_att(int ncid, int varid, const att_t *A) {
     }
 }
 
-/* Complete the nonblocking requests ops[0..n) (this rank's) with wait kind wk; statuses go into ops. */
-static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char *what) {
+/* Complete the nonblocking requests ops[0..n) (this rank's) with wait kind wk; statuses go into ops.
+ * stale_wait: after a wait(list) in independent mode, wait again for the first (now completed) id. */
+static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char *what, int stale_wait) {
     int *reqs = malloc(sizeof(int) * (size_t)(n + 1)), *st = malloc(sizeof(int) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) reqs[i] = ops[i]->reqid, st[i] = -999;
     /* the wait returns the first error of the requests (a get whose data is out of range: NC_ERANGE) */
@@ -557,6 +570,16 @@ static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char 
         rec_rc(d, ncmpi_begin_indep_data(ncid), NC_NOERR, "%s begin_indep_data", what);
         rec_rc(d, ncmpi_wait(ncid, n, reqs, st), expect, "%s wait(%d)", what, n);
         for (int i = 0; i < n; i++) ops[i]->status = st[i], ops[i]->has_status = 1, ops[i]->wait_req = reqs[i];
+        int first = 0; /* the first request that got an id (a zero-length one gets NC_REQ_NULL) */
+        while (first < n && ops[first]->posted_id == NC_REQ_NULL) first++;
+        if (stale_wait && first < n) { /* nothing is pending now, so no id is valid */
+            int posted = ops[first]->posted_id, id = posted, sst = -999;
+            rec_rc(d, ncmpi_wait(ncid, 1, &id, &sst), NC_EINVAL_REQUEST, "%s wait(1) again for a completed id", what);
+            sb_printf(d, "%s wait again status=%d req=%s\n", what, sst, id_class(id, posted));
+            if (sst != NC_EINVAL_REQUEST || id != posted)
+                fail("%s wait(1) again for the completed id %d: status %d, id %d; expected NC_EINVAL_REQUEST and the id unchanged",
+                     what, posted, sst, id);
+        }
         rec_rc(d, ncmpi_end_indep_data(ncid), NC_NOERR, "%s end_indep_data", what);
         break;
     }
@@ -642,7 +665,8 @@ static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, 
             int nwait = 0;
             for (int j = 0; j < nmine; j++)
                 if (!mine[j]->q->cancel || mine[j]->q->cancel_inwait) waitlist[nwait++] = mine[j];
-            complete(ncid, d, waitlist, nwait, waits[mode], mode == MODE_NB ? (is_writer ? "iput" : "iget") : "bput");
+            complete(ncid, d, waitlist, nwait, waits[mode], mode == MODE_NB ? (is_writer ? "iput" : "iget") : "bput",
+                     is_writer ? s->wstale_wait : s->rstale_wait);
             if (attached) rec_rc(d, ncmpi_buffer_detach(ncid), NC_NOERR, "bput buffer_detach");
             break;
         }
@@ -720,6 +744,7 @@ static void writer_case(const scen_t *s, const char *dir) {
             if (s->w[i].rank != rank) continue;
             int expect = err_code(o->q->err);
             sb_printf(&d, "put %d %s rc=%d", i, o->label, o->rc);
+            rec_posted(&d, o, i, "put");
             if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
             rec_cancel(&d, o, i, "put");
             sb_printf(&d, "\n");
@@ -914,6 +939,7 @@ static void reader_case(const scen_t *s, const char *dir) {
                 else expect_rc = NC_ERANGE;
             }
             sb_printf(&d, "get %d %s rc=%d", i, o->label, o->rc);
+            rec_posted(&d, o, i, "get");
             if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
             rec_cancel(&d, o, i, "get");
             if (o->has_status && o->wait_req != NC_REQ_NULL) fail("get %d %s: request id %d after the wait, expected NC_REQ_NULL", i, o->label, o->wait_req);
