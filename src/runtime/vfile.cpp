@@ -132,34 +132,31 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
 int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     model::Header &h = vf.header;
     const bool writer = vf.writer;
-    auto define = [&](auto &&op) { return op(); }; // the reader's header is read-only: NC_EPERM
+    // Define calls on the reader's header return what PnetCDF returns on a read-only file (NC_EPERM...).
     switch (fn) {
     case DTF_FN_ncmpi_enddef:
-    case DTF_FN_ncmpi__enddef:
-        return define([&] {
-            int rc = h.enddef();
-            if (rc == NC_NOERR) announce_definition(rt, vf);
-            return rc;
-        });
-    case DTF_FN_ncmpi_redef: return define([&] { return h.redef(); });
+    case DTF_FN_ncmpi__enddef: {
+        int rc = h.enddef();
+        if (rc == NC_NOERR) announce_definition(rt, vf);
+        return rc;
+    }
+    case DTF_FN_ncmpi_redef: return h.redef();
     case DTF_FN_ncmpi_begin_indep_data: return h.begin_indep_data();
     case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();
     case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_flush: case DTF_FN_ncmpi_sync_numrecs: return NC_NOERR;
-    case DTF_FN_ncmpi_set_fill: return define([&] { return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2)); });
+    case DTF_FN_ncmpi_set_fill: return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2));
     case DTF_FN_ncmpi_def_var_fill:
-        return define([&] { return h.def_var_fill(arg<int>(args, 1), arg<int>(args, 2), arg<const void *>(args, 3)); });
+        return h.def_var_fill(arg<int>(args, 1), arg<int>(args, 2), arg<const void *>(args, 3));
     case DTF_FN_ncmpi_def_dim:
-        return define([&] { return h.def_dim(arg<const char *>(args, 1), arg<MPI_Offset>(args, 2), arg<int *>(args, 3)); });
+        return h.def_dim(arg<const char *>(args, 1), arg<MPI_Offset>(args, 2), arg<int *>(args, 3));
     case DTF_FN_ncmpi_def_var:
-        return define([&] {
-            return h.def_var(arg<const char *>(args, 1), arg<nc_type>(args, 2), arg<int>(args, 3),
-                             arg<const int *>(args, 4), arg<int *>(args, 5));
-        });
-    case DTF_FN_ncmpi_rename_dim: return define([&] { return h.rename_dim(arg<int>(args, 1), arg<const char *>(args, 2)); });
-    case DTF_FN_ncmpi_rename_var: return define([&] { return h.rename_var(arg<int>(args, 1), arg<const char *>(args, 2)); });
+        return h.def_var(arg<const char *>(args, 1), arg<nc_type>(args, 2), arg<int>(args, 3),
+                         arg<const int *>(args, 4), arg<int *>(args, 5));
+    case DTF_FN_ncmpi_rename_dim: return h.rename_dim(arg<int>(args, 1), arg<const char *>(args, 2));
+    case DTF_FN_ncmpi_rename_var: return h.rename_var(arg<int>(args, 1), arg<const char *>(args, 2));
     case DTF_FN_ncmpi_rename_att:
-        return define([&] { return h.rename_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<const char *>(args, 3)); });
-    case DTF_FN_ncmpi_del_att: return define([&] { return h.del_att(arg<int>(args, 1), arg<const char *>(args, 2)); });
+        return h.rename_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<const char *>(args, 3));
+    case DTF_FN_ncmpi_del_att: return h.del_att(arg<int>(args, 1), arg<const char *>(args, 2));
     case DTF_FN_ncmpi_inq:
         return h.inq(arg<int *>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3), arg<int *>(args, 4));
     case DTF_FN_ncmpi_inq_format: return h.inq_format(arg<int *>(args, 1));
