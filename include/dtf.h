@@ -19,6 +19,8 @@
 #ifndef DTF_H
 #define DTF_H
 
+#include <mpi.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -68,6 +70,44 @@ int dtf_transfer(const char *filename, int ncid);
  * Collective over MPI_COMM_WORLD of the calling program; call it before MPI_Finalize. Waits at most
  * DTF_TIMEOUT seconds for the peers. Files still open are reported. */
 int dtf_finalize(void);
+
+/* Per-phase timers: where this rank's time inside dtf goes, for benchmarks and tuning.
+ * Off by default, and then they cost one branch per dtf call; DTF_PRINT_STATS=1 turns them on too (and
+ * prints them at dtf_finalize). Phases are exclusive (a phase entered inside another pauses it), so
+ * they add up to the time spent inside dtf calls on this rank, in all threads:
+ *   OPEN      create/open and define mode of files dtf handles (in file mode: waiting for the writer)
+ *   MATCH     matching read requests against writes (writer side)
+ *   PACK      copying data: puts, packing pieces for a reader, unpacking and converting on the reader
+ *   TRANSFER  the rest of dtf_transfer and of completing gets (protocol, posting messages)
+ *   WAIT      waiting for the peer component or the network
+ *   CLOSE     ncmpi_close of files dtf handles, except what it spends in the phases above
+ * Bytes: PACK counts bytes copied, TRANSFER bytes sent plus received; the other phases count none. */
+enum dtf_phase {
+    DTF_PHASE_OPEN,
+    DTF_PHASE_MATCH,
+    DTF_PHASE_PACK,
+    DTF_PHASE_TRANSFER,
+    DTF_PHASE_WAIT,
+    DTF_PHASE_CLOSE,
+    DTF_NUM_PHASES
+};
+
+/* Turn the timers on (on != 0) or off. Local; may be called at any time, also before dtf_init. */
+int dtf_timers(int on);
+
+/* This process's totals since the timers were last reset: seconds[DTF_NUM_PHASES] and
+ * bytes[DTF_NUM_PHASES] (either may be NULL). Resets them to zero when reset != 0. Local. */
+int dtf_timers_read(double *seconds, long long *bytes, int reset);
+
+/* Name of a phase ("open", "match", ...); NULL when out of range. */
+const char *dtf_phase_name(int phase);
+
+/* A duplicate of the inter-communicator dtf connected to component `component` (local group: this
+ * program's MPI_COMM_WORLD; remote group: the other program's), for applications that exchange data
+ * of their own with a peer. Collective over both programs, which name each other (it calls MPI_Comm_dup
+ * on the inter-communicator); free it with
+ * MPI_Comm_free before dtf_finalize. DTF_ERR_ARG when no [FILE] section links the two components. */
+int dtf_intercomm(const char *component, MPI_Comm *comm);
 
 /* Generic message of a DTF_ERR_* code (or of a PnetCDF code, delegated to ncmpi_strerror).
  * Local; never NULL. */

@@ -5,12 +5,19 @@
 !>     call dtf_finalize(ierr)                            ! collective over MPI_COMM_WORLD, before MPI_Finalize
 !> ierr is 0 on success, a DTF_ERR_* code otherwise (see dtf.h); dtf_strerror(ierr) describes it and
 !> dtf_errmsg() gives the detailed message of the last error.
-!> Without the module, the same three calls work as plain external subroutines (src/fortran/externals.c).
+!> Per-phase timers (see dtf.h): call dtf_timers(1, ierr), then
+!>     call dtf_timers_read(seconds, bytes, reset, ierr)  ! real(8) seconds(DTF_NUM_PHASES), integer(8) bytes(...)
+!> Without the module, the three calls above work as plain external subroutines (src/fortran/externals.c).
 module dtf
-  use, intrinsic :: iso_c_binding, only: c_char, c_int, c_null_char, c_ptr, c_f_pointer, c_associated
+  use, intrinsic :: iso_c_binding, only: c_char, c_int, c_double, c_long_long, c_null_char, c_ptr, c_f_pointer, &
+                                         c_associated
   implicit none
   private
-  public :: dtf_init, dtf_transfer, dtf_finalize, dtf_strerror, dtf_errmsg
+  public :: dtf_init, dtf_transfer, dtf_finalize, dtf_strerror, dtf_errmsg, dtf_timers, dtf_timers_read
+
+  ! Phases of the timers, as DTF_PHASE_* in dtf.h (0-based: seconds(DTF_PHASE_OPEN + 1) is "open").
+  integer, parameter, public :: DTF_PHASE_OPEN = 0, DTF_PHASE_MATCH = 1, DTF_PHASE_PACK = 2, &
+                                DTF_PHASE_TRANSFER = 3, DTF_PHASE_WAIT = 4, DTF_PHASE_CLOSE = 5, DTF_NUM_PHASES = 6
 
   interface
     integer(c_int) function c_dtf_init(config, component) bind(C, name="dtf_init")
@@ -31,6 +38,16 @@ module dtf
     end function
     type(c_ptr) function c_dtf_errmsg() bind(C, name="dtf_errmsg")
       import :: c_ptr
+    end function
+    integer(c_int) function c_dtf_timers(on) bind(C, name="dtf_timers")
+      import :: c_int
+      integer(c_int), value :: on
+    end function
+    integer(c_int) function c_dtf_timers_read(seconds, bytes, reset) bind(C, name="dtf_timers_read")
+      import :: c_int, c_double, c_long_long
+      real(c_double), intent(out) :: seconds(*)
+      integer(c_long_long), intent(out) :: bytes(*)
+      integer(c_int), value :: reset
     end function
     integer(c_int) function c_strlen(s) bind(C, name="strlen")
       import :: c_ptr, c_int
@@ -56,6 +73,20 @@ contains
   subroutine dtf_finalize(ierr)
     integer, intent(out) :: ierr
     ierr = c_dtf_finalize()
+  end subroutine
+
+  subroutine dtf_timers(on, ierr)
+    integer, intent(in) :: on
+    integer, intent(out) :: ierr
+    ierr = c_dtf_timers(int(on, c_int))
+  end subroutine
+
+  subroutine dtf_timers_read(seconds, bytes, reset, ierr)
+    real(c_double), intent(out) :: seconds(DTF_NUM_PHASES)
+    integer(c_long_long), intent(out) :: bytes(DTF_NUM_PHASES)
+    integer, intent(in) :: reset
+    integer, intent(out) :: ierr
+    ierr = c_dtf_timers_read(seconds, bytes, int(reset, c_int))
   end subroutine
 
   function dtf_strerror(code) result(msg)

@@ -1,14 +1,17 @@
 // The public C API (dtf.h). Every function holds the runtime lock and converts errors to codes.
 #include <pnetcdf.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "common/api.hpp"
 #include "common/cwd.hpp"
 #include "common/error.hpp"
+#include "common/phase.hpp"
 #include "config/config.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
+#include "transport/mpi_util.hpp"
 
 using dtf::runtime::Runtime;
 
@@ -57,3 +60,32 @@ DTF_API const char *dtf_strerror(int code) {
 }
 
 DTF_API const char *dtf_errmsg(void) { return dtf::last_error(); }
+
+DTF_API int dtf_timers(int on) {
+    dtf::phase::enable(on != 0);
+    return DTF_SUCCESS;
+}
+
+DTF_API int dtf_timers_read(double *seconds, long long *bytes, int reset) {
+    dtf::phase::Totals t = dtf::phase::read(reset != 0);
+    if (seconds) std::copy(t.seconds, t.seconds + dtf::phase::Count, seconds);
+    if (bytes) std::copy(t.bytes, t.bytes + dtf::phase::Count, bytes);
+    return DTF_SUCCESS;
+}
+
+DTF_API const char *dtf_phase_name(int phase) { return dtf::phase::name(phase); }
+
+DTF_API int dtf_intercomm(const char *component, MPI_Comm *comm) {
+    return dtf::guard([&] {
+        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        Runtime *rt = Runtime::instance();
+        if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_intercomm: dtf_init has not been called");
+        if (!component || !comm) dtf::fail(DTF_ERR_ARG, "dtf_intercomm: component or comm is NULL");
+        const int c = rt->config().component_index(component);
+        if (c < 0 || !rt->connected_to(c))
+            dtf::fail(DTF_ERR_ARG, "dtf_intercomm('%s'): component '%s' is not connected to '%s' (no [FILE] section "
+                      "names both)", component, rt->self_name().c_str(), component);
+        dtf::transport::check_mpi(MPI_Comm_dup(rt->peer(c).inter, comm), "MPI_Comm_dup (dtf_intercomm)");
+        return 0;
+    });
+}

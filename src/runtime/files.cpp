@@ -15,6 +15,7 @@
 #include "common/cwd.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
@@ -89,6 +90,7 @@ using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
 int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
     Target t;
     if (!find_target(rt, path, &t)) return DTF_PNC_PASS;
+    phase::Scope timer(phase::Open);
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     if (t.rule->mode == config::Mode::Transfer)
@@ -114,6 +116,7 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
 int close_file(Runtime &rt, int fn, int ncid) {
     auto it = rt.open_files().find(ncid);
     if (it == rt.open_files().end()) return DTF_PNC_PASS;
+    phase::Scope timer(phase::Close);
     OpenFile f = it->second;
     rt.open_files().erase(it);
     set_owned(ncid, false);

@@ -6,6 +6,7 @@
 #include "common/clock.hpp"
 #include "common/cwd.hpp"
 #include "common/log.hpp"
+#include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "runtime/vfile.hpp"
 #include "transport/connect.hpp"
@@ -110,6 +111,7 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     MPI_Comm_size(world_, &size_);
     transport::on_all(world_, [&] { settings_ = config::settings_from_process_env(); });
     log::set_level(settings_.verbose);
+    if (settings_.print_stats) phase::enable(true);
     if (rank_ == 0)
         for (const auto &w : settings_.warnings) std::fprintf(stderr, "[dtf] warning: %s\n", w.c_str());
 
@@ -296,6 +298,7 @@ Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
 }
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what) {
+    phase::Scope timer(phase::Wait);
     Deadline deadline(settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
     for (;;) {
@@ -306,7 +309,6 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
                  self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
         backoff.sleep();
     }
-    stats_.wait_s += deadline.elapsed();
 }
 
 void Runtime::finalize() {
@@ -320,18 +322,22 @@ void Runtime::finalize() {
 
 namespace {
 void print_stats(MPI_Comm world, const std::string &name, int size, const Stats &s) {
-    double times[3] = {s.init_s, s.connect_s, s.wait_s}, tmax[3];
+    phase::Totals t = phase::read(false);
+    double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
+    std::copy(t.seconds, t.seconds + phase::Count, times + 2);
     long counts[4] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received}, csum[4];
-    MPI_Reduce(times, tmax, 3, MPI_DOUBLE, MPI_MAX, 0, world);
+    MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
     MPI_Reduce(counts, csum, 4, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
-    if (rank == 0)
-        std::fprintf(stderr,
-                     "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s), waited for peers %.3f s "
-                     "(max over ranks); summed over ranks: %ld write and %ld read sessions closed, %ld "
-                     "notices sent, %ld received\n",
-                     name.c_str(), size, tmax[0], tmax[1], tmax[2], csum[0], csum[1], csum[2], csum[3]);
+    if (rank != 0) return;
+    std::string phases;
+    for (int p = 0; p < phase::Count; ++p) phases += format(" %s %.3f s", phase::name(p), tmax[2 + p]);
+    std::fprintf(stderr,
+                 "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
+                 "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
+                 "received\n",
+                 name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3]);
 }
 } // namespace
 

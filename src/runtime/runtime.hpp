@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "runtime/buffers.hpp"
 #include "runtime/message.hpp"
 #include "transport/rendezvous.hpp"
 
@@ -45,7 +46,7 @@ struct OpenFile {
 };
 
 struct Stats {
-    double init_s = 0, connect_s = 0, wait_s = 0;
+    double init_s = 0, connect_s = 0;
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0;
 };
 
@@ -71,6 +72,7 @@ public:
     std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
     VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
+    BufferPool &buffers() { return buffers_; }
 
     // Send a message to every rank of component `peer`, or to one of its ranks (non-blocking;
     // completed in progress()). `from_component` is filled in.
@@ -84,6 +86,7 @@ public:
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
     Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what);
     const PeerLink &peer(int component) const;
+    bool connected_to(int component) const { return peers_.count(component) != 0; }
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
@@ -116,6 +119,7 @@ private:
     std::vector<std::unique_ptr<PendingSend>> sends_;
     std::deque<Message> inbox_;
     Stats stats_;
+    BufferPool buffers_;
 };
 
 } // namespace dtf::runtime

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "match/wire.hpp"
 #include "runtime/runtime.hpp"
@@ -115,18 +116,25 @@ void post(Outbox &out, std::vector<char> bytes, int dest, int tag, MPI_Comm comm
     out.emplace_back(req, buf);
 }
 
-// Complete what can be completed without blocking; true when nothing is left.
-bool progress_outbox(Outbox &out) {
+// Complete what can be completed without blocking (sent buffers go back to the pool); true when
+// nothing is left.
+bool progress_outbox(Runtime &rt, Outbox &out) {
     for (auto it = out.begin(); it != out.end();) {
         int flag = 0;
         check_mpi(MPI_Test(&it->first, &flag, MPI_STATUS_IGNORE), "MPI_Test (send)");
-        it = flag ? out.erase(it) : it + 1;
+        if (!flag) {
+            ++it;
+            continue;
+        }
+        if (it->second.use_count() == 1) rt.buffers().give(std::move(*it->second));
+        it = out.erase(it);
     }
     return out.empty();
 }
 
 // The matcher's part of serving one ReadRequest: match, send orders to the writers, the plan to the reader.
 void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_rank, Outbox &out) {
+    phase::Scope timer(phase::Match);
     std::vector<match::ReadReq> reads = match::decode_reads(m.payload);
     for (auto &r : reads) r.rank = reader_rank;
     std::vector<match::Piece> pieces = match::match(vf.group_writes, reads);
@@ -146,16 +154,24 @@ void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_ra
 // A writer's part: send the data of `pieces` (all for one reader) in one message. Write ids are the
 // positions in vf.writes, counted from 1.
 void send_pieces(Runtime &rt, VirtualFile &vf, int reader_rank, const std::vector<match::Piece> &pieces, Outbox &out) {
-    std::vector<char> bytes;
+    phase::Scope timer(phase::Pack);
+    size_t total = 0;
     for (const auto &p : pieces) {
         if (p.write_id < 1 || p.write_id > vf.writes.size())
             fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", vf.path.c_str(),
                  static_cast<unsigned long long>(p.write_id));
-        WriteRecord &w = vf.writes[p.write_id - 1];
-        const size_t es = types::type_size(var_type(vf, w.meta.varid)), base = bytes.size();
-        bytes.resize(base + static_cast<size_t>(p.region.size()) * es);
-        copy_region(w.meta.box, w.data.data(), p.region, bytes.data() + base, es, true);
+        total += static_cast<size_t>(p.region.size()) * types::type_size(var_type(vf, vf.writes[p.write_id - 1].meta.varid));
     }
+    std::vector<char> bytes = rt.buffers().take(total);
+    size_t base = 0;
+    for (const auto &p : pieces) {
+        WriteRecord &w = vf.writes[p.write_id - 1];
+        const size_t es = types::type_size(var_type(vf, w.meta.varid));
+        copy_region(w.meta.box, w.data.data(), p.region, bytes.data() + base, es, true);
+        base += static_cast<size_t>(p.region.size()) * es;
+    }
+    phase::add_bytes(phase::Pack, bytes.size());
+    phase::add_bytes(phase::Transfer, bytes.size());
     post(out, std::move(bytes), reader_rank, kTagData, rt.peer(vf.peer).inter, "MPI_Isend (data)");
 }
 
@@ -183,7 +199,7 @@ void announce_writes(Runtime &rt, VirtualFile &vf) {
             }
             --expected;
         }
-        return progress_outbox(out) && expected == 0;
+        return progress_outbox(rt, out) && expected == 0;
     }, [&] {
         return format("dtf_transfer of '%s': writer rank %d waited for the write metadata of %d ranks of its work group",
                       vf.path.c_str(), vf.rank, expected);
@@ -252,7 +268,7 @@ int serve(Runtime &rt, VirtualFile &vf) {
             int reader = r.i32();
             send_pieces(rt, vf, reader, match::decode_pieces(r.bytes()), sends);
         }
-        return progress_outbox(sends) && finished;
+        return progress_outbox(rt, sends) && finished;
     }, [&] {
         size_t bytes = 0;
         for (const auto &s : sends) bytes += s.second->size();
@@ -284,6 +300,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
 // Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     if (batch.empty()) return NC_NOERR;
+    phase::Scope timer(phase::Transfer);
     const int tag = ++vf.batches; // pairs each plan with its request
     std::vector<match::ReadReq> reqs;
     for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
@@ -316,7 +333,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
             fail(DTF_ERR_UNSUPPORTED, "a get on '%s' needs %zu bytes from one writer rank in one message, more than one "
                  "MPI message can carry; split the request", vf.path.c_str(), n);
         std::vector<char> &buf = data[writer];
-        buf.resize(n);
+        buf = rt.buffers().take(n);
         recvs.emplace_back();
         check_mpi(MPI_Irecv(buf.data(), static_cast<int>(n), MPI_BYTE, writer, kTagData, rt.peer(vf.peer).inter, &recvs.back()),
                   "MPI_Irecv (data)");
@@ -328,7 +345,10 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
                       vf.path.c_str(), rt.world_rank(), bytes, by_writer.size(),
                       rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
+    phase::Scope unpack(phase::Pack);
     for (auto &[writer, list] : by_writer) {
+        phase::add_bytes(phase::Transfer, data[writer].size());
+        phase::add_bytes(phase::Pack, data[writer].size());
         char *src = data[writer].data();
         for (const auto *p : list) {
             const Part part = by_id.at(p->read_id);
@@ -340,20 +360,22 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         }
     }
     int first_error = NC_NOERR;
-    std::vector<char> mem;
+    for (auto &[writer, buf] : data) rt.buffers().give(std::move(buf));
     for (auto *r : batch) {
         const size_t n = r->staging.size() / types::type_size(r->xtype);
-        mem.resize(n * r->layout.elsize);
+        std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
         int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
         int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
         r->status = rc2 != NC_NOERR ? rc2 : rc;
-        r->staging = std::vector<char>();
+        rt.buffers().give(std::move(r->staging));
+        rt.buffers().give(std::move(mem));
         if (first_error == NC_NOERR) first_error = r->status;
     }
     return first_error;
 }
 
 int vfile_transfer(Runtime &rt, VirtualFile &vf) {
+    phase::Scope timer(phase::Transfer);
     if (vf.writer) return serve(rt, vf);
     std::vector<ReadRecord *> batch;
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
@@ -145,7 +146,7 @@ std::vector<char> fill_of(const VirtualFile &vf, int varid, nc_type xtype) {
     return fill;
 }
 
-int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
+int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (!vf.writer) return NC_EPERM;
     Call c;
     std::vector<model::Access> accesses;
@@ -154,11 +155,12 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    std::vector<char> scratch, ext(n * es);
+    std::vector<char> scratch, ext = rt.buffers().take(n * es);
     const char *mem = types::gather_view(layout, c.buf, scratch, &rc);
     if (rc != NC_NOERR) return rc;
     const std::vector<char> fill = fill_of(vf, c.varid, c.xtype);
     const int conv = types::convert_put(mem, layout.memtype, ext.data(), c.xtype, n, fill.data(), vf.header.format());
+    phase::add_bytes(phase::Pack, ext.size());
     if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
     const int64_t numrecs_before = vf.header.numrecs();
     // PnetCDF grows the record count for every vara-like write, even an empty one, but not for the
@@ -171,10 +173,16 @@ int put(VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
         WriteRecord w;
         w.meta = match::WriteReq{vf.rank, 0, c.varid, box};
         const size_t bytes = static_cast<size_t>(box.size()) * es;
-        w.data.assign(ext.begin() + static_cast<std::ptrdiff_t>(offset), ext.begin() + static_cast<std::ptrdiff_t>(offset + bytes));
+        if (c.boxes.size() == 1) {
+            w.data = std::move(ext); // the common case: no second copy
+        } else {
+            w.data = rt.buffers().take(bytes);
+            std::memcpy(w.data.data(), ext.data() + offset, bytes);
+        }
         offset += bytes;
         records.push_back(std::move(w));
     }
+    if (c.boxes.size() != 1) rt.buffers().give(std::move(ext));
     if (in.req >= 0) {
         // The values are copied now (the buffer is free at once, as for bput), but like PnetCDF the
         // write takes effect in the order of wait/wait_all; its outcome is reported there.
@@ -234,8 +242,10 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     }
     // Elements no writer wrote read as the fill value when the variable is filled, else as zeros.
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    r->staging.assign(n * es, 0);
-    if (!vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill) {
+    r->staging = rt.buffers().take(n * es);
+    if (vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill) {
+        std::memset(r->staging.data(), 0, r->staging.size());
+    } else {
         const std::vector<char> fill = fill_of(vf, varid, c.xtype);
         for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
     }
@@ -301,7 +311,7 @@ int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     const struct dtf_pnc_info *in = dtf_pnc_info(fn);
     if (in->multi || in->kind == DTF_PNC_KIND_VARD)
         fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode) is not supported yet", dtf_pnc_name(fn), vf.path.c_str());
-    return in->dir == DTF_PNC_DIR_PUT ? put(vf, *in, args) : get(rt, vf, *in, fn, args);
+    return in->dir == DTF_PNC_DIR_PUT ? put(rt, vf, *in, args) : get(rt, vf, *in, fn, args);
 }
 
 // ncmpi_cancel: drop pending nonblocking requests (NC_REQ_ALL: all); a cancelled put never happens.

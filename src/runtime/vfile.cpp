@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
@@ -123,6 +124,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     MPI_Comm_free(&vf.comm);
+    for (auto &w : vf.writes) rt.buffers().give(std::move(w.data));
     int ncid = vf.ncid;
     rt.virtual_files().erase(ncid); // vf is gone after this
     return rc;
@@ -259,7 +261,22 @@ int attribute_call(VirtualFile &vf, int fn, void **args) {
 
 } // namespace
 
+namespace {
+// The dtf_timers phase of a call on a virtual file (the phases entered inside it take their share).
+phase::Phase phase_of(int fn) {
+    switch (fn) {
+    case DTF_FN_ncmpi_close: case DTF_FN_ncmpi_abort: return phase::Close;
+    case DTF_FN_ncmpi_wait: case DTF_FN_ncmpi_wait_all: case DTF_FN_ncmpi_cancel: return phase::Transfer;
+    default: break;
+    }
+    const struct dtf_pnc_info *in = dtf_pnc_info(fn);
+    if (in->kind == DTF_PNC_KIND_NONE) return phase::Open;
+    return in->dir == DTF_PNC_DIR_PUT ? phase::Pack : phase::Transfer;
+}
+} // namespace
+
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    phase::Scope timer(phase_of(fn));
     switch (fn) {
     case DTF_FN_ncmpi_close: return close_file(rt, vf, false);
     case DTF_FN_ncmpi_abort: return close_file(rt, vf, true);

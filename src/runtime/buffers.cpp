@@ -1,0 +1,37 @@
+#include "runtime/buffers.hpp"
+
+#include <algorithm>
+
+namespace dtf::runtime {
+
+std::vector<char> BufferPool::take(size_t n) {
+    if (n < kSmall) return std::vector<char>(n);
+    in_use_ += n;
+    peak_ = std::max(peak_, in_use_);
+    // The smallest pooled buffer that fits, unless it would waste more than half of itself.
+    auto it = free_.lower_bound(n);
+    if (it == free_.end() || it->first > 2 * n) return std::vector<char>(n);
+    std::vector<char> buf = std::move(it->second);
+    pooled_ -= it->first;
+    free_.erase(it);
+    buf.resize(n); // pooled buffers have size == capacity >= n: this only shrinks
+    return buf;
+}
+
+void BufferPool::give(std::vector<char> &&buf) {
+    const size_t cap = buf.capacity();
+    std::vector<char> b = std::move(buf);
+    if (cap < kSmall) return;
+    in_use_ -= std::min(in_use_, b.size());
+    if (pooled_ + cap > peak_) return; // freed here
+    b.resize(cap);
+    pooled_ += cap;
+    free_.emplace(cap, std::move(b));
+}
+
+void BufferPool::clear() {
+    free_.clear();
+    pooled_ = in_use_ = peak_ = 0;
+}
+
+} // namespace dtf::runtime

@@ -1,0 +1,28 @@
+// Byte buffers recycled across sessions. A cyclic workflow moves the same sizes every cycle, and
+// fresh memory costs a page fault per 4 KiB on first touch (about 1 GB/s on our machines, several
+// times slower than copying into memory that is already mapped; see bench/letkf_io.c), so the buffers
+// of one session are kept for the next. Bounded: the pool never holds more bytes than dtf had in use
+// at once. Not thread-safe by itself: used under Runtime::mutex().
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <vector>
+
+namespace dtf::runtime {
+
+class BufferPool {
+public:
+    // A buffer of n bytes, contents unspecified.
+    std::vector<char> take(size_t n);
+    // Return a buffer (from take() or not); it may be kept for a later take().
+    void give(std::vector<char> &&buf);
+    void clear();
+
+private:
+    static constexpr size_t kSmall = 64 << 10; // below this malloc is cheap: not pooled
+    std::multimap<size_t, std::vector<char>> free_; // by capacity
+    size_t pooled_ = 0, in_use_ = 0, peak_ = 0;
+};
+
+} // namespace dtf::runtime
