@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Run the LETKF I/O benchmark (bench/letkf_io.c) over a sweep of sizes and collect its output.
+
+usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--png-dir DIR]
+
+Each run launches the model and the assimilation as two separate MPI jobs with dtfrun; one launch
+runs every mode (transfer, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
+compared within one run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command
+of every run to OUT/meta.json. With --md, bench/report.py then writes the report and its plots.
+
+Sweeps:
+  full   what `make bench` runs (about 5 minutes here): the default size, weak scaling (1, 2, 4
+         members of one rank each) and strong scaling (one member's fixed grid on 1, 2, 4 ranks).
+         Ranks beyond the machine's cores are oversubscribed; the report says so.
+  smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
+"""
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles)
+SWEEPS = {
+    "full": [
+        ("default", 2, 1, 1, (128, 128, 16), None, 3, 6),
+        ("weak", 1, 1, 1, (64, 64, 16), None, 2, 5),
+        ("weak", 2, 1, 1, (64, 64, 16), None, 2, 5),
+        ("weak", 4, 1, 1, (64, 64, 16), None, 2, 5),
+        ("strong", 1, 1, 1, (0, 0, 16), (256, 256), 2, 5),
+        ("strong", 1, 2, 1, (0, 0, 16), (256, 256), 2, 5),
+        ("strong", 1, 2, 2, (0, 0, 16), (256, 256), 2, 5),
+    ],
+    # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised.
+    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2)],
+}
+
+
+def output(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine(build):
+    mem_kib = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    version = "?"
+    with open(os.path.join(HERE, "..", "include", "dtf.h")) as f:
+        for line in f:
+            if line.startswith("#define DTF_VERSION "):
+                version = line.split()[2].strip('"')
+    commit = output(["git", "-C", HERE, "describe", "--always", "--dirty"])
+    return {
+        "uname": " ".join(platform.uname()),
+        "cpus": os.cpu_count(),
+        "mem_gib": round(mem_kib / 2**20, 1),
+        "mpi": output(["mpirun", "--version"]).splitlines()[0] if output(["mpirun", "--version"]) else "?",
+        "pnetcdf": output(["pnetcdf-config", "--version"]) or "?",
+        "dtf": f"{version} ({commit})" if commit else version,
+    }
+
+
+def command(build, run_dir, spec, csv_prefix, timeout):
+    label, members, px, py, grid, glob, reps, cycles = spec
+    ranks = members * px * py
+    args = ["--members", members, "--px", px, "--py", py, "--grid", *grid, "--reps", reps, "--cycles", cycles,
+            "--dir", run_dir, "--config", os.path.join(HERE, "letkf.ini"), "--label", label]
+    if glob:
+        args += ["--global", *glob]
+    args = [str(a) for a in args]
+    exe = os.path.join(build, "bench", "letkf_io")
+    return [os.path.join(build, "bin", "dtfrun"), "-c", os.path.join(HERE, "letkf.ini"), "--timeout", "60",
+            "--walltime", str(timeout),
+            "--name", "model", "-n", str(ranks), exe, "--role", "model", *args, "--csv", csv_prefix + ".model.csv",
+            ":", "--name", "assim", "-n", str(ranks), exe, "--role", "assim", *args, "--csv", csv_prefix + ".assim.csv"]
+
+
+def consistency_errors(header, rows):
+    """What is wrong with the rows of one run, beyond the values the programs verify themselves: the
+    assimilation must move the same bytes in every mode (the same blocks, whatever the transport),
+    and in transfer mode dtf's own timers must have counted bytes on both sides."""
+    cols = header.split(",")
+    io, dtf = {}, {}
+    for line in rows:
+        r = dict(zip(cols, line.split(",")))
+        if r["agg"] != "max":
+            continue
+        if r["component"] == "assim" and r["phase"] == "io":
+            io.setdefault(r["mode"], set()).add(float(r["bytes"]))
+        if r["mode"] == "transfer" and r["phase"] == "dtf.transfer":
+            dtf.setdefault(r["component"], set()).add(float(r["bytes"]))
+    errors = []
+    if len(set().union(*io.values())) != 1:
+        errors.append(f"the assimilation's bytes per cycle differ between modes: {io}")
+    if "transfer" in io and not all(min(dtf.get(c, {0})) > 0 for c in ("model", "assim")):
+        errors.append(f"dtf's timers counted no transferred bytes: {dtf}")
+    return errors
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("build", metavar="BUILD_DIR")
+    p.add_argument("--sweep", choices=sorted(SWEEPS), default="full")
+    p.add_argument("--out", help="output directory (default: BUILD_DIR/bench-<sweep>)")
+    p.add_argument("--md", help="also write this report (bench/report.py) from the results")
+    p.add_argument("--png-dir", help="where the report's plots go (default: perf/ beside --md)")
+    p.add_argument("--timeout", type=int, default=300, help="wall-time limit of one run in seconds")
+    a = p.parse_args()
+    build = os.path.abspath(a.build)
+    out = os.path.abspath(a.out or os.path.join(build, f"bench-{a.sweep}"))
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    files = os.path.join(out, "files")  # the file modes' netCDF files, removed after each run
+
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "command": "make bench" if a.sweep == "full" else " ".join(map(shlex.quote, sys.argv)),
+            "machine": machine(build), "runs": []}
+    header, rows = None, []
+    for i, spec in enumerate(SWEEPS[a.sweep]):
+        label, members, px, py, grid, glob, reps, cycles = spec
+        os.makedirs(files, exist_ok=True)
+        prefix = os.path.join(out, f"run{i}")
+        cmd = command(build, files, spec, prefix, a.timeout)
+        shown = " ".join(map(shlex.quote, cmd)).replace(build, "BUILD").replace(os.path.dirname(HERE), ".")
+        print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}): {members} members x {px}x{py} ranks, "
+              f"{'global ' + 'x'.join(map(str, glob)) if glob else 'x'.join(map(str, grid)) + ' per rank'}, "
+              f"{reps} reps x {cycles} cycles", flush=True)
+        start = time.time()
+        # The timeout is dtfrun's --walltime; this one only guards against dtfrun itself hanging.
+        rc = subprocess.run(cmd, cwd=files, timeout=a.timeout + 60).returncode
+        wall = time.time() - start
+        shutil.rmtree(files, ignore_errors=True)
+        if rc != 0:
+            sys.exit(f"letkf.py: run {i + 1} failed (status {rc}): {shown}")
+        run_rows = []
+        for role in ("model", "assim"):
+            with open(f"{prefix}.{role}.csv") as f:
+                lines = f.read().splitlines()
+            header = header or lines[0]
+            run_rows += lines[1:]
+        errors = consistency_errors(header, run_rows)
+        if errors:
+            sys.exit(f"letkf.py: run {i + 1} is inconsistent: " + "; ".join(errors))
+        rows += run_rows
+        nx = glob[0] // px if glob else grid[0]
+        ny = glob[1] // py if glob else grid[1]
+        meta["runs"].append({"label": label, "command": shown, "members": members, "px": px, "py": py,
+                             "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
+                             "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
+                             "wall_s": round(wall, 1)})
+        print(f"   {wall:.1f} s", flush=True)
+    with open(os.path.join(out, "letkf.csv"), "w") as f:
+        f.write("\n".join([header] + rows) + "\n")
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"results: {out}/letkf.csv, {out}/meta.json")
+    if a.md:
+        report = [sys.executable, os.path.join(HERE, "report.py"), out, "--md", a.md]
+        if a.png_dir:
+            report += ["--png-dir", a.png_dir]
+        sys.exit(subprocess.run(report).returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,841 @@
+/*
+ * letkf_io: the I/O pattern of the SCALE-LETKF ensemble workflow, for benchmarking dtf against the
+ * file system and against raw MPI in one run (see docs/PERFORMANCE.md and bench/letkf.py).
+ *
+ * Two programs from this one source, launched as separate MPI jobs by dtfrun:
+ *   --role model   `members` ensemble members, each a sub-communicator of px x py ranks on a 2-D grid.
+ *                  Per cycle each member writes a history file (89 variables, one record) and an
+ *                  analysis file (143 variables, global arrays with a 2-cell halo written by the ranks
+ *                  on the domain edge), then reads the 11 analysis variables the assimilation wrote back.
+ *   --role assim   as many ranks as all members together, on its own 2-D grid over the same domain.
+ *                  Per cycle it reads 20 history and 11 analysis variables (interior only) of every
+ *                  member, then writes those 11 variables back for every member.
+ * Most written data is never read; that asymmetry is what dtf's matching exploits.
+ *
+ * Modes, run in this order within one launch, `reps` times, `cycles` cycles each:
+ *   transfer   PnetCDF calls on files dtf handles in mode="transfer" (*.t.nc in bench/letkf.ini)
+ *   file       the same calls on files in mode="file" (*.f.nc): data through the file system (page cache)
+ *   file-sync  as file, but each writer syncs the file and evicts its pages from the page cache before
+ *              closing, so readers read from disk: the stand-in for a parallel file system
+ *   mpi-raw    the blocks the readers need, packed and sent with MPI_Isend to receives the reader
+ *              posted at the start of the cycle (on dtf_intercomm): no files, no matching
+ *
+ * Values are a function of (member, file, variable, global index, cycle); readers check every value
+ * they get (--verify 1, the default). Timing excludes generating and checking values.
+ *
+ * Output (--csv FILE, written by rank 0 of the role): one row per (mode, rep, cycle, agg, phase):
+ *   label,members,px,py,imax,jmax,kmax,model_ranks,assim_ranks,mode,rep,cycle,component,agg,phase,bytes,seconds
+ * agg is max or mean over the role's ranks (seconds); bytes is the sum over the ranks. Phases: total,
+ * open, io, transfer, close as the application sees them (every mode), and dtf.<phase> from dtf's own
+ * timers (dtf_timers_read; transfer mode).
+ */
+#define _GNU_SOURCE
+#include <dtf.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <pnetcdf.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the I/O model -------------------------------------------------------------------------- */
+
+enum { HIST_3D = 40, HIST_2D = 43, HIST_AXES = 4, HIST_COORDS = 2 }; /* 89 variables */
+enum { ANAL_3D = 100, ANAL_2D = 38, ANAL_AXES = 3, ANAL_COORDS = 2 }; /* 143 variables */
+enum { HALO = 2 };
+/* What the assimilation reads: every 3rd 3-D and every 7th 2-D history field (13 + 7 = 20); every
+ * 12th 3-D and every 15th 2-D analysis field (8 + 3 = 11), which it also writes back. */
+enum { HIST_READ_3D = 13, HIST_READ_2D = 7, ANAL_READ_3D = 8, ANAL_READ_2D = 3 };
+#define HIST_READS (HIST_READ_3D + HIST_READ_2D)
+#define ANAL_READS (ANAL_READ_3D + ANAL_READ_2D)
+enum File { HIST, ANAL, BACK };
+
+/* One read variable: its field index in the file (3-D fields first) and its number of levels. */
+typedef struct {
+    int field; /* 0 .. n3d-1: 3-D field; n3d ..: 2-D field */
+    int is3d, nz;
+} ReadVar;
+
+static ReadVar read_var(enum File f, int i, int kmax) {
+    ReadVar r;
+    if (f == HIST) {
+        r.field = i < HIST_READ_3D ? 3 * i : HIST_3D + 7 * (i - HIST_READ_3D);
+        r.is3d = i < HIST_READ_3D;
+    } else { /* ANAL and BACK share the 11 analysis variables */
+        r.field = i < ANAL_READ_3D ? 12 * i : ANAL_3D + 15 * (i - ANAL_READ_3D);
+        r.is3d = i < ANAL_READ_3D;
+    }
+    r.nz = r.is3d ? kmax : 1;
+    return r;
+}
+static int nreads(enum File f) { return f == HIST ? HIST_READS : ANAL_READS; }
+
+/* A horizontal block of a global array: columns x0 .. x0+nx-1, rows y0 .. y0+ny-1. */
+typedef struct {
+    int x0, nx, y0, ny;
+} Blk;
+
+static Blk intersect(Blk a, Blk b) {
+    Blk r;
+    int x1 = a.x0 + a.nx < b.x0 + b.nx ? a.x0 + a.nx : b.x0 + b.nx;
+    int y1 = a.y0 + a.ny < b.y0 + b.ny ? a.y0 + a.ny : b.y0 + b.ny;
+    r.x0 = a.x0 > b.x0 ? a.x0 : b.x0;
+    r.y0 = a.y0 > b.y0 ? a.y0 : b.y0;
+    r.nx = x1 > r.x0 ? x1 - r.x0 : 0;
+    r.ny = y1 > r.y0 ? y1 - r.y0 : 0;
+    return r;
+}
+static size_t blk_size(Blk b) { return (size_t)b.nx * (size_t)b.ny; }
+
+/* Part `i` of `n` of the range 0 .. len-1, as even as possible. */
+static void split(int len, int n, int i, int *start, int *count) {
+    *start = (int)((long long)len * i / n);
+    *count = (int)((long long)len * (i + 1) / n) - *start;
+}
+
+/* Copy the elements of `part` (inside both blocks) of nz levels from an array laid out as `sb` to
+ * one laid out as `db` (row-major [z][y][x]). */
+static void copy_part(const float *src, Blk sb, float *dst, Blk db, Blk part, int nz) {
+    for (int z = 0; z < nz; ++z)
+        for (int y = part.y0; y < part.y0 + part.ny; ++y)
+            memcpy(dst + ((size_t)z * db.ny + (size_t)(y - db.y0)) * db.nx + (size_t)(part.x0 - db.x0),
+                   src + ((size_t)z * sb.ny + (size_t)(y - sb.y0)) * sb.nx + (size_t)(part.x0 - sb.x0),
+                   (size_t)part.nx * sizeof(float));
+}
+
+/* The value of element (z, y, x) of field `field` of `file` of `member` at `cycle`, exact in a float.
+ * (x, y) index the file's global array (with halo for ANAL). */
+static float value(int member, enum File file, int field, int cycle, int z, int y, int x) {
+    uint32_t h = (uint32_t)(member * 1000003 + (int)file * 7919 + field * 104729 + cycle * 15485863);
+    h ^= (uint32_t)z * 2654435761u ^ (uint32_t)y * 40503u ^ (uint32_t)x * 69069u;
+    h ^= h >> 13;
+    return (float)(h & 0xffffff);
+}
+
+static void fill(float *a, Blk b, int nz, int member, enum File file, int field, int cycle) {
+    for (int z = 0; z < nz; ++z)
+        for (int y = 0; y < b.ny; ++y)
+            for (int x = 0; x < b.nx; ++x)
+                *a++ = value(member, file, field, cycle, z, b.y0 + y, b.x0 + x);
+}
+
+/* ---- options, errors, timing ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *role, *label, *dir, *csv, *config;
+    int members, px, py, imax, jmax, kmax, gx, gy; /* gx, gy > 0: fixed global grid (strong scaling) */
+    int cycles, reps, verify;
+    char modes[128];
+} Opts;
+
+static int g_rank;
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "letkf_io rank %d: ", g_rank);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#define NC(call)                                                                                      \
+    do {                                                                                              \
+        int rc_ = (call);                                                                             \
+        if (rc_ != NC_NOERR) die("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, ncmpi_strerror(rc_), \
+                                 dtf_errmsg());                                                       \
+    } while (0)
+#define MPI(call)                                                                                     \
+    do {                                                                                              \
+        if ((call) != MPI_SUCCESS) die("%s:%d: %s failed", __FILE__, __LINE__, #call);                \
+    } while (0)
+
+enum Phase { P_TOTAL, P_OPEN, P_IO, P_TRANSFER, P_CLOSE, P_APP, P_DTF = P_APP, P_ALL = P_APP + DTF_NUM_PHASES };
+static const char *const app_phase[P_APP] = {"total", "open", "io", "transfer", "close"};
+
+/* Seconds and bytes of one cycle on this rank, by phase. */
+typedef struct {
+    double s[P_ALL], b[P_ALL];
+} Sample;
+
+static Sample *g_cur; /* the cycle being measured */
+static double g_t0;   /* start of the current phase */
+static void start(void) { g_t0 = MPI_Wtime(); }
+static void stop(enum Phase p) {
+    double t = MPI_Wtime();
+    g_cur->s[p] += t - g_t0;
+    g_t0 = t;
+}
+
+/* ---- the decompositions --------------------------------------------------------------------- */
+
+typedef struct {
+    Opts o;
+    int NX, NY;       /* interior grid of one member */
+    int M, P, A;      /* members, ranks per member, assimilation ranks */
+    int qx, qy;       /* assimilation grid: qx x qy = A */
+    MPI_Comm comm;    /* model: the member's communicator; assim: MPI_COMM_WORLD */
+    int member, rank; /* model: member and rank in it */
+    Blk mine;         /* this rank's interior block */
+    MPI_Comm inter;   /* mpi-raw: to the other role */
+} Ctx;
+
+static Blk model_blk(const Ctx *c, int r) {
+    Blk b;
+    split(c->NX, c->o.px, r % c->o.px, &b.x0, &b.nx);
+    split(c->NY, c->o.py, r / c->o.px, &b.y0, &b.ny);
+    return b;
+}
+static Blk assim_blk(const Ctx *c, int r) {
+    Blk b;
+    split(c->NX, c->qx, r % c->qx, &b.x0, &b.nx);
+    split(c->NY, c->qy, r / c->qx, &b.y0, &b.ny);
+    return b;
+}
+/* The block of the analysis file's (halo) array a model rank writes: its interior block shifted by
+ * the halo, extended over the halo on the domain's edges. */
+static Blk halo_blk(const Ctx *c, int r) {
+    Blk b = model_blk(c, r);
+    int ix = r % c->o.px, iy = r / c->o.px;
+    b.x0 += HALO;
+    b.y0 += HALO;
+    if (ix == 0) b.x0 -= HALO, b.nx += HALO;
+    if (ix == c->o.px - 1) b.nx += HALO;
+    if (iy == 0) b.y0 -= HALO, b.ny += HALO;
+    if (iy == c->o.py - 1) b.ny += HALO;
+    return b;
+}
+static Blk shifted(Blk b) { /* an interior block in the halo array's indices */
+    b.x0 += HALO;
+    b.y0 += HALO;
+    return b;
+}
+
+/* ---- netCDF files --------------------------------------------------------------------------- */
+
+static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode) {
+    static const char *const kind[] = {"hist", "anal", "back"};
+    snprintf(out, n, "%s/%s.m%d.%s.nc", c->o.dir, kind[f], member, strcmp(mode, "transfer") == 0 ? "t" : "f");
+}
+
+static void field_name(char *out, size_t n, enum File f, int field) {
+    int n3d = f == HIST ? HIST_3D : ANAL_3D;
+    snprintf(out, n, "%s%s_%02d", f == HIST ? "h" : "a", field < n3d ? "3d" : "2d", field < n3d ? field : field - n3d);
+}
+
+/* Define a file; varids of fields in fid[], of axes/coordinates in aid[]. */
+static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
+    const int halo = f == ANAL ? HALO : 0, rec = f == HIST;
+    int dt = -1, dz, dy, dx, d[4];
+    if (rec) NC(ncmpi_def_dim(ncid, "time", NC_UNLIMITED, &dt));
+    NC(ncmpi_def_dim(ncid, "z", c->o.kmax, &dz));
+    NC(ncmpi_def_dim(ncid, "y", c->NY + 2 * halo, &dy));
+    NC(ncmpi_def_dim(ncid, "x", c->NX + 2 * halo, &dx));
+    int na = 0;
+    if (f != BACK) {
+        if (rec) NC(ncmpi_def_var(ncid, "time", NC_DOUBLE, 1, &dt, &aid[na++]));
+        NC(ncmpi_def_var(ncid, "z", NC_DOUBLE, 1, &dz, &aid[na++]));
+        NC(ncmpi_def_var(ncid, "y", NC_DOUBLE, 1, &dy, &aid[na++]));
+        NC(ncmpi_def_var(ncid, "x", NC_DOUBLE, 1, &dx, &aid[na++]));
+        d[0] = dy, d[1] = dx;
+        NC(ncmpi_def_var(ncid, "lon", NC_DOUBLE, 2, d, &aid[na++]));
+        NC(ncmpi_def_var(ncid, "lat", NC_DOUBLE, 2, d, &aid[na++]));
+    }
+    const int n3d = f == HIST ? HIST_3D : ANAL_3D, n2d = f == HIST ? HIST_2D : ANAL_2D;
+    char name[32];
+    for (int v = 0; v < n3d + n2d; ++v) {
+        if (f == BACK) { /* only the variables the assimilation writes back */
+            int i;
+            for (i = 0; i < ANAL_READS && read_var(ANAL, i, 1).field != v; ++i) {}
+            if (i == ANAL_READS) continue;
+        }
+        int nd = 0;
+        if (rec) d[nd++] = dt;
+        if (v < n3d) d[nd++] = dz;
+        d[nd++] = dy;
+        d[nd++] = dx;
+        field_name(name, sizeof name, f, v);
+        NC(ncmpi_def_var(ncid, name, NC_FLOAT, nd, d, &fid[v]));
+    }
+    NC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
+    NC(ncmpi_enddef(ncid));
+}
+
+/* Start/count of a block of nz levels in a (record) variable. */
+static int box(MPI_Offset *st, MPI_Offset *ct, int rec, int nz, int is3d, Blk b) {
+    int n = 0;
+    if (rec) st[n] = 0, ct[n++] = 1;
+    if (is3d) st[n] = 0, ct[n++] = nz;
+    st[n] = b.y0, ct[n++] = b.ny;
+    st[n] = b.x0, ct[n++] = b.nx;
+    return n;
+}
+
+/* Evict a written file from the page cache after making it durable (file-sync mode). */
+static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
+    int rank;
+    NC(ncmpi_sync(ncid));
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0 || fdatasync(fd) != 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+            die("cannot sync and evict '%s'", path);
+        close(fd);
+    }
+    MPI(MPI_Barrier(comm));
+}
+
+/* ---- the model ------------------------------------------------------------------------------ */
+
+typedef struct {
+    float *hist[HIST_3D + HIST_2D], *anal[ANAL_3D + ANAL_2D], *back[ANAL_READS];
+    double *axis[4], *coord[2]; /* time, z, y, x; lon, lat (of the larger, analysis block) */
+} ModelData;
+
+static void model_write(Ctx *c, ModelData *d, enum File f, const char *mode, int cycle) {
+    char path[4096];
+    file_name(path, sizeof path, c, f, c->member, mode);
+    const int n3d = f == HIST ? HIST_3D : ANAL_3D, nf = n3d + (f == HIST ? HIST_2D : ANAL_2D), rec = f == HIST;
+    const Blk b = f == HIST ? c->mine : halo_blk(c, c->rank);
+    float **data = f == HIST ? d->hist : d->anal;
+    int fid[ANAL_3D + ANAL_2D], aid[6], ncid;
+    MPI_Offset st[4], ct[4];
+    start();
+    NC(ncmpi_create(c->comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    define(ncid, c, f, fid, aid);
+    stop(P_OPEN);
+    /* Axes and coordinates: each along its dimension by the ranks on the first row/column. */
+    const int ix = c->rank % c->o.px, iy = c->rank / c->o.px, a = rec;
+    MPI_Offset zero = 0, one = c->rank == 0, nz = c->rank == 0 ? c->o.kmax : 0;
+    double when = cycle;
+    if (rec) NC(ncmpi_iput_vara_double(ncid, aid[0], &zero, &one, &when, NULL));
+    NC(ncmpi_iput_vara_double(ncid, aid[a], &zero, &nz, d->axis[1], NULL));
+    st[0] = b.y0, ct[0] = ix == 0 ? b.ny : 0;
+    NC(ncmpi_iput_vara_double(ncid, aid[a + 1], st, ct, d->axis[2], NULL));
+    st[0] = b.x0, ct[0] = iy == 0 ? b.nx : 0;
+    NC(ncmpi_iput_vara_double(ncid, aid[a + 2], st, ct, d->axis[3], NULL));
+    st[0] = b.y0, ct[0] = b.ny, st[1] = b.x0, ct[1] = b.nx;
+    NC(ncmpi_iput_vara_double(ncid, aid[a + 3], st, ct, d->coord[0], NULL));
+    NC(ncmpi_iput_vara_double(ncid, aid[a + 4], st, ct, d->coord[1], NULL));
+    for (int v = 0; v < nf; ++v) {
+        box(st, ct, rec, c->o.kmax, v < n3d, b);
+        NC(ncmpi_iput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
+    }
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    g_cur->b[P_IO] += (double)blk_size(b) * sizeof(float) * (n3d * c->o.kmax + nf - n3d);
+    stop(P_IO);
+    if (strcmp(mode, "transfer") == 0) {
+        NC(dtf_transfer(path, ncid));
+        stop(P_TRANSFER);
+    } else if (strcmp(mode, "file-sync") == 0) {
+        sync_and_evict(ncid, c->comm, path);
+        stop(P_TRANSFER);
+    }
+    NC(ncmpi_close(ncid));
+    stop(P_CLOSE);
+}
+
+/* Open a file for reading and find the variables of `f` this role reads. */
+static int open_for_read(const char *path, MPI_Comm comm, enum File f, int *varid) {
+    int ncid;
+    char name[32];
+    NC(ncmpi_open(comm, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    for (int i = 0; i < nreads(f); ++i) {
+        field_name(name, sizeof name, f == HIST ? HIST : ANAL, read_var(f, i, 1).field);
+        NC(ncmpi_inq_varid(ncid, name, &varid[i]));
+    }
+    return ncid;
+}
+
+/* Read the variables of `f` this role reads, block `b` of the file's array, into dst[i]. */
+static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk b, float **dst, const char *mode) {
+    int varid[HIST_READS], ncid;
+    MPI_Offset st[4], ct[4];
+    start();
+    ncid = open_for_read(path, comm, f, varid);
+    stop(P_OPEN);
+    for (int i = 0; i < nreads(f); ++i) {
+        ReadVar r = read_var(f, i, c->o.kmax);
+        box(st, ct, f == HIST, r.nz, r.is3d, b);
+        NC(ncmpi_iget_vara_float(ncid, varid[i], st, ct, dst[i], NULL));
+        g_cur->b[P_IO] += (double)blk_size(b) * r.nz * sizeof(float);
+    }
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    stop(P_IO);
+    if (strcmp(mode, "transfer") == 0) {
+        NC(dtf_transfer(path, ncid));
+        stop(P_TRANSFER);
+    }
+    NC(ncmpi_close(ncid));
+    stop(P_CLOSE);
+}
+
+/* Write the variables the assimilation writes back (block `b`, from src[i]). */
+static void write_back(Ctx *c, const char *path, float **src, const char *mode) {
+    int fid[ANAL_3D + ANAL_2D], ncid;
+    MPI_Offset st[4], ct[4];
+    start();
+    NC(ncmpi_create(c->comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    define(ncid, c, BACK, fid, NULL);
+    stop(P_OPEN);
+    for (int i = 0; i < ANAL_READS; ++i) {
+        ReadVar r = read_var(BACK, i, c->o.kmax);
+        box(st, ct, 0, r.nz, r.is3d, c->mine);
+        NC(ncmpi_iput_vara_float(ncid, fid[r.field], st, ct, src[i], NULL));
+        g_cur->b[P_IO] += (double)blk_size(c->mine) * r.nz * sizeof(float);
+    }
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    stop(P_IO);
+    if (strcmp(mode, "transfer") == 0) {
+        NC(dtf_transfer(path, ncid));
+        stop(P_TRANSFER);
+    } else if (strcmp(mode, "file-sync") == 0) {
+        sync_and_evict(ncid, c->comm, path);
+        stop(P_TRANSFER);
+    }
+    NC(ncmpi_close(ncid));
+    stop(P_CLOSE);
+}
+
+/* ---- mpi-raw: the same blocks over pre-posted point-to-point messages ------------------------- */
+
+/* One message of a cycle: the part of the peer's block this rank sends or receives, for all
+ * variables of a file (in read order), packed in buf. */
+typedef struct {
+    int peer, tag, member;
+    Blk part;
+    float *buf;
+    size_t n;
+} Link;
+
+typedef struct {
+    Link *links;
+    int n;
+    MPI_Request *reqs;
+} Links;
+
+static size_t link_volume(enum File f, Blk part, int kmax) {
+    size_t n = 0;
+    for (int i = 0; i < nreads(f); ++i) n += blk_size(part) * (size_t)read_var(f, i, kmax).nz;
+    return n;
+}
+
+static void add_link(Links *l, int peer, enum File f, int member, Blk part, int kmax) {
+    if (blk_size(part) == 0) return;
+    Link *k = &l->links[l->n++];
+    k->peer = peer, k->tag = (int)f, k->member = member, k->part = part;
+    k->n = link_volume(f, part, kmax);
+    k->buf = malloc(k->n * sizeof(float) + 1);
+    if (!k->buf) die("out of memory");
+}
+
+/* Copy the variables of link k between its buffer and arrays[i] (block `layout`); `part_in` is the
+ * link's part in the arrays' index space. */
+static void pack(const Link *k, enum File f, float **arrays, Blk layout, Blk part_in, int kmax, int unpack) {
+    float *p = k->buf;
+    for (int i = 0; i < nreads(f); ++i) {
+        const int nz = read_var(f, i, kmax).nz;
+        if (unpack)
+            copy_part(p, part_in, arrays[i], layout, part_in, nz);
+        else
+            copy_part(arrays[i], layout, p, part_in, part_in, nz);
+        p += blk_size(part_in) * (size_t)nz;
+    }
+}
+
+static void post(Links *l, int from, int to, int recv, MPI_Comm inter) {
+    for (int i = from; i < to; ++i) {
+        Link *k = &l->links[i];
+        if (recv)
+            MPI(MPI_Irecv(k->buf, (int)k->n, MPI_FLOAT, k->peer, k->tag, inter, &l->reqs[i]));
+        else
+            MPI(MPI_Isend(k->buf, (int)k->n, MPI_FLOAT, k->peer, k->tag, inter, &l->reqs[i]));
+    }
+}
+
+static void free_links(Links *l) {
+    for (int i = 0; i < l->n; ++i) free(l->links[i].buf);
+    free(l->links);
+    free(l->reqs);
+}
+
+/* The model's links: hist and anal to every assimilation rank whose block meets this rank's, and
+ * back from them (same parts). */
+static Links model_links(const Ctx *c) {
+    Links l = {calloc((size_t)c->A * 3, sizeof(Link)), 0, calloc((size_t)c->A * 3, sizeof(MPI_Request))};
+    for (enum File f = HIST; f <= BACK; ++f)
+        for (int a = 0; a < c->A; ++a) add_link(&l, a, f, c->member, intersect(c->mine, assim_blk(c, a)), c->o.kmax);
+    return l;
+}
+
+/* The assimilation's links: hist and anal from, and back to, every model rank whose block meets ours. */
+static Links assim_links(const Ctx *c) {
+    Links l = {calloc((size_t)c->M * c->P * 3, sizeof(Link)), 0, calloc((size_t)c->M * c->P * 3, sizeof(MPI_Request))};
+    for (enum File f = HIST; f <= BACK; ++f)
+        for (int m = 0; m < c->M; ++m)
+            for (int r = 0; r < c->P; ++r)
+                add_link(&l, m * c->P + r, f, m, intersect(c->mine, model_blk(c, r)), c->o.kmax);
+    return l;
+}
+
+static int first_of(const Links *l, enum File f) {
+    int i = 0;
+    while (i < l->n && l->links[i].tag < (int)f) ++i;
+    return i;
+}
+
+static void read_arrays(float **out, float **fields, enum File f) {
+    for (int i = 0; i < nreads(f); ++i) out[i] = fields[read_var(f, i, 1).field];
+}
+
+/* Post the receives of a cycle (before it starts, so they are pre-posted when the data comes). */
+static void raw_prepost(Ctx *c, Links *l, int model) {
+    const int b = first_of(l, BACK);
+    if (model)
+        post(l, b, l->n, 1, c->inter);
+    else
+        post(l, 0, b, 1, c->inter);
+}
+
+static void model_raw_cycle(Ctx *c, Links *l, ModelData *d) {
+    const int h = first_of(l, HIST), a = first_of(l, ANAL), b = first_of(l, BACK);
+    float *src[HIST_READS];
+    start();
+    read_arrays(src, d->hist, HIST);
+    for (int i = h; i < a; ++i) pack(&l->links[i], HIST, src, c->mine, l->links[i].part, c->o.kmax, 0);
+    post(l, h, a, 0, c->inter);
+    read_arrays(src, d->anal, ANAL);
+    for (int i = a; i < b; ++i)
+        pack(&l->links[i], ANAL, src, halo_blk(c, c->rank), shifted(l->links[i].part), c->o.kmax, 0);
+    post(l, a, b, 0, c->inter);
+    stop(P_IO);
+    MPI(MPI_Waitall(l->n, l->reqs, MPI_STATUSES_IGNORE));
+    stop(P_TRANSFER);
+    for (int i = b; i < l->n; ++i) pack(&l->links[i], BACK, d->back, c->mine, l->links[i].part, c->o.kmax, 1);
+    for (int i = 0; i < l->n; ++i) g_cur->b[P_IO] += (double)l->links[i].n * sizeof(float);
+    stop(P_IO);
+}
+
+typedef struct {
+    float **hist, **anal, **back; /* [member * reads + i] */
+} AssimData;
+
+static void assim_raw_cycle(Ctx *c, Links *l, AssimData *d) {
+    const int b = first_of(l, BACK);
+    start();
+    MPI(MPI_Waitall(b, l->reqs, MPI_STATUSES_IGNORE));
+    stop(P_TRANSFER);
+    for (int i = 0; i < l->n; ++i) {
+        const Link *k = &l->links[i];
+        const enum File f = (enum File)k->tag;
+        float **arrays = (f == HIST ? d->hist : f == ANAL ? d->anal : d->back) + (size_t)k->member * nreads(f);
+        pack(k, f, arrays, c->mine, k->part, c->o.kmax, f != BACK);
+        g_cur->b[P_IO] += (double)k->n * sizeof(float);
+    }
+    post(l, b, l->n, 0, c->inter);
+    stop(P_IO);
+    MPI(MPI_Waitall(l->n - b, l->reqs + b, MPI_STATUSES_IGNORE));
+    stop(P_TRANSFER);
+}
+
+/* ---- data: allocation, generation, verification --------------------------------------------- */
+
+static float *alloc_floats(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float)); /* calloc touches nothing; fill() pre-faults */
+    if (!p) die("out of memory (%zu floats)", n);
+    return p;
+}
+
+static void model_alloc(const Ctx *c, ModelData *d) {
+    const Blk h = halo_blk(c, c->rank);
+    const int k = c->o.kmax;
+    for (int v = 0; v < HIST_3D + HIST_2D; ++v) d->hist[v] = alloc_floats(blk_size(c->mine) * (v < HIST_3D ? k : 1));
+    for (int v = 0; v < ANAL_3D + ANAL_2D; ++v) d->anal[v] = alloc_floats(blk_size(h) * (v < ANAL_3D ? k : 1));
+    for (int i = 0; i < ANAL_READS; ++i) d->back[i] = alloc_floats(blk_size(c->mine) * read_var(BACK, i, k).nz);
+    d->axis[0] = calloc(1, sizeof(double));
+    d->axis[1] = calloc((size_t)k, sizeof(double));
+    d->axis[2] = calloc((size_t)h.ny, sizeof(double));
+    d->axis[3] = calloc((size_t)h.nx, sizeof(double));
+    d->coord[0] = calloc(blk_size(h), sizeof(double));
+    d->coord[1] = calloc(blk_size(h), sizeof(double));
+}
+
+static void model_fill(const Ctx *c, ModelData *d, int cycle) {
+    const Blk h = halo_blk(c, c->rank);
+    for (int v = 0; v < HIST_3D + HIST_2D; ++v)
+        fill(d->hist[v], c->mine, v < HIST_3D ? c->o.kmax : 1, c->member, HIST, v, cycle);
+    for (int v = 0; v < ANAL_3D + ANAL_2D; ++v) fill(d->anal[v], h, v < ANAL_3D ? c->o.kmax : 1, c->member, ANAL, v, cycle);
+}
+
+/* Count the values of arrays[i] (the read variables of f, block b of the file's array) that differ
+ * from what the writer wrote; print the first. */
+static long check(const float *const *arrays, enum File f, Blk b, int member, int cycle, int kmax, const char *mode) {
+    long bad = 0;
+    for (int i = 0; i < nreads(f); ++i) {
+        const ReadVar r = read_var(f, i, kmax);
+        const float *a = arrays[i];
+        for (int z = 0; z < r.nz; ++z)
+            for (int y = b.y0; y < b.y0 + b.ny; ++y)
+                for (int x = b.x0; x < b.x0 + b.nx; ++x, ++a) {
+                    const float want = value(member, f, r.field, cycle, z, y, x);
+                    if (*a != want && bad++ == 0)
+                        fprintf(stderr, "letkf_io rank %d: %s: %s of member %d, cycle %d, field %d, (z %d, y %d, x %d): "
+                                "got %.1f, want %.1f\n", g_rank, mode, f == HIST ? "hist" : f == ANAL ? "anal" : "back",
+                                member, cycle, r.field, z, y, x, (double)*a, (double)want);
+                }
+    }
+    return bad;
+}
+
+static AssimData assim_alloc(const Ctx *c) {
+    AssimData d;
+    d.hist = calloc((size_t)c->M * HIST_READS, sizeof(float *));
+    d.anal = calloc((size_t)c->M * ANAL_READS, sizeof(float *));
+    d.back = calloc((size_t)c->M * ANAL_READS, sizeof(float *));
+    for (int m = 0; m < c->M; ++m) {
+        for (int i = 0; i < HIST_READS; ++i)
+            d.hist[m * HIST_READS + i] = alloc_floats(blk_size(c->mine) * read_var(HIST, i, c->o.kmax).nz);
+        for (int i = 0; i < ANAL_READS; ++i) {
+            d.anal[m * ANAL_READS + i] = alloc_floats(blk_size(c->mine) * read_var(ANAL, i, c->o.kmax).nz);
+            d.back[m * ANAL_READS + i] = alloc_floats(blk_size(c->mine) * read_var(BACK, i, c->o.kmax).nz);
+        }
+    }
+    return d;
+}
+
+/* ---- one cycle of each role ----------------------------------------------------------------- */
+
+static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int cycle) {
+    if (raw) {
+        model_raw_cycle(c, raw, d);
+        return;
+    }
+    char path[4096];
+    model_write(c, d, HIST, mode, cycle);
+    model_write(c, d, ANAL, mode, cycle);
+    file_name(path, sizeof path, c, BACK, c->member, mode);
+    read_file(c, path, c->comm, BACK, c->mine, d->back, mode);
+}
+
+static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
+    if (raw) {
+        assim_raw_cycle(c, raw, d);
+        return;
+    }
+    char path[4096];
+    for (int m = 0; m < c->M; ++m) {
+        file_name(path, sizeof path, c, HIST, m, mode);
+        read_file(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS, mode);
+    }
+    for (int m = 0; m < c->M; ++m) {
+        file_name(path, sizeof path, c, ANAL, m, mode);
+        read_file(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS, mode);
+    }
+    for (int m = 0; m < c->M; ++m) {
+        file_name(path, sizeof path, c, BACK, m, mode);
+        write_back(c, path, d->back + (size_t)m * ANAL_READS, mode);
+    }
+}
+
+/* ---- results -------------------------------------------------------------------------------- */
+
+/* Reduce the samples of one (mode, rep) over the role's ranks; rank 0 appends the rows to the CSV. */
+static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FILE *csv) {
+    const int n = c->o.cycles * P_ALL, model = strcmp(c->o.role, "model") == 0;
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double *s = malloc(sizeof(double) * (size_t)n), *b = malloc(sizeof(double) * (size_t)n);
+    double *smax = malloc(sizeof(double) * (size_t)n), *ssum = malloc(sizeof(double) * (size_t)n),
+           *bsum = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < c->o.cycles; ++i)
+        for (int p = 0; p < P_ALL; ++p) s[i * P_ALL + p] = samples[i].s[p], b[i * P_ALL + p] = samples[i].b[p];
+    MPI(MPI_Reduce(s, smax, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    MPI(MPI_Reduce(s, ssum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+    MPI(MPI_Reduce(b, bsum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+    if (g_rank == 0 && csv) {
+        const int nphases = strcmp(mode, "transfer") == 0 ? P_ALL : P_APP;
+        for (int i = 0; i < c->o.cycles; ++i)
+            for (int p = 0; p < nphases; ++p)
+                for (int agg = 0; agg < 2; ++agg) {
+                    const int k = i * P_ALL + p;
+                    fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%s,%s%s,%.0f,%.6f\n", c->o.label, c->M,
+                            c->o.px, c->o.py, c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep,
+                            i, model ? "model" : "assim", agg ? "mean" : "max", p < P_APP ? "" : "dtf.",
+                            p < P_APP ? app_phase[p] : dtf_phase_name(p - P_DTF), bsum[k],
+                            agg ? ssum[k] / size : smax[k]);
+                }
+        fflush(csv);
+    }
+    free(s), free(b), free(smax), free(ssum), free(bsum);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static void usage(void) {
+    if (g_rank == 0)
+        fprintf(stderr,
+                "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
+                "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,file,file-sync,mpi-raw]\n"
+                "                [--verify 0|1] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
+                "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
+                "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
+                "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
+    MPI_Finalize();
+    exit(2);
+}
+
+static int int_arg(int argc, char **argv, int i) {
+    if (i >= argc) usage();
+    char *end;
+    long v = strtol(argv[i], &end, 10);
+    if (*end || v < 0 || v > 1 << 24) usage();
+    return (int)v;
+}
+
+static Opts parse(int argc, char **argv) {
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, "transfer,file,file-sync,mpi-raw"};
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const int more = i + 1 < argc;
+        if (!strcmp(a, "--role") && more) o.role = argv[++i];
+        else if (!strcmp(a, "--label") && more) o.label = argv[++i];
+        else if (!strcmp(a, "--dir") && more) o.dir = argv[++i];
+        else if (!strcmp(a, "--csv") && more) o.csv = argv[++i];
+        else if (!strcmp(a, "--config") && more) o.config = argv[++i];
+        else if (!strcmp(a, "--modes") && more) snprintf(o.modes, sizeof o.modes, "%s", argv[++i]);
+        else if (!strcmp(a, "--members")) o.members = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--px")) o.px = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--py")) o.py = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--cycles")) o.cycles = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--reps")) o.reps = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--verify")) o.verify = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--grid")) {
+            o.imax = int_arg(argc, argv, ++i);
+            o.jmax = int_arg(argc, argv, ++i);
+            o.kmax = int_arg(argc, argv, ++i);
+        } else if (!strcmp(a, "--global")) {
+            o.gx = int_arg(argc, argv, ++i);
+            o.gy = int_arg(argc, argv, ++i);
+        } else usage();
+    }
+    if ((strcmp(o.role, "model") && strcmp(o.role, "assim")) || o.members < 1 || o.px < 1 || o.py < 1 ||
+        o.kmax < 1 || o.cycles < 1 || o.reps < 1)
+        usage();
+    return o;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    Ctx c = {0};
+    c.o = parse(argc, argv);
+    const int model = strcmp(c.o.role, "model") == 0;
+    c.M = c.o.members, c.P = c.o.px * c.o.py, c.A = c.M * c.P;
+    c.NX = c.o.gx ? c.o.gx : c.o.px * c.o.imax;
+    c.NY = c.o.gy ? c.o.gy : c.o.py * c.o.jmax;
+    for (c.qx = 1; (c.qx + 1) * (c.qx + 1) <= c.A; ++c.qx) {} /* the most square qx x qy with qx <= qy */
+    while (c.A % c.qx) --c.qx;
+    c.qy = c.A / c.qx;
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != c.A)
+        die("the %s has %d ranks; members x px x py = %d x %d x %d needs %d", c.o.role, size, c.M, c.o.px, c.o.py, c.A);
+    if (c.NX < c.o.px || c.NY < c.o.py || c.NX < c.qx || c.NY < c.qy)
+        die("grid %d x %d is too small for %d x %d model and %d x %d assimilation ranks", c.NX, c.NY, c.o.px, c.o.py, c.qx, c.qy);
+    if (model) {
+        c.member = g_rank / c.P;
+        MPI(MPI_Comm_split(MPI_COMM_WORLD, c.member, g_rank, &c.comm));
+        MPI_Comm_rank(c.comm, &c.rank);
+        c.mine = model_blk(&c, c.rank);
+    } else {
+        c.comm = MPI_COMM_WORLD;
+        c.mine = assim_blk(&c, g_rank);
+    }
+
+    dtf_timers(1);
+    NC(dtf_init(c.o.config, c.o.role));
+    NC(dtf_intercomm(model ? "assim" : "model", &c.inter));
+    FILE *csv = NULL;
+    if (g_rank == 0 && c.o.csv && !(csv = fopen(c.o.csv, "w"))) die("cannot write '%s'", c.o.csv);
+    if (csv)
+        fprintf(csv, "label,members,px,py,imax,jmax,kmax,model_ranks,assim_ranks,mode,rep,cycle,component,agg,"
+                     "phase,bytes,seconds\n");
+
+    ModelData md;
+    AssimData ad;
+    if (model) {
+        model_alloc(&c, &md);
+    } else {
+        ad = assim_alloc(&c);
+    }
+    Sample *samples = malloc(sizeof(Sample) * (size_t)c.o.cycles);
+    long bad = 0;
+    for (int rep = 0; rep < c.o.reps; ++rep) {
+        char modes[sizeof c.o.modes], *save = NULL;
+        memcpy(modes, c.o.modes, sizeof modes);
+        for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) {
+            if (strcmp(mode, "transfer") && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
+                die("unknown mode '%s' (transfer, file, file-sync, mpi-raw)", mode);
+            Links links, *raw = NULL;
+            if (!strcmp(mode, "mpi-raw")) {
+                links = model ? model_links(&c) : assim_links(&c);
+                raw = &links;
+            }
+            memset(samples, 0, sizeof(Sample) * (size_t)c.o.cycles);
+            for (int cycle = 0; cycle < c.o.cycles; ++cycle) {
+                /* Untimed: produce this cycle's values, and start both roles together. */
+                if (model)
+                    model_fill(&c, &md, cycle);
+                else
+                    for (int i = 0; i < c.M * ANAL_READS; ++i)
+                        fill(ad.back[i], c.mine, read_var(BACK, i % ANAL_READS, c.o.kmax).nz, i / ANAL_READS, BACK,
+                             read_var(BACK, i % ANAL_READS, 1).field, cycle);
+                if (raw) raw_prepost(&c, raw, model);
+                MPI(MPI_Barrier(c.inter));
+                g_cur = &samples[cycle];
+                dtf_timers_read(NULL, NULL, 1);
+                const double t0 = MPI_Wtime();
+                if (model)
+                    model_cycle(&c, &md, raw, mode, cycle);
+                else
+                    assim_cycle(&c, &ad, raw, mode);
+                g_cur->s[P_TOTAL] = MPI_Wtime() - t0;
+                g_cur->b[P_TOTAL] = g_cur->b[P_IO];
+                double dtf_s[DTF_NUM_PHASES];
+                long long dtf_b[DTF_NUM_PHASES];
+                dtf_timers_read(dtf_s, dtf_b, 0);
+                for (int p = 0; p < DTF_NUM_PHASES; ++p) g_cur->s[P_DTF + p] = dtf_s[p], g_cur->b[P_DTF + p] = (double)dtf_b[p];
+                if (!c.o.verify) continue;
+                if (model) {
+                    bad += check((const float *const *)md.back, BACK, c.mine, c.member, cycle, c.o.kmax, mode);
+                } else {
+                    for (int m = 0; m < c.M; ++m) {
+                        bad += check((const float *const *)ad.hist + (size_t)m * HIST_READS, HIST, c.mine, m, cycle,
+                                     c.o.kmax, mode);
+                        bad += check((const float *const *)ad.anal + (size_t)m * ANAL_READS, ANAL, shifted(c.mine), m,
+                                     cycle, c.o.kmax, mode);
+                    }
+                }
+            }
+            if (raw) free_links(raw);
+            report(&c, samples, mode, rep, csv);
+        }
+    }
+    long total_bad = 0;
+    MPI(MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (g_rank == 0) {
+        if (c.o.verify)
+            printf("letkf_io %s: %s (%d reps x %d cycles, modes %s)\n", c.o.role,
+                   total_bad ? "WRONG VALUES" : "all values verified", c.o.reps, c.o.cycles, c.o.modes);
+        if (total_bad) fprintf(stderr, "letkf_io %s: %ld wrong values\n", c.o.role, total_bad);
+    }
+    if (csv) fclose(csv);
+    MPI_Comm_free(&c.inter);
+    NC(dtf_finalize());
+    MPI_Finalize();
+    return total_bad ? 1 : 0;
+}
