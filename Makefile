@@ -5,9 +5,10 @@ BUILD    ?= build
 GENERATOR ?= $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+FUZZ_SECONDS ?= 60
 PREFIX   ?= /usr/local
 
-.PHONY: all deps configure build test demo install bench clean
+.PHONY: all deps configure build test demo install bench fuzz clean
 
 all: build
 
@@ -32,8 +33,16 @@ demo: build
 bench: build
 	./bench/run.sh $(BUILD)
 
+# libFuzzer targets (clang, ASan + UBSan) for the config parser and the wire decoders, FUZZ_SECONDS each;
+# e.g. `make fuzz FUZZ_SECONDS=3600` for a long run. New inputs are kept in build-fuzz/fuzz/corpus-*.
+fuzz: deps
+	cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DDTF_FUZZ=ON -DDTF_SANITIZE=address,undefined -DDTF_FUZZ_SECONDS=$(FUZZ_SECONDS)
+	cmake --build build-fuzz --parallel --target fuzz_config fuzz_wire
+	ctest --test-dir build-fuzz -L fuzz --output-on-failure
+
 install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-fuzz

@@ -13,6 +13,13 @@ set(DTF_TEST_ENV
   OMPI_MCA_hwloc_base_binding_policy=none
   DTFTEST_BUILD_DIR=${PROJECT_BINARY_DIR}
   DTFTEST_SOURCE_DIR=${PROJECT_SOURCE_DIR})
+# Sanitizer builds: any report fails the test. Leak checking is off because Open MPI and PnetCDF do
+# not free everything at exit.
+if(DTF_SANITIZE)
+  list(APPEND DTF_TEST_ENV
+    "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:verify_asan_link_order=0"
+    "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+endif()
 
 function(dtf_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})

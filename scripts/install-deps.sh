@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libpnetcdf-dev pnetcdf-bin
   python3 python3-matplotlib
+  clang
 )
 
 missing=()

@@ -177,7 +177,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
             w.data = std::move(ext); // the common case: no second copy
         } else {
             w.data = rt.buffers().take(bytes);
-            std::memcpy(w.data.data(), ext.data() + offset, bytes);
+            if (bytes) std::memcpy(w.data.data(), ext.data() + offset, bytes);
         }
         offset += bytes;
         records.push_back(std::move(w));
@@ -244,7 +244,7 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
     r->staging = rt.buffers().take(n * es);
     if (vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill) {
-        std::memset(r->staging.data(), 0, r->staging.size());
+        if (!r->staging.empty()) std::memset(r->staging.data(), 0, r->staging.size());
     } else {
         const std::vector<char> fill = fill_of(vf, varid, c.xtype);
         for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);

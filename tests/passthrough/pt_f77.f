@@ -15,7 +15,7 @@ C     bad calls and a checksum; exit status 1 if a good call fails.
       integer*8 ntime, len8
       double precision dbuf(nxl, ny), all(64), scale(2), chk, total
       integer ibuf(nxl, ny), iall(64)
-      real rbuf(nxl)
+      real rbuf(64)
       integer*2 sbuf(nxl)
       character*256 path
       common /ctx/ rank
