@@ -87,6 +87,7 @@ int main(int argc, char **argv) {
             printf("cycle %d: read %d histories in %.3f s (of which %.3f s waiting for the model), wrote %d analyses "
                    "in %.3f s; %.2f MB moved\n",
                    c, members, io_max[0], io_max[1], members, io_max[2], io_max[3] / 1e6);
+        demo_resources(MPI_COMM_WORLD, "assim", c);
     }
     DEMO_CHECK(dtf_finalize());
     long total_bad = 0;

@@ -6,10 +6,12 @@
 #ifndef DEMO_COMMON_H
 #define DEMO_COMMON_H
 
+#include <dirent.h>
 #include <mpi.h>
 #include <pnetcdf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "dtf.h"
 
@@ -50,5 +52,33 @@ static inline void demo_block(MPI_Offset n, int nparts, int p, MPI_Offset *start
 }
 
 static inline double demo_now(void) { return MPI_Wtime(); }
+
+/* With DEMO_RESOURCES=1 in the environment (the soak test, tests/soak/soak.py, sets it): one line per
+ * cycle on rank 0 with the largest resident memory, open file descriptors and communicator handle
+ * index over the ranks of `comm`. A fresh communicator gets the lowest free handle, so a leak of
+ * communicators shows as a growing index. Collective over `comm`. */
+static inline void demo_resources(MPI_Comm comm, const char *who, int cycle) {
+    static int enabled = -1;
+    if (enabled < 0) enabled = getenv("DEMO_RESOURCES") && atoi(getenv("DEMO_RESOURCES")) == 1;
+    if (!enabled) return;
+    long pages = 0, resident = 0, fds = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) fds += e->d_name[0] != '.';
+    if (d) closedir(d);
+    MPI_Comm probe;
+    MPI_Comm_dup(MPI_COMM_SELF, &probe);
+    long mine[3] = {resident * (sysconf(_SC_PAGESIZE) / 1024), fds - 1 /* the one reading the directory */,
+                    (long)MPI_Comm_c2f(probe)}, most[3];
+    MPI_Comm_free(&probe);
+    MPI_Reduce(mine, most, 3, MPI_LONG, MPI_MAX, 0, comm);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) printf("resources %s cycle %d: rss_kib %ld fds %ld comm_index %ld\n", who, cycle, most[0], most[1], most[2]);
+}
 
 #endif

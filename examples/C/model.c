@@ -127,6 +127,7 @@ int main(int argc, char **argv) {
             printf("cycle %d: %d members wrote their history in %.3f s, read their analysis in %.3f s (of which "
                    "%.3f s waiting for assim); %.2f MB moved; cycle %.3f s\n",
                    c, members, io_max[0], io_max[1], io_max[2], io_max[3] / 1e6, demo_now() - t_cycle);
+        demo_resources(MPI_COMM_WORLD, "model", c);
     }
     double final[3] = {0, 0, 0}; /* the last analysis: the initial state of the next run */
     bad += read_analysis(&g, cycles, t, &final[0], &final[1], &final[2]);

@@ -29,6 +29,7 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::ReadRequest: return "read-request";
     case MessageKind::ReadPlan: return "read-plan";
     case MessageKind::ReaderDone: return "reader-done";
+    case MessageKind::FileWithdrawn: return "file-withdrawn";
     }
     return "unknown";
 }

@@ -9,6 +9,8 @@
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
+//                  FileWithdrawn writer root -> the reader-component ranks outside the session's reader
+//                                group: drop the FileDefined you will never use
 #pragma once
 
 #include <cstdint>
@@ -27,8 +29,9 @@ enum class MessageKind : uint32_t {
     ReadRequest = 6,
     ReadPlan = 7,
     ReaderDone = 8,
+    FileWithdrawn = 9,
 };
-constexpr uint32_t kMessageKindLast = 8;
+constexpr uint32_t kMessageKindLast = 9;
 
 struct Message {
     MessageKind kind;
@@ -40,7 +43,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544602; // "DTF" + wire version 2
+constexpr uint32_t kMessageMagic = 0x44544603; // "DTF" + wire version 3
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.

@@ -277,7 +277,35 @@ void Runtime::apply(Message &&m) {
         count = std::max(count, m.session);
         return;
     }
+    if (m.kind == MessageKind::FileWithdrawn) { // sent after the FileDefined it withdraws (same sender)
+        for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
+            if (it->kind == MessageKind::FileDefined && it->path == m.path && it->session == m.session &&
+                it->from_component == m.from_component) {
+                inbox_.erase(it);
+                break;
+            }
+        return;
+    }
+    if (session_closed(m)) return; // e.g. the final header of a file read without needing the record count
     inbox_.push_back(std::move(m));
+}
+
+// Whether `m` is about a transfer-mode session this rank has already closed in the role the message
+// addresses (reader: final header, plans; writer: reader group, requests, done): then it has no use.
+bool Runtime::session_closed(const Message &m) const {
+    auto it = counters_.find(m.path);
+    if (it == counters_.end()) return false;
+    switch (m.kind) {
+    case MessageKind::HeaderFinal: case MessageKind::ReadPlan: return it->second.my_reads >= m.session;
+    case MessageKind::ReaderOpened: case MessageKind::ReadRequest: case MessageKind::ReaderDone:
+        return it->second.my_writes >= m.session;
+    default: return false;
+    }
+}
+
+void Runtime::discard_closed_sessions() {
+    for (auto it = inbox_.begin(); it != inbox_.end();)
+        it = session_closed(*it) ? inbox_.erase(it) : it + 1;
 }
 
 std::optional<Message> Runtime::take(const std::function<bool(const Message &)> &match) {
@@ -325,9 +353,9 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[4] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received}, csum[4];
+    long counts[5] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages}, csum[5];
     MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 4, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 5, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -336,8 +364,8 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received\n",
-                 name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3]);
+                 "received, %ld never used\n",
+                 name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4]);
 }
 } // namespace
 
@@ -382,6 +410,11 @@ void Runtime::teardown(bool orderly) {
             // Disconnecting from a peer that never arrived would block; leave that link to MPI_Finalize.
             if (synced) MPI_Comm_disconnect(&link.inter);
         }
+        // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
+        stats_.unused_messages = static_cast<long>(inbox_.size());
+        for (const auto &m : inbox_)
+            log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
+                      kind_name(m.kind), m.path.c_str(), m.session, config_.components[static_cast<size_t>(m.from_component)].c_str());
         if (settings_.print_stats) attempt([&] { print_stats(world_, self_name(), size_, stats_); });
     }
     for (auto &[comp, link] : peers_)

@@ -47,7 +47,7 @@ struct OpenFile {
 
 struct Stats {
     double init_s = 0, connect_s = 0;
-    long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0;
+    long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
 };
 
 class Runtime {
@@ -81,6 +81,8 @@ public:
     // Receive pending messages (file-mode notices update counters(); the others are queued for
     // take()) and complete finished sends. Cheap when nothing is pending.
     void progress();
+    // Drop queued messages about sessions this rank has closed (call after closing one).
+    void discard_closed_sessions();
     // Remove and return the first queued message for which match() holds, if any.
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
@@ -100,6 +102,7 @@ private:
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
     void apply(Message &&m);
+    bool session_closed(const Message &m) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
 
     config::Config config_;

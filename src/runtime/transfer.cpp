@@ -227,6 +227,14 @@ int serve(Runtime &rt, VirtualFile &vf) {
         });
         PayloadReader r(m.payload, "reader-opened");
         vf.reader_ranks = r.ints(1 << 24);
+        // FileDefined went to every rank of the reader component; the others will never open this session.
+        if (vf.rank == 0) {
+            std::vector<int> others;
+            for (int r = 0; r < rt.peer(vf.peer).remote_size; ++r)
+                if (std::find(vf.reader_ranks.begin(), vf.reader_ranks.end(), r) == vf.reader_ranks.end())
+                    others.push_back(r);
+            for (int r : others) rt.send(vf.peer, r, Message{MessageKind::FileWithdrawn, 0, vf.session, 0, vf.path, {}});
+        }
     }
     agree_numrecs(vf);
     if (vf.rank == 0)

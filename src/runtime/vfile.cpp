@@ -123,6 +123,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+    rt.discard_closed_sessions();
     MPI_Comm_free(&vf.comm);
     for (auto &w : vf.writes) rt.buffers().give(std::move(w.data));
     int ncid = vf.ncid;

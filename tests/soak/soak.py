@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Soak test: the demo workflow (examples/) for many cycles, checking that dtf leaks nothing per cycle.
+
+usage: tests/soak/soak.py BUILD_DIR [--cycles N] [--warmup W] [--mode transfer|file] [--members M]
+                          [--grid NZ NY NX] [--rss-growth-kib K]
+
+Both demo components print, per cycle, the largest resident memory, open file descriptors and
+communicator handle index over their ranks (DEMO_RESOURCES=1, see examples/C/demo_common.h). After
+the warm-up cycles, resident memory may grow by less than K KiB (default 1024) and the descriptors
+and the communicator index must not change. And no control message may be left unused at
+dtf_finalize (DTF_PRINT_STATS=1 counts them): one per cycle is a leak too small for RSS to show
+in 50 cycles. CI runs 50 cycles; the full soak is
+`tests/soak/soak.py build --cycles 1000` (a few minutes).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+LINE = re.compile(r"^\[(\w+)\] resources (\w+) cycle (\d+): rss_kib (\d+) fds (\d+) comm_index (\d+)$")
+UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used$")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("build")
+    p.add_argument("--cycles", type=int, default=1000)
+    p.add_argument("--warmup", type=int, help="cycles before the baseline (default: a tenth, at least 5)")
+    p.add_argument("--mode", choices=["transfer", "file"], default="transfer")
+    p.add_argument("--members", type=int, default=2)
+    p.add_argument("--grid", type=int, nargs=3, default=[4, 32, 32], metavar=("NZ", "NY", "NX"))
+    p.add_argument("--rss-growth-kib", type=int, default=1024)
+    a = p.parse_args()
+    warmup = a.warmup if a.warmup is not None else max(5, a.cycles // 10)
+    if a.cycles <= warmup:
+        sys.exit(f"soak.py: --cycles ({a.cycles}) must exceed the warm-up ({warmup})")
+    build = os.path.abspath(a.build)
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "examples", "dtf.ini")) as f:
+        ini = re.sub(r'(?m)^mode=.*$', f'mode="{a.mode}"', f.read())
+    args = [str(a.cycles), *map(str, a.grid), str(a.members)]
+    with tempfile.TemporaryDirectory(prefix="dtf-soak-") as work:
+        with open(os.path.join(work, "dtf.ini"), "w") as f:
+            f.write(ini)
+        cmd = [os.path.join(build, "bin", "dtfrun"), "-c", "dtf.ini", "--timeout", "60",
+               "--walltime", str(120 + a.cycles), "--name", "model", "-n", str(2 * a.members),
+               os.path.join(build, "examples", "demo_model"), *args, ":",
+               "--name", "assim", "-n", "2", os.path.join(build, "examples", "demo_assim"), *args]
+        print("$ DEMO_RESOURCES=1 DTF_PRINT_STATS=1 " + " ".join(cmd), flush=True)
+        run = subprocess.run(cmd, cwd=work, env=dict(os.environ, DEMO_RESOURCES="1", DTF_PRINT_STATS="1"), text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180 + a.cycles)
+    samples = {}  # component -> {cycle: (rss, fds, comm)}
+    unused = {}  # component -> control messages never used
+    for line in run.stdout.splitlines():
+        m, u = LINE.match(line), UNUSED.match(line)
+        if m:
+            samples.setdefault(m[2], {})[int(m[3])] = tuple(map(int, m.group(4, 5, 6)))
+        elif u:
+            unused[u[1]] = int(u[2])
+        elif "resources" not in line and "cycle" not in line:
+            print(line)
+    if run.returncode != 0:
+        print(run.stdout[-4000:])
+        sys.exit(f"soak.py: the workflow failed (dtfrun status {run.returncode})")
+    failures = []
+    print(f"{a.cycles} cycles, {a.mode} mode, baseline after cycle {warmup}:")
+    print(f"{'component':10} {'rss KiB at warm-up':>18} {'max after':>10} {'growth':>7}   fds   comm index")
+    for comp in ("model", "assim"):
+        s = samples.get(comp, {})
+        if sorted(s) != list(range(1, a.cycles + 1)):
+            failures.append(f"{comp}: expected a resource line for every cycle, got {len(s)}")
+            continue
+        base, after = s[warmup], [s[c] for c in range(warmup + 1, a.cycles + 1)]
+        growth = max(r for r, _, _ in after) - base[0]
+        fds, comms = sorted({f for _, f, _ in after} | {base[1]}), sorted({c for _, _, c in after} | {base[2]})
+        print(f"{comp:10} {base[0]:18} {max(r for r, _, _ in after):10} {growth:7}   {fds}   {comms}")
+        if growth >= a.rss_growth_kib:
+            # Where it grew: the resident memory every tenth of the run.
+            step = max(1, a.cycles // 10)
+            trend = ", ".join(f"{c}: {s[c][0]}" for c in range(warmup, a.cycles + 1, step))
+            failures.append(f"{comp}: resident memory grew by {growth} KiB after warm-up ({trend})")
+        if len(fds) > 1:
+            failures.append(f"{comp}: open file descriptors changed after warm-up: {fds}")
+        if len(comms) > 1:
+            failures.append(f"{comp}: the communicator index changed after warm-up (leaked communicators): {comms}")
+        if unused.get(comp) != 0:
+            failures.append(f"{comp}: {unused.get(comp, 'an unknown number of')} control messages were never used "
+                            "(DTF_VERBOSE_LEVEL=1 lists them)")
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
