@@ -6,7 +6,8 @@
 // Protocol of one session (see message.hpp for the control messages):
 //   writer enddef      rank 0: FileDefined(header, writer ranks, matchers) -> every reader-component rank
 //   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks) -> writer-file ranks
-//   writer transfer    waits for ReaderOpened; numrecs agreed; root: HeaderFinal -> reader-file ranks;
+//   writer transfer    waits for ReaderOpened; root: FileWithdrawn -> reader-component ranks outside the
+//                      reader group; numrecs agreed; root: HeaderFinal -> reader-file ranks;
 //                      each writer sends its new write metadata to its matcher; then serves until every
 //                      reader rank said ReaderDone for this epoch:
 //                        matcher: ReadRequest -> match -> orders to its writers, ReadPlan -> reader
@@ -15,7 +16,8 @@
 //                      batch: ReadRequest -> each matcher; ReadPlan <- each; data <- writers; unpack
 //   reader transfer    completes pending gets, then ReaderDone -> each matcher
 //   close              writer: serves first if it never transferred since its last put;
-//                      reader: transfers first if it has pending gets or has not said done
+//                      reader: transfers first if it has pending gets or has not said done;
+//                      both: messages left about the session are dropped (Runtime::session_closed)
 #pragma once
 
 #include <mpi.h>
