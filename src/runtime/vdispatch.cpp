@@ -118,6 +118,13 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
         c->buftype = arg<MPI_Datatype>(args, in.buftype);
     }
     c->xtype = vf.header.vars()[static_cast<size_t>(c->varid)].type;
+    // PnetCDF dereferences it (and crashes); here the caller gets an error and the other ranks go on.
+    if (!c->buf && c->nelems > 0 && !(in.flexible && c->bufcount == 0)) {
+        set_last_error(format("a %s on '%s' variable '%s': NULL buffer for %lld elements", is_write ? "put" : "get",
+                              vf.path.c_str(), vf.header.vars()[static_cast<size_t>(c->varid)].name.c_str(),
+                              static_cast<long long>(c->nelems)));
+        return NC_EINVAL;
+    }
     return NC_NOERR;
 }
 

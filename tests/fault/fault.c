@@ -1,0 +1,156 @@
+/*
+ * Fault-injection component for tests/fault/fault.py: a writer and a reader of one transfer-mode file,
+ * "f.nc" (T: float y x, P: double x), where the reader misbehaves as the scenario says and checks
+ * that dtf answers with the right error on the right rank while the other ranks go on.
+ *
+ * usage: fault writer|reader INI SCENARIO
+ *   ok        plain run (control)
+ *   mismatch  the reader's idea of the file differs from the writer's: a box beyond T's shape, T read
+ *             as text, a variable the writer never defined; each must fail with an error that names
+ *             the variable and, where it applies, what the writer defined
+ *   badarg    rank 1 of the reader passes a NULL buffer, a negative count and an unknown ncid to a
+ *             collective get; it must get the error back, the other ranks' same collective call must
+ *             complete with correct values (no hang), and the transfer afterwards must work
+ *   kill      writer rank 1 is killed (SIGKILL) between its puts and dtf_transfer, while the readers
+ *             wait for its data
+ *   noexit    the writer skips dtf_finalize (it calls MPI_Finalize after its transfer and close); the
+ *             reader's dtf_finalize must fail within DTF_TIMEOUT, naming the writer
+ * Prints "fault <role>: <scenario> ok" when every check passed; exits 1 otherwise.
+ */
+#include <dtf.h>
+#include <mpi.h>
+#include <pnetcdf.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NX = 8, ROWS = 3 }; /* rows of T per writer rank */
+
+static int rank, nprocs, failures;
+
+static void expect(int ok, const char *what) {
+    if (ok) return;
+    fprintf(stderr, "fault rank %d: FAILED: %s\n", rank, what);
+    ++failures;
+}
+
+/* The call returned `want`, and dtf_errmsg() contains every one of the NULL-terminated words. */
+static void expect_error(int got, int want, const char *call, ...) {
+    char what[512];
+    snprintf(what, sizeof what, "%s returned %d (%s), want %d (%s); message: %s", call, got, ncmpi_strerror(got), want,
+             ncmpi_strerror(want), dtf_errmsg());
+    expect(got == want, what);
+    va_list ap;
+    va_start(ap, call);
+    for (const char *w; (w = va_arg(ap, const char *));) {
+        snprintf(what, sizeof what, "%s: the message '%s' does not mention '%s'", call, dtf_errmsg(), w);
+        expect(strstr(dtf_errmsg(), w) != NULL, what);
+    }
+    va_end(ap);
+    if (rank == 0 || got != want) printf("fault rank %d: %s -> %s: %s\n", rank, call, ncmpi_strerror(got), dtf_errmsg());
+}
+
+#define NC(call)                                                                                      \
+    do {                                                                                              \
+        int rc_ = (call);                                                                             \
+        if (rc_ != NC_NOERR) {                                                                        \
+            fprintf(stderr, "fault rank %d: %s: %s (%s)\n", rank, #call, ncmpi_strerror(rc_), dtf_errmsg()); \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
+        }                                                                                             \
+    } while (0)
+
+static float value(int y, int x) { return (float)(100 * y + x); }
+
+static void writer(const char *scenario) {
+    int ncid, dy, dx, vt, vp, dims[2];
+    NC(ncmpi_create(MPI_COMM_WORLD, "f.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_def_dim(ncid, "y", (MPI_Offset)ROWS * nprocs, &dy));
+    NC(ncmpi_def_dim(ncid, "x", NX, &dx));
+    dims[0] = dy, dims[1] = dx;
+    NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 2, dims, &vt));
+    NC(ncmpi_def_var(ncid, "P", NC_DOUBLE, 1, &dx, &vp));
+    NC(ncmpi_enddef(ncid));
+    float t[ROWS * NX];
+    for (int i = 0; i < ROWS * NX; ++i) t[i] = value(rank * ROWS + i / NX, i % NX);
+    MPI_Offset start[2] = {(MPI_Offset)rank * ROWS, 0}, count[2] = {ROWS, NX};
+    NC(ncmpi_put_vara_float_all(ncid, vt, start, count, t));
+    double p[NX];
+    for (int i = 0; i < NX; ++i) p[i] = i;
+    MPI_Offset p0 = 0, pn = rank == 0 ? NX : 0;
+    NC(ncmpi_put_vara_double_all(ncid, vp, &p0, &pn, p));
+    if (!strcmp(scenario, "kill") && rank == 1) raise(SIGKILL);
+    NC(dtf_transfer("f.nc", ncid));
+    NC(ncmpi_close(ncid));
+}
+
+/* Every reader rank reads T whole and checks it; `bad` ranks first try the bad calls of `scenario`. */
+static void reader(const char *scenario) {
+    int ncid, vt, vp;
+    NC(ncmpi_open(MPI_COMM_WORLD, "f.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_inq_varid(ncid, "T", &vt));
+    NC(ncmpi_inq_varid(ncid, "P", &vp));
+    MPI_Offset ny;
+    int dy;
+    NC(ncmpi_inq_dimid(ncid, "y", &dy));
+    NC(ncmpi_inq_dimlen(ncid, dy, &ny));
+    float *t = calloc((size_t)ny * NX, sizeof(float));
+    MPI_Offset start[2] = {0, 0}, count[2] = {ny, NX};
+
+    if (!strcmp(scenario, "mismatch")) {
+        MPI_Offset big[2] = {ny + 1, NX}; /* one row more than the writer defined */
+        expect_error(ncmpi_get_vara_float_all(ncid, vt, start, big, t), NC_EEDGE, "get_vara_float_all(T, beyond its shape)",
+                     "'T'", "float", "writer", NULL);
+        char text[8];
+        MPI_Offset one[2] = {1, 1};
+        expect_error(ncmpi_get_vara_text_all(ncid, vt, start, one, text), NC_ECHAR, "get_vara_text_all(T as text)",
+                     "'T'", "float", NULL);
+        int vq;
+        expect_error(ncmpi_inq_varid(ncid, "Q", &vq), NC_ENOTVAR, "inq_varid(Q, never defined)", "'Q'", "writer", NULL);
+    } else if (!strcmp(scenario, "badarg") && rank == 1) {
+        expect_error(ncmpi_get_vara_float_all(ncid, vt, start, count, NULL), NC_EINVAL, "get_vara_float_all(NULL buffer)",
+                     NULL);
+        MPI_Offset negative[2] = {-1, NX};
+        expect_error(ncmpi_get_vara_float_all(ncid, vt, start, negative, t), NC_ENEGATIVECNT,
+                     "get_vara_float_all(negative count)", NULL);
+        expect_error(ncmpi_get_vara_float_all(ncid + 7, vt, start, count, t), NC_EBADID, "get_vara_float_all(unknown ncid)",
+                     NULL);
+    }
+    /* The regular read, on every rank (the bad rank too, after its errors). */
+    NC(ncmpi_get_vara_float_all(ncid, vt, start, count, t));
+    for (MPI_Offset i = 0; i < ny * NX; ++i)
+        if (t[i] != value((int)(i / NX), (int)(i % NX))) {
+            expect(0, "T has the writer's values");
+            break;
+        }
+    NC(dtf_transfer("f.nc", ncid));
+    NC(ncmpi_close(ncid));
+    free(t);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (argc != 4) {
+        if (rank == 0) fprintf(stderr, "usage: fault writer|reader INI ok|mismatch|badarg|kill|noexit\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *role = argv[1], *scenario = argv[3];
+    NC(dtf_init(argv[2], role));
+    if (!strcmp(role, "writer"))
+        writer(scenario);
+    else
+        reader(scenario);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && !all) printf("fault %s: %s ok\n", role, scenario);
+    if (!strcmp(scenario, "noexit") && !strcmp(role, "writer")) {
+        MPI_Finalize(); /* without dtf_finalize: the reader's dtf_finalize must time out naming us */
+        return 0;
+    }
+    NC(dtf_finalize());
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
