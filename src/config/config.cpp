@@ -507,6 +507,8 @@ const EnvVar kEnvVars[] = {
          if (s.rendezvous != "auto" && s.rendezvous != "file" && s.rendezvous != "name")
              bad_env(n, v, "auto, file or name");
      }},
+    {"DTF_LOST_DIR",
+     [](Settings &s, const std::string &, const std::string &v) { s.lost_dir = v; }},
     {"MAX_WORKGROUP_SIZE",
      [](Settings &s, const std::string &n, const std::string &v) {
          s.max_workgroup_size = env_int(n, v, 1, "an integer >= 1");
@@ -684,6 +686,7 @@ std::string describe(const Config &c, const Settings &s) {
     out += "; DTF_TIMEOUT=" + format_seconds(s.timeout_s) + "\n";
     out += format("; DTF_VERBOSE_LEVEL=%d\n; DTF_PRINT_STATS=%d\n", s.verbose, s.print_stats);
     out += "; DTF_RENDEZVOUS=" + one_line(s.rendezvous) + "\n";
+    out += "; DTF_LOST_DIR=" + one_line(s.lost_dir) + "\n";
     out += format("; MAX_WORKGROUP_SIZE=%d\n", s.max_workgroup_size);
     return out;
 }

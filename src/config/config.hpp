@@ -64,6 +64,7 @@ struct Settings {
     bool print_stats = false;    // DTF_PRINT_STATS
     int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
     std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name
+    std::string lost_dir;            // DTF_LOST_DIR: where dtfrun reports components that died
     std::vector<std::string> warnings; // e.g. unknown DTF_* variables
 };
 

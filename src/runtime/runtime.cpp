@@ -325,13 +325,32 @@ Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
     return std::move(*found);
 }
 
+// dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
+// it any longer would only end in a timeout.
+void Runtime::check_peers_alive(const std::function<std::string()> &what) const {
+    if (settings_.lost_dir.empty()) return;
+    for (const auto &[index, link] : peers_) {
+        std::ifstream in(settings_.lost_dir + "/" + link.name);
+        if (!in) continue;
+        std::string how;
+        std::getline(in, how);
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
+             what().c_str(), link.name.c_str(), how.c_str());
+    }
+}
+
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what) {
     phase::Scope timer(phase::Wait);
     Deadline deadline(settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
+    double next_check = 0.1;
     for (;;) {
         progress();
         if (done()) break;
+        if (deadline.elapsed() >= next_check) {
+            check_peers_alive(what);
+            next_check = deadline.elapsed() + 0.1;
+        }
         if (deadline.expired())
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_,
                  self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);

@@ -103,6 +103,7 @@ private:
     void teardown(bool orderly);
     void apply(Message &&m);
     bool session_closed(const Message &m) const;
+    void check_peers_alive(const std::function<std::string()> &what) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
 
     config::Config config_;

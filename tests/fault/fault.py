@@ -49,10 +49,15 @@ def main():
     print(f"exit status {run.returncode} after {elapsed:.1f} s")
     failures = []
     if a.scenario == "kill":
-        # Today dtfrun stops the survivor as soon as the killed component's mpirun gives up; it must
-        # exit non-zero at once, name the killed component and the stopped one, and leave nothing.
+        # dtfrun tells the survivor (DTF_LOST_DIR): the reader's wait for the data must fail at once
+        # with an error naming the writer and the killed rank, and the reader exit by itself; dtfrun
+        # reports both, and nothing is left running.
         if run.returncode == 0:
             failures.append("a run in which a component was killed must fail")
+        if not ("DTF_ERR_PEER" in out and "component 'writer' was lost" in out and "rank 1 killed by signal 9" in out):
+            failures.append("the reader must report that component 'writer' was lost, rank 1 by SIGKILL")
+        if "component 'reader' exited with status" not in out:
+            failures.append("the reader must exit by itself (not be stopped by dtfrun)")
         if "dtfrun:   writer" not in out or "dtfrun:   reader" not in out:
             failures.append("dtfrun's summary must report both components")
         if "signal 9" not in out and "SIGKILL" not in out and "Killed" not in out:
