@@ -289,6 +289,22 @@ static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
     MPI(MPI_Barrier(comm));
 }
 
+/* The end of a session, after its puts or gets: complete them, then the transfer (transfer mode) or
+ * the sync and eviction (file-sync, writer), then close. */
+static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    stop(P_IO);
+    if (strcmp(mode, "transfer") == 0) {
+        NC(dtf_transfer(path, ncid));
+        stop(P_TRANSFER);
+    } else if (writer && strcmp(mode, "file-sync") == 0) {
+        sync_and_evict(ncid, comm, path);
+        stop(P_TRANSFER);
+    }
+    NC(ncmpi_close(ncid));
+    stop(P_CLOSE);
+}
+
 /* ---- the model ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -325,18 +341,8 @@ static void model_write(Ctx *c, ModelData *d, enum File f, const char *mode, int
         box(st, ct, rec, c->o.kmax, v < n3d, b);
         NC(ncmpi_iput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
     }
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
     g_cur->b[P_IO] += (double)blk_size(b) * sizeof(float) * (n3d * c->o.kmax + nf - n3d);
-    stop(P_IO);
-    if (strcmp(mode, "transfer") == 0) {
-        NC(dtf_transfer(path, ncid));
-        stop(P_TRANSFER);
-    } else if (strcmp(mode, "file-sync") == 0) {
-        sync_and_evict(ncid, c->comm, path);
-        stop(P_TRANSFER);
-    }
-    NC(ncmpi_close(ncid));
-    stop(P_CLOSE);
+    finish(ncid, path, c->comm, mode, 1);
 }
 
 /* Open a file for reading and find the variables of `f` this role reads. */
@@ -364,14 +370,7 @@ static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk 
         NC(ncmpi_iget_vara_float(ncid, varid[i], st, ct, dst[i], NULL));
         g_cur->b[P_IO] += (double)blk_size(b) * r.nz * sizeof(float);
     }
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
-    stop(P_IO);
-    if (strcmp(mode, "transfer") == 0) {
-        NC(dtf_transfer(path, ncid));
-        stop(P_TRANSFER);
-    }
-    NC(ncmpi_close(ncid));
-    stop(P_CLOSE);
+    finish(ncid, path, comm, mode, 0);
 }
 
 /* Write the variables the assimilation writes back (block `b`, from src[i]). */
@@ -388,17 +387,7 @@ static void write_back(Ctx *c, const char *path, float **src, const char *mode) 
         NC(ncmpi_iput_vara_float(ncid, fid[r.field], st, ct, src[i], NULL));
         g_cur->b[P_IO] += (double)blk_size(c->mine) * r.nz * sizeof(float);
     }
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
-    stop(P_IO);
-    if (strcmp(mode, "transfer") == 0) {
-        NC(dtf_transfer(path, ncid));
-        stop(P_TRANSFER);
-    } else if (strcmp(mode, "file-sync") == 0) {
-        sync_and_evict(ncid, c->comm, path);
-        stop(P_TRANSFER);
-    }
-    NC(ncmpi_close(ncid));
-    stop(P_CLOSE);
+    finish(ncid, path, c->comm, mode, 1);
 }
 
 /* ---- mpi-raw: the same blocks over pre-posted point-to-point messages ------------------------- */
