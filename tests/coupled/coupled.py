@@ -9,8 +9,8 @@ Scenarios
             both must report "all values verified"; transfer-mode files must not reach the disk.
   missing   only one component starts: dtf_init must fail within DTF_TIMEOUT (+ slack), naming the
             component it waited for.
-  mismatch  the components start with different config files: dtf_init fails on both sides and
-            says which line differs.
+  mismatch  the components start with different config files (mode, file pattern, component
+            list): dtf_init fails on both sides and says which line differs.
 Every launch runs under dtfrun --walltime, so a hang fails the test.
 """
 import argparse
@@ -113,14 +113,27 @@ def scenario_missing(args, work):
 
 
 def scenario_mismatch(args, work):
+    # (what differs, how the assimilation's copy is changed, the two lines the error must show)
+    variants = [
+        ("mode", lambda t: t.replace('mode="file"', 'mode="transfer"', 1), ['mode="transfer"', 'mode="file"']),
+        ("pattern", lambda t: t.replace("hist.%.nc", "hist2.%.nc"), ["hist2.%.nc", "hist.%.nc"]),
+        ("component list", lambda t: t.replace("ncomp=2", "ncomp=3").replace('comp_name="assim"',
+                                                                           'comp_name="assim"\ncomp_name="obs"'),
+         ["ncomp=3", "ncomp=2"]),
+    ]
     ini_a, ini_b = os.path.join(work, "a.ini"), os.path.join(work, "b.ini")
-    write_config(ini_a, mode="file")
-    write_config(ini_b, mode="transfer")
-    status, out, _ = launch(args, [(2, [args.c_exe, "model", ini_a, work, "1"]),
-                                   (1, [args.c_exe, "assim", ini_b, work, "1"])], {"DTF_TIMEOUT": "20"})
-    expect(status != 0, "components with different configurations must not run")
-    expect("different configuration" in out and 'mode="transfer"' in out and 'mode="file"' in out,
-           "the error must show the differing line")
+    write_config(ini_a)
+    with open(ini_a) as f:
+        text = f.read()
+    for what, change, lines in variants:
+        print(f"-- the components' configurations differ in the {what}")
+        with open(ini_b, "w") as f:
+            f.write(change(text))
+        status, out, _ = launch(args, [(2, [args.c_exe, "model", ini_a, work, "1"]),
+                                       (1, [args.c_exe, "assim", ini_b, work, "1"])], {"DTF_TIMEOUT": "20"})
+        expect(status != 0, f"components with different configurations ({what}) must not run")
+        expect("different configuration" in out and all(line in out for line in lines),
+               f"the error must show the differing lines {lines}")
 
 
 def main():
