@@ -237,23 +237,14 @@ void Runtime::send(int peer, int remote_rank, Message message) { post(peer, {rem
 
 void Runtime::progress() {
     for (auto &[comp, link] : peers_) {
-        for (;;) {
-            int flag = 0;
-            MPI_Status status;
-            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagNotice, link.inter, &flag, &status), "MPI_Iprobe");
-            if (!flag) break;
-            int size = 0;
-            MPI_Get_count(&status, MPI_BYTE, &size);
-            std::vector<char> bytes(static_cast<size_t>(size));
-            check_mpi(MPI_Recv(bytes.data(), size, MPI_BYTE, status.MPI_SOURCE, kTagNotice, link.inter,
-                               MPI_STATUS_IGNORE),
-                      "MPI_Recv (control message)");
+        int source = -1;
+        while (auto bytes = transport::try_recv(link.inter, kTagNotice, &source, "receiving a control message")) {
             std::string why;
-            auto message = decode(bytes.data(), bytes.size(), &why);
+            auto message = decode(bytes->data(), bytes->size(), &why);
             if (!message || message->from_component != comp)
-                fail(DTF_ERR_PEER, "malformed message from component '%s' rank %d: %s", link.name.c_str(),
-                     status.MPI_SOURCE, message ? "wrong sender component" : why.c_str());
-            message->source = status.MPI_SOURCE;
+                fail(DTF_ERR_PEER, "malformed message from component '%s' rank %d: %s", link.name.c_str(), source,
+                     message ? "wrong sender component" : why.c_str());
+            message->source = source;
             apply(std::move(*message));
         }
     }

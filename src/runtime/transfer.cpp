@@ -185,16 +185,12 @@ void announce_writes(Runtime &rt, VirtualFile &vf) {
     post(out, match::encode(fresh), matcher, kTagMeta, vf.comm, "MPI_Isend (write metadata)");
     int expected = vf.rank == matcher ? std::min(g, vf.size - matcher) : 0;
     rt.wait_until([&] {
-        for (int flag = 1; expected > 0 && flag;) {
-            MPI_Status st;
-            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagMeta, vf.comm, &flag, &st), "MPI_Iprobe (write metadata)");
-            if (!flag) break;
-            int n = 0;
-            MPI_Get_count(&st, MPI_BYTE, &n);
-            std::vector<char> in(static_cast<size_t>(n));
-            check_mpi(MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagMeta, vf.comm, MPI_STATUS_IGNORE), "MPI_Recv");
-            for (auto &w : match::decode_writes(in)) {
-                w.rank = st.MPI_SOURCE;
+        int source = -1;
+        while (expected > 0) {
+            auto in = transport::try_recv(vf.comm, kTagMeta, &source, "receiving write metadata");
+            if (!in) break;
+            for (auto &w : match::decode_writes(*in)) {
+                w.rank = source;
                 vf.group_writes.push_back(w);
             }
             --expected;
@@ -229,11 +225,12 @@ int serve(Runtime &rt, VirtualFile &vf) {
         vf.reader_ranks = r.ints(1 << 24);
         // FileDefined went to every rank of the reader component; the others will never open this session.
         if (vf.rank == 0) {
-            std::vector<int> others;
-            for (int r = 0; r < rt.peer(vf.peer).remote_size; ++r)
-                if (std::find(vf.reader_ranks.begin(), vf.reader_ranks.end(), r) == vf.reader_ranks.end())
-                    others.push_back(r);
-            for (int r : others) rt.send(vf.peer, r, Message{MessageKind::FileWithdrawn, 0, vf.session, 0, vf.path, {}});
+            std::vector<bool> reads(static_cast<size_t>(rt.peer(vf.peer).remote_size), false);
+            for (int r : vf.reader_ranks)
+                if (r >= 0 && static_cast<size_t>(r) < reads.size()) reads[static_cast<size_t>(r)] = true;
+            for (size_t r = 0; r < reads.size(); ++r)
+                if (!reads[r])
+                    rt.send(vf.peer, static_cast<int>(r), Message{MessageKind::FileWithdrawn, 0, vf.session, 0, vf.path, {}});
         }
     }
     agree_numrecs(vf);
@@ -259,20 +256,13 @@ int serve(Runtime &rt, VirtualFile &vf) {
                     post(sends, std::vector<char>(sizeof(int), 0), vf.rank + i, kTagOrders, vf.comm, "MPI_Isend (finish)");
             }
         }
-        for (;;) {
-            int flag = 0;
-            MPI_Status st;
-            check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTagOrders, vf.comm, &flag, &st), "MPI_Iprobe (orders)");
-            if (!flag) break;
-            int n = 0;
-            MPI_Get_count(&st, MPI_BYTE, &n);
-            std::vector<char> in(static_cast<size_t>(n));
-            check_mpi(MPI_Recv(in.data(), n, MPI_BYTE, st.MPI_SOURCE, kTagOrders, vf.comm, MPI_STATUS_IGNORE), "MPI_Recv");
-            if (n == static_cast<int>(sizeof(int))) {
+        int source = -1;
+        while (auto in = transport::try_recv(vf.comm, kTagOrders, &source, "receiving orders")) {
+            if (in->size() == sizeof(int)) {
                 finished = true;
                 continue;
             }
-            PayloadReader r(in, "orders");
+            PayloadReader r(*in, "orders");
             int reader = r.i32();
             send_pieces(rt, vf, reader, match::decode_pieces(r.bytes()), sends);
         }

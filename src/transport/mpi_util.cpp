@@ -29,6 +29,19 @@ void check_mpi(int rc, const char *what) {
     if (rc != MPI_SUCCESS) fail(DTF_ERR_MPI, "%s failed: %s", what, mpi_error_string(rc).c_str());
 }
 
+std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, const char *what) {
+    int flag = 0;
+    MPI_Status status;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &status), what);
+    if (!flag) return std::nullopt;
+    int size = 0;
+    MPI_Get_count(&status, MPI_BYTE, &size);
+    std::vector<char> bytes(static_cast<size_t>(size));
+    check_mpi(MPI_Recv(bytes.data(), size, MPI_BYTE, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), what);
+    *source = status.MPI_SOURCE;
+    return bytes;
+}
+
 namespace {
 // Broadcast (code, message) from `root` to every rank of `comm`.
 void share(MPI_Comm comm, int root, int &code, std::string &message) {

@@ -6,7 +6,9 @@
 #include <mpi.h>
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
@@ -30,6 +32,10 @@ private:
 // Throw DTF_ERR_MPI "<what> failed: <MPI error string>" unless rc == MPI_SUCCESS.
 void check_mpi(int rc, const char *what);
 std::string mpi_error_string(int rc);
+
+// The next message with `tag` on `comm` (from any source), received whole, if one has arrived;
+// *source gets its sender. `what` names the message in errors.
+std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, const char *what);
 
 // Run `fn` on rank `root` of `comm`; broadcast its outcome. Every rank returns normally or throws the
 // same error (quietly on the ranks other than root). Collective over `comm`.
