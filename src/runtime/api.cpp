@@ -1,8 +1,8 @@
-// The public C API (dtf.h). Every function holds the runtime lock and converts errors to codes.
+// The public C API (dtf.h). Every function runs as an Entry (the runtime lock) and converts errors
+// to codes.
 #include <pnetcdf.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "common/api.hpp"
 #include "common/cwd.hpp"
@@ -17,7 +17,7 @@ using dtf::runtime::Runtime;
 
 DTF_API int dtf_init(const char *config_path, const char *component_name) {
     return dtf::guard([&] {
-        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        dtf::runtime::Entry entry;
         Runtime::init(config_path, component_name);
         return 0;
     });
@@ -25,7 +25,7 @@ DTF_API int dtf_init(const char *config_path, const char *component_name) {
 
 DTF_API int dtf_transfer(const char *filename, int ncid) {
     return dtf::guard([&] {
-        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        dtf::runtime::Entry entry;
         Runtime *rt = Runtime::instance();
         if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
         if (!filename) dtf::fail(DTF_ERR_ARG, "dtf_transfer: filename is NULL");
@@ -48,7 +48,7 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
 
 DTF_API int dtf_finalize(void) {
     return dtf::guard([&] {
-        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        dtf::runtime::Entry entry;
         Runtime::finalize();
         return 0;
     });
@@ -77,7 +77,7 @@ DTF_API const char *dtf_phase_name(int phase) { return dtf::phase::name(phase); 
 
 DTF_API int dtf_intercomm(const char *component, MPI_Comm *comm) {
     return dtf::guard([&] {
-        std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+        dtf::runtime::Entry entry;
         Runtime *rt = Runtime::instance();
         if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_intercomm: dtf_init has not been called");
         if (!component || !comm) dtf::fail(DTF_ERR_ARG, "dtf_intercomm: component or comm is NULL");

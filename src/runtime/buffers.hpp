@@ -2,7 +2,7 @@
 // fresh memory costs a page fault per 4 KiB on first touch (about 1 GB/s on our machines, several
 // times slower than copying into memory that is already mapped; see bench/letkf_io.c), so the buffers
 // of one session are kept for the next. Bounded: the pool never holds more bytes than dtf had in use
-// at once. Not thread-safe by itself: used under Runtime::mutex().
+// at once. Not thread-safe by itself: used under the runtime lock (Entry).
 #pragma once
 
 #include <cstddef>

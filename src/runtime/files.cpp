@@ -98,7 +98,12 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
                       : vfile_open(rt, t.path, *t.rule, t.peer, comm, mode, ncidp);
     const bool writer = create || (mode & NC_WRITE);
     transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); });
-    int rc = real<OpenFn>(fn)(comm, path, mode, info, ncidp);
+    const OpenFn open = real<OpenFn>(fn);
+    int rc;
+    {
+        Unlocked unlocked;
+        rc = open(comm, path, mode, info, ncidp);
+    }
     if (rc != NC_NOERR) return rc;
     OpenFile f;
     f.ncid = *ncidp;
@@ -120,7 +125,12 @@ int close_file(Runtime &rt, int fn, int ncid) {
     OpenFile f = it->second;
     rt.open_files().erase(it);
     set_owned(ncid, false);
-    int rc = real<int (*)(int)>(fn)(ncid);
+    const auto close = real<int (*)(int)>(fn);
+    int rc;
+    {
+        Unlocked unlocked;
+        rc = close(ncid);
+    }
     if (rc != NC_NOERR || fn == DTF_FN_ncmpi_abort) {
         log::warn("'%s' was %s; the other component is not told", f.path.c_str(),
                   rc != NC_NOERR ? "not closed cleanly" : "aborted");
@@ -147,8 +157,11 @@ int close_file(Runtime &rt, int fn, int ncid) {
 
 using dtf::runtime::Runtime;
 
+// A PnetCDF function that PnetCDF calls from inside another while dtf runs it (Entry::nested())
+// belongs to that call: it goes to the real PnetCDF.
 extern "C" int dtf_pnc_path_call(int fn, void **args) {
-    std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+    if (dtf::runtime::Entry::nested()) return DTF_PNC_PASS;
+    dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
     if (!rt) return DTF_PNC_PASS;
     if (fn != DTF_FN_ncmpi_create && fn != DTF_FN_ncmpi_open) return DTF_PNC_PASS;
@@ -160,7 +173,8 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
 }
 
 extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
-    std::lock_guard<std::recursive_mutex> lock(Runtime::mutex());
+    if (dtf::runtime::Entry::nested()) return DTF_PNC_PASS;
+    dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
     if (ncid >= DTF_PNC_VIRTUAL_BASE) {
         dtf::runtime::VirtualFile *vf = rt ? rt->virtual_file(ncid) : nullptr;

@@ -17,7 +17,9 @@ namespace dtf::runtime {
 using transport::check_mpi;
 
 namespace {
-Runtime *g_runtime = nullptr; // the one instance, guarded by Runtime::mutex()
+Runtime *g_runtime = nullptr; // the one instance, guarded by the runtime lock (Entry)
+std::mutex g_lock;
+thread_local Entry *t_entry = nullptr; // the calling thread's entry, if it is inside dtf
 constexpr int kTagNotice = 0x0d71;
 
 std::string read_file(const std::string &path) {
@@ -69,16 +71,25 @@ std::string first_difference(const std::string &a, const std::string &b) {
 }
 } // namespace
 
+Entry::Entry() : lock_(g_lock), outer_(t_entry) { t_entry = this; }
+
+Entry::~Entry() { t_entry = outer_; }
+
+bool Entry::nested() { return t_entry != nullptr; }
+
+Unlocked::Unlocked() : entry_(t_entry) {
+    if (entry_) entry_->lock_.unlock();
+}
+
+Unlocked::~Unlocked() {
+    if (entry_) entry_->lock_.lock();
+}
+
 Runtime::~Runtime() = default;
 
 VirtualFile *Runtime::virtual_file(int ncid) {
     auto it = virtual_files_.find(ncid);
     return it == virtual_files_.end() ? nullptr : it->second.get();
-}
-
-std::recursive_mutex &Runtime::mutex() {
-    static std::recursive_mutex m;
-    return m;
 }
 
 Runtime *Runtime::instance() { return g_runtime; }
@@ -102,6 +113,24 @@ void Runtime::init(const char *config_path, const char *component_name) {
     for (const auto &rule : g_runtime->config_.files)
         if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name())
             __atomic_store_n(&dtf_pnc_active_, 1, __ATOMIC_RELEASE);
+}
+
+std::vector<int> Runtime::component_ranks_of(MPI_Comm comm) const {
+    MPI_Group group, component;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(world_, &component);
+    int n;
+    MPI_Group_size(group, &n);
+    std::vector<int> local(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) local[static_cast<size_t>(i)] = i;
+    MPI_Group_translate_ranks(group, n, local.data(), component, out.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&component);
+    for (int r : out)
+        if (r == MPI_UNDEFINED)
+            fail(DTF_ERR_ARG, "a communicator given to PnetCDF for a file dtf handles has ranks outside component '%s'",
+                 self_name().c_str());
+    return out;
 }
 
 void Runtime::setup(const char *config_path, const char *component_name) {
@@ -345,6 +374,7 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         if (deadline.expired())
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_,
                  self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
+        Unlocked unlocked;
         backoff.sleep();
     }
 }

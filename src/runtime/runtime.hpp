@@ -1,6 +1,6 @@
 // The runtime: the one object that holds dtf's state for this process between dtf_init and
 // dtf_finalize (configuration, this component, the links to peer components, the files dtf handles).
-// Everything reaches it through Runtime::instance(); all access holds Runtime::mutex().
+// Everything reaches it through Runtime::instance(), inside an Entry (the runtime lock).
 #pragma once
 
 #include <mpi.h>
@@ -22,10 +22,43 @@ namespace dtf::runtime {
 
 struct VirtualFile;
 
+// The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
+// whole call, and released while the call waits (Runtime::wait_until) or runs real PnetCDF
+// (Unlocked), so that no thread ever blocks another for longer than a non-blocking step. It is not
+// recursive: PnetCDF calls some of its own exported functions from inside others (ncmpi_open calls
+// ncmpi_inq_file_format), and a dispatcher that sees such a nested call (Entry::nested()) passes it
+// through to the real PnetCDF.
+class Entry {
+public:
+    Entry();
+    ~Entry();
+    Entry(const Entry &) = delete;
+    Entry &operator=(const Entry &) = delete;
+    // True when the calling thread is already inside a dtf entry point.
+    static bool nested();
+
+private:
+    friend class Unlocked;
+    std::unique_lock<std::mutex> lock_;
+    Entry *outer_;
+};
+
+// Releases the calling thread's Entry lock for its scope (no-op outside an Entry).
+class Unlocked {
+public:
+    Unlocked();
+    ~Unlocked();
+    Unlocked(const Unlocked &) = delete;
+    Unlocked &operator=(const Unlocked &) = delete;
+
+private:
+    Entry *entry_;
+};
+
 struct PeerLink {
     int component = -1;
     std::string name;
-    MPI_Comm inter = MPI_COMM_NULL; // local group: our MPI_COMM_WORLD; remote group: theirs
+    MPI_Comm inter = MPI_COMM_NULL; // local group: this component; remote group: the peer component
     int remote_size = 0;
 };
 
@@ -52,19 +85,23 @@ struct Stats {
 
 class Runtime {
 public:
-    // Collective over MPI_COMM_WORLD. Throws dtf::Error (agreed on all ranks).
+    // Collective over the component (today MPI_COMM_WORLD). Throws dtf::Error (agreed on all ranks).
     static void init(const char *config_path, const char *component_name);
-    // Collective over MPI_COMM_WORLD.
+    // Collective over the component.
     static void finalize();
     // nullptr outside dtf_init .. dtf_finalize.
     static Runtime *instance();
-    static std::recursive_mutex &mutex();
 
     const config::Config &config() const { return config_; }
     const config::Settings &settings() const { return settings_; }
     int self() const { return self_; }
     const std::string &self_name() const { return config_.components[self_]; }
-    int world_rank() const { return rank_; }
+    int component_rank() const { return rank_; }
+    // This component's communicator (a dup of MPI_COMM_WORLD today; the component's part of it in
+    // a single MPMD launch later). Ranks "in the component" are ranks in it.
+    MPI_Comm component_comm() const { return world_; }
+    // The component ranks of the ranks of `comm` (a communicator of this component's ranks).
+    std::vector<int> component_ranks_of(MPI_Comm comm) const;
 
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
@@ -90,7 +127,7 @@ public:
     const PeerLink &peer(int component) const;
     bool connected_to(int component) const { return peers_.count(component) != 0; }
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
-    // DTF_TIMEOUT seconds.
+    // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
 
     ~Runtime();

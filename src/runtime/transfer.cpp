@@ -26,21 +26,6 @@ constexpr int kTagData = 0x0d74;   // writer -> reader (inter-communicator): the
 
 } // namespace
 
-// World ranks (in this component) of the ranks of `comm`.
-std::vector<int> world_ranks_of(MPI_Comm comm) {
-    MPI_Group group, world;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    int n;
-    MPI_Group_size(group, &n);
-    std::vector<int> local(static_cast<size_t>(n)), out(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) local[static_cast<size_t>(i)] = i;
-    MPI_Group_translate_ranks(group, n, local.data(), world, out.data());
-    MPI_Group_free(&group);
-    MPI_Group_free(&world);
-    return out;
-}
-
 namespace {
 
 int matcher_of(int rank, int group_size) { return rank / group_size * group_size; }
@@ -90,7 +75,7 @@ void wait_all(Runtime &rt, std::vector<MPI_Request> &reqs, const std::function<s
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
-    const std::vector<int> &writers = vf.world_ranks;
+    const std::vector<int> &writers = vf.ranks;
     std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(writers[static_cast<size_t>(m)]);
     if (vf.rank != 0) return;
@@ -146,8 +131,8 @@ void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_ra
         w.bytes(match::encode(list));
         post(out, w.take(), writer, kTagOrders, vf.comm, "MPI_Isend (orders)");
     }
-    // The plan names writers by their world rank, which is how the reader addresses them.
-    for (auto &p : pieces) p.writer = vf.world_ranks[static_cast<size_t>(p.writer)];
+    // The plan names writers by their component rank, which is how the reader addresses them.
+    for (auto &p : pieces) p.writer = vf.ranks[static_cast<size_t>(p.writer)];
     rt.send(vf.peer, reader_rank, Message{MessageKind::ReadPlan, 0, vf.session, m.epoch, vf.path, match::encode(pieces)});
 }
 
@@ -340,7 +325,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         size_t bytes = 0;
         for (const auto &[w, buf] : data) bytes += buf.size();
         return format("a get on '%s' (reader rank %d) waited for %zu bytes from %zu writer ranks of component '%s'",
-                      vf.path.c_str(), rt.world_rank(), bytes, by_writer.size(),
+                      vf.path.c_str(), rt.component_rank(), bytes, by_writer.size(),
                       rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     phase::Scope unpack(phase::Pack);

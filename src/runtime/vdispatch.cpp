@@ -243,7 +243,7 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     r->format = vf.header.format();
     int64_t offset = 0;
     for (const auto &box : c.boxes) {
-        r->parts.push_back(match::ReadReq{rt.world_rank(), vf.next_read_id++, c.varid, box});
+        r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, c.varid, box});
         r->offsets.push_back(offset);
         offset += box.size();
     }

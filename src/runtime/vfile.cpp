@@ -41,7 +41,7 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     MPI_Comm_set_errhandler(vf->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
-    vf->world_ranks = world_ranks_of(vf->comm);
+    vf->ranks = rt.component_ranks_of(vf->comm);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
     return vf;
@@ -62,7 +62,10 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
                  int cmode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
     int format = NC_FORMAT_CLASSIC, default_format = NC_FORMAT_CLASSIC;
-    if (auto inq = reinterpret_cast<int (*)(int *)>(dtf_pnc_real(DTF_FN_ncmpi_inq_default_format))) inq(&default_format);
+    if (auto inq = reinterpret_cast<int (*)(int *)>(dtf_pnc_real(DTF_FN_ncmpi_inq_default_format))) {
+        Unlocked unlocked;
+        inq(&default_format);
+    }
     int rc = model::format_from_cmode(cmode, default_format, &format);
     if (rc != NC_NOERR) return rc;
     auto vf = make_file(rt, path, rule, peer, comm, true);
@@ -100,7 +103,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
     if (f.rank == 0) {
         PayloadWriter p;
-        p.ints(f.world_ranks);
+        p.ints(f.ranks);
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});

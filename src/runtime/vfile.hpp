@@ -62,7 +62,7 @@ struct VirtualFile {
     bool writer = false;
     MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
     int rank = 0, size = 1;
-    std::vector<int> world_ranks; // MPI_COMM_WORLD rank of each rank of comm
+    std::vector<int> ranks; // component rank of each rank of comm
     int session = 0; // 1-based session of this path (counted per writer component)
     int epoch = 0;   // dtf_transfer calls completed in this session
     model::Header header;
@@ -71,12 +71,12 @@ struct VirtualFile {
     std::vector<WriteRecord> writes;
     size_t writes_announced = 0;   // writes whose metadata went to the matcher
     bool defined_sent = false;     // FileDefined sent (first enddef)
-    std::vector<int> reader_ranks; // world ranks of the reader's file communicator
+    std::vector<int> reader_ranks; // component ranks of the reader's file communicator
     std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
 
     // reader
-    std::vector<int> writer_ranks; // world ranks of the writer's file communicator
-    std::vector<int> matchers;     // world ranks (peer component) of the writer side's matchers
+    std::vector<int> writer_ranks; // component ranks of the writer's file communicator
+    std::vector<int> matchers;     // component ranks (peer component) of the writer side's matchers
     bool header_final = false;
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
     struct PendingPut {
@@ -100,7 +100,6 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
-std::vector<int> world_ranks_of(MPI_Comm comm);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 
