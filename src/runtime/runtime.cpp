@@ -20,7 +20,6 @@ namespace {
 Runtime *g_runtime = nullptr; // the one instance, guarded by the runtime lock (Entry)
 std::mutex g_lock;
 thread_local Entry *t_entry = nullptr; // the calling thread's entry, if it is inside dtf
-constexpr int kTagNotice = 0x0d71;
 
 std::string read_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
@@ -203,7 +202,8 @@ void Runtime::connect_peers() {
         transport::PairSpec spec{self_name(), link.name, self_ < p};
         link.inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
         MPI_Comm_remote_size(link.inter, &link.remote_size);
-        peers_[p] = link;
+        link.channel = transport::mpi_channel(link.inter, *queue_);
+        peers_[p] = std::move(link);
         handshake(peers_[p], settings_.timeout_s);
         log::info("connected to component '%s' (%d ranks)", link.name.c_str(), link.remote_size);
     }
@@ -242,17 +242,11 @@ const PeerLink &Runtime::peer(int component) const {
     return it->second;
 }
 
+PeerLink &Runtime::peer_link(int component) { return const_cast<PeerLink &>(peer(component)); }
+
 void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
-    const PeerLink &link = this->peer(peer);
     message.from_component = self_;
-    auto send = std::make_unique<PendingSend>();
-    send->bytes = encode(message);
-    send->requests.resize(ranks.size());
-    for (size_t i = 0; i < ranks.size(); ++i)
-        check_mpi(MPI_Isend(send->bytes.data(), static_cast<int>(send->bytes.size()), MPI_BYTE, ranks[i], kTagNotice,
-                            link.inter, &send->requests[i]),
-                  "MPI_Isend (control message)");
-    sends_.push_back(std::move(send));
+    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(message), "sending a control message");
     stats_.notices_sent += static_cast<long>(ranks.size());
 }
 
@@ -266,24 +260,17 @@ void Runtime::send(int peer, int remote_rank, Message message) { post(peer, {rem
 
 void Runtime::progress() {
     for (auto &[comp, link] : peers_) {
-        int source = -1;
-        while (auto bytes = transport::try_recv(link.inter, kTagNotice, &source, "receiving a control message")) {
+        while (auto in = link.channel->poll(transport::Tag::Control, "receiving a control message")) {
             std::string why;
-            auto message = decode(bytes->data(), bytes->size(), &why);
+            auto message = decode(in->bytes.data(), in->bytes.size(), &why);
             if (!message || message->from_component != comp)
-                fail(DTF_ERR_PEER, "malformed message from component '%s' rank %d: %s", link.name.c_str(), source,
+                fail(DTF_ERR_PEER, "malformed message from component '%s' rank %d: %s", link.name.c_str(), in->source,
                      message ? "wrong sender component" : why.c_str());
-            message->source = source;
+            message->source = in->source;
             apply(std::move(*message));
         }
     }
-    for (auto it = sends_.begin(); it != sends_.end();) {
-        int done = 0;
-        check_mpi(MPI_Testall(static_cast<int>((*it)->requests.size()), (*it)->requests.data(), &done,
-                              MPI_STATUSES_IGNORE),
-                  "MPI_Testall (control message)");
-        it = done ? sends_.erase(it) : it + 1;
-    }
+    queue_->progress();
 }
 
 void Runtime::apply(Message &&m) {
@@ -434,7 +421,10 @@ void Runtime::teardown(bool orderly) {
     virtual_files_.clear();
 
     if (orderly) {
-        attempt([&] { wait_until([&] { return sends_.empty(); }, [&] { return format("delivering %zu notices", sends_.size()); }); });
+        attempt([&] {
+            wait_until([&] { return queue_->pending() == 0; },
+                       [&] { return format("delivering %zu messages", queue_->pending()); });
+        });
         for (auto &[comp, link] : peers_) {
             bool synced = false;
             attempt([&] {

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "runtime/buffers.hpp"
+#include "common/buffers.hpp"
 #include "runtime/message.hpp"
+#include "transport/channel.hpp"
+#include "transport/mpi_channel.hpp"
 #include "transport/rendezvous.hpp"
 
 namespace dtf::runtime {
@@ -60,6 +62,7 @@ struct PeerLink {
     std::string name;
     MPI_Comm inter = MPI_COMM_NULL; // local group: this component; remote group: the peer component
     int remote_size = 0;
+    std::unique_ptr<transport::Channel> channel; // over `inter`
 };
 
 // What this rank knows about one path (file mode): its own closed sessions and the peer's.
@@ -110,6 +113,8 @@ public:
     VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
     BufferPool &buffers() { return buffers_; }
+    // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
+    std::unique_ptr<transport::Channel> channel_over(MPI_Comm comm) { return transport::mpi_channel(comm, *queue_); }
 
     // Send a message to every rank of component `peer`, or to one of its ranks (non-blocking;
     // completed in progress()). `from_component` is filled in.
@@ -125,6 +130,7 @@ public:
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
     Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what);
     const PeerLink &peer(int component) const;
+    PeerLink &peer_link(int component);
     bool connected_to(int component) const { return peers_.count(component) != 0; }
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
@@ -153,14 +159,11 @@ private:
     std::map<std::string, PathCounters> counters_;
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
-    struct PendingSend {
-        std::vector<MPI_Request> requests; // one per remote rank, all sending `bytes`
-        std::vector<char> bytes;
-    };
-    std::vector<std::unique_ptr<PendingSend>> sends_;
     std::deque<Message> inbox_;
     Stats stats_;
     BufferPool buffers_;
+    // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
+    std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
 };
 
 } // namespace dtf::runtime

@@ -2,7 +2,6 @@
 #include <pnetcdf.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -18,13 +17,8 @@ namespace dtf::runtime {
 
 using transport::check_mpi;
 
-namespace {
-
-constexpr int kTagMeta = 0x0d72;   // writer -> its matcher (file communicator): write metadata
-constexpr int kTagOrders = 0x0d73; // matcher -> writer (file communicator): pieces to send, or finish
-constexpr int kTagData = 0x0d74;   // writer -> reader (inter-communicator): the data of pieces
-
-} // namespace
+using transport::Tag;
+using transport::Ticket;
 
 namespace {
 
@@ -58,15 +52,6 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
     });
 }
 
-// Wait for requests while keeping control messages flowing (a peer may be waiting on us).
-void wait_all(Runtime &rt, std::vector<MPI_Request> &reqs, const std::function<std::string()> &what) {
-    rt.wait_until([&] {
-        int done = 0;
-        check_mpi(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-        return done != 0;
-    }, what);
-}
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -88,34 +73,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
 
 namespace {
 
-// Sends in flight during serve(): the request and the bytes it sends (kept alive until complete).
-using Outbox = std::vector<std::pair<MPI_Request, std::shared_ptr<std::vector<char>>>>;
-
-void post(Outbox &out, std::vector<char> bytes, int dest, int tag, MPI_Comm comm, const char *what) {
-    if (bytes.size() > static_cast<size_t>(INT_MAX))
-        fail(DTF_ERR_UNSUPPORTED, "a single %s message of %zu bytes exceeds what one MPI message can carry", what,
-             bytes.size());
-    auto buf = std::make_shared<std::vector<char>>(std::move(bytes));
-    MPI_Request req;
-    check_mpi(MPI_Isend(buf->data(), static_cast<int>(buf->size()), MPI_BYTE, dest, tag, comm, &req), what);
-    out.emplace_back(req, buf);
-}
-
-// Complete what can be completed without blocking (sent buffers go back to the pool); true when
-// nothing is left.
-bool progress_outbox(Runtime &rt, Outbox &out) {
-    for (auto it = out.begin(); it != out.end();) {
-        int flag = 0;
-        check_mpi(MPI_Test(&it->first, &flag, MPI_STATUS_IGNORE), "MPI_Test (send)");
-        if (!flag) {
-            ++it;
-            continue;
-        }
-        if (it->second.use_count() == 1) rt.buffers().give(std::move(*it->second));
-        it = out.erase(it);
-    }
-    return out.empty();
-}
+// Sends in flight during serve() or announce_writes(): done once all were delivered.
+using Outbox = std::vector<Ticket>;
 
 // The matcher's part of serving one ReadRequest: match, send orders to the writers, the plan to the reader.
 void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_rank, Outbox &out) {
@@ -129,7 +88,7 @@ void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_ra
         PayloadWriter w;
         w.i32(reader_rank);
         w.bytes(match::encode(list));
-        post(out, w.take(), writer, kTagOrders, vf.comm, "MPI_Isend (orders)");
+        out.push_back(vf.local->send(writer, Tag::Orders, w.take(), "sending orders"));
     }
     // The plan names writers by their component rank, which is how the reader addresses them.
     for (auto &p : pieces) p.writer = vf.ranks[static_cast<size_t>(p.writer)];
@@ -157,7 +116,7 @@ void send_pieces(Runtime &rt, VirtualFile &vf, int reader_rank, const std::vecto
     }
     phase::add_bytes(phase::Pack, bytes.size());
     phase::add_bytes(phase::Transfer, bytes.size());
-    post(out, std::move(bytes), reader_rank, kTagData, rt.peer(vf.peer).inter, "MPI_Isend (data)");
+    out.push_back(rt.peer_link(vf.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
 }
 
 // Every writer rank sends its writes not yet announced to its matcher; the matcher collects its group's.
@@ -167,20 +126,19 @@ void announce_writes(Runtime &rt, VirtualFile &vf) {
     for (size_t i = vf.writes_announced; i < vf.writes.size(); ++i) fresh.push_back(vf.writes[i].meta);
     vf.writes_announced = vf.writes.size();
     Outbox out;
-    post(out, match::encode(fresh), matcher, kTagMeta, vf.comm, "MPI_Isend (write metadata)");
+    out.push_back(vf.local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
     int expected = vf.rank == matcher ? std::min(g, vf.size - matcher) : 0;
     rt.wait_until([&] {
-        int source = -1;
         while (expected > 0) {
-            auto in = transport::try_recv(vf.comm, kTagMeta, &source, "receiving write metadata");
+            auto in = vf.local->poll(Tag::Meta, "receiving write metadata");
             if (!in) break;
-            for (auto &w : match::decode_writes(*in)) {
-                w.rank = source;
+            for (auto &w : match::decode_writes(in->bytes)) {
+                w.rank = in->source;
                 vf.group_writes.push_back(w);
             }
             --expected;
         }
-        return progress_outbox(rt, out) && expected == 0;
+        return vf.local->done(out) && expected == 0;
     }, [&] {
         return format("dtf_transfer of '%s': writer rank %d waited for the write metadata of %d ranks of its work group",
                       vf.path.c_str(), vf.rank, expected);
@@ -237,28 +195,26 @@ int serve(Runtime &rt, VirtualFile &vf) {
                 if (++done < vf.reader_ranks.size()) continue;
                 // Every reader is done: tell the group (after the orders, on the same tag).
                 const int members = std::min(g, vf.size - vf.rank);
-                for (int i = 0; i < members; ++i)
-                    post(sends, std::vector<char>(sizeof(int), 0), vf.rank + i, kTagOrders, vf.comm, "MPI_Isend (finish)");
+                std::vector<int> group(static_cast<size_t>(members));
+                for (int i = 0; i < members; ++i) group[static_cast<size_t>(i)] = vf.rank + i;
+                sends.push_back(vf.local->send(group, Tag::Orders, std::vector<char>(sizeof(int), 0), "sending finish"));
             }
         }
-        int source = -1;
-        while (auto in = transport::try_recv(vf.comm, kTagOrders, &source, "receiving orders")) {
-            if (in->size() == sizeof(int)) {
+        while (auto in = vf.local->poll(Tag::Orders, "receiving orders")) {
+            if (in->bytes.size() == sizeof(int)) {
                 finished = true;
                 continue;
             }
-            PayloadReader r(*in, "orders");
+            PayloadReader r(in->bytes, "orders");
             int reader = r.i32();
             send_pieces(rt, vf, reader, match::decode_pieces(r.bytes()), sends);
         }
-        return progress_outbox(rt, sends) && finished;
+        return vf.local->done(sends) && finished;
     }, [&] {
-        size_t bytes = 0;
-        for (const auto &s : sends) bytes += s.second->size();
+        const size_t bytes = vf.local->pending_bytes(sends);
         return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %zu of %zu reader "
-                      "ranks done, %zu messages (%zu bytes) not delivered",
-                      vf.path.c_str(), vf.session, vf.rank, peer.c_str(), done, vf.reader_ranks.size(), sends.size(),
-                      bytes);
+                      "ranks done, %zu bytes not delivered",
+                      vf.path.c_str(), vf.session, vf.rank, peer.c_str(), done, vf.reader_ranks.size(), bytes);
     });
     return NC_NOERR;
 }
@@ -308,24 +264,18 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     std::map<int, std::vector<const match::Piece *>> by_writer;
     for (const auto &p : pieces) by_writer[p.writer].push_back(&p);
     std::map<int, std::vector<char>> data;
-    std::vector<MPI_Request> recvs;
+    std::vector<Ticket> recvs;
+    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
     for (auto &[writer, list] : by_writer) {
         size_t n = 0;
         for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id).record->xtype);
-        if (n > static_cast<size_t>(INT_MAX))
-            fail(DTF_ERR_UNSUPPORTED, "a get on '%s' needs %zu bytes from one writer rank in one message, more than one "
-                 "MPI message can carry; split the request", vf.path.c_str(), n);
         std::vector<char> &buf = data[writer];
         buf = rt.buffers().take(n);
-        recvs.emplace_back();
-        check_mpi(MPI_Irecv(buf.data(), static_cast<int>(n), MPI_BYTE, writer, kTagData, rt.peer(vf.peer).inter, &recvs.back()),
-                  "MPI_Irecv (data)");
+        recvs.push_back(channel.receive(writer, Tag::Data, buf.data(), n, "receiving data"));
     }
-    wait_all(rt, recvs, [&] {
-        size_t bytes = 0;
-        for (const auto &[w, buf] : data) bytes += buf.size();
-        return format("a get on '%s' (reader rank %d) waited for %zu bytes from %zu writer ranks of component '%s'",
-                      vf.path.c_str(), rt.component_rank(), bytes, by_writer.size(),
+    rt.wait_until([&] { return channel.done(recvs); }, [&] {
+        return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of component '%s'",
+                      vf.path.c_str(), rt.component_rank(), channel.pending_bytes(recvs), by_writer.size(),
                       rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     phase::Scope unpack(phase::Pack);

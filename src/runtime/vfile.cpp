@@ -42,6 +42,7 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
     vf->ranks = rt.component_ranks_of(vf->comm);
+    vf->local = rt.channel_over(vf->comm);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
     return vf;

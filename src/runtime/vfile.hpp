@@ -30,6 +30,7 @@
 #include "config/config.hpp"
 #include "match/plan.hpp"
 #include "model/header.hpp"
+#include "transport/channel.hpp"
 #include "types/layout.hpp"
 
 namespace dtf::runtime {
@@ -61,6 +62,7 @@ struct VirtualFile {
     int peer = -1;
     bool writer = false;
     MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
+    std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
     int rank = 0, size = 1;
     std::vector<int> ranks; // component rank of each rank of comm
     int session = 0; // 1-based session of this path (counted per writer component)

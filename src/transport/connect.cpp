@@ -1,5 +1,7 @@
 #include "transport/connect.hpp"
 
+#include "transport/channel.hpp"
+
 #include <unistd.h>
 
 #include <ctime>
@@ -141,7 +143,7 @@ MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double
 
 std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
                                const std::string &peer_name) {
-    const int tag = 0x0d7f;
+    const int tag = static_cast<int>(Tag::Handshake);
     std::string theirs;
     on_root(local, 0, [&] {
         Deadline deadline(timeout_s);

@@ -1,8 +1,8 @@
-#include "runtime/buffers.hpp"
+#include "common/buffers.hpp"
 
 #include <algorithm>
 
-namespace dtf::runtime {
+namespace dtf {
 
 std::vector<char> BufferPool::take(size_t n) {
     if (n < kSmall) return std::vector<char>(n);
@@ -34,4 +34,4 @@ void BufferPool::clear() {
     pooled_ = in_use_ = peak_ = 0;
 }
 
-} // namespace dtf::runtime
+} // namespace dtf

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-namespace dtf::runtime {
+namespace dtf {
 
 class BufferPool {
 public:
@@ -25,4 +25,4 @@ private:
     size_t pooled_ = 0, in_use_ = 0, peak_ = 0;
 };
 
-} // namespace dtf::runtime
+} // namespace dtf

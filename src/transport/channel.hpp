@@ -1,0 +1,94 @@
+// Byte messages between the ranks of this component and the ranks of one group (a peer component, or
+// this component's ranks of a communicator), behind one small interface with two implementations:
+// MPI point-to-point (mpi_channel.hpp), and an in-process loopback (LoopbackNet below) so that the
+// protocol above it can be unit-tested in one process without MPI.
+//
+// Every operation is nonblocking: send() and receive() return a Ticket, progress() completes what
+// has completed, done() tells. Messages from one rank to another with the same tag arrive in the
+// order they were sent (MPI's rule, kept by the loopback).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace dtf::transport {
+
+// Every message tag dtf uses, in one place (they are MPI tags; the loopback uses them as keys).
+enum class Tag : int {
+    Control = 0x0d71,   // control messages between components (runtime/message.hpp)
+    Meta = 0x0d72,      // writer -> its matcher, within the writer's file communicator: write metadata
+    Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
+    Data = 0x0d74,      // writer -> reader: the data of pieces
+    Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
+};
+
+// A nonblocking operation: done once its bytes have left (send) or arrived (receive).
+using Ticket = uint64_t;
+
+struct Incoming {
+    int source; // rank in the remote group
+    std::vector<char> bytes;
+};
+
+class Channel {
+public:
+    virtual ~Channel() = default;
+    // Number of ranks in the group messages go to and come from.
+    virtual int remote_size() const = 0;
+    // Send `bytes` to every rank of `dests` (one buffer for all, kept until sent). `what` names the
+    // message in errors. A buffer from the process's BufferPool goes back to it once sent.
+    virtual Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) = 0;
+    Ticket send(int dest, Tag tag, std::vector<char> bytes, const char *what) {
+        return send(std::vector<int>{dest}, tag, std::move(bytes), what);
+    }
+    // The next message with `tag` from any rank, received whole, if one has arrived.
+    virtual std::optional<Incoming> poll(Tag tag, const char *what) = 0;
+    // Receive exactly `size` bytes with `tag` from `source` into `buf`, which must stay valid until
+    // done(). A message of another size is an error (DTF_ERR_PEER), never a partial fill.
+    virtual Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) = 0;
+    // Complete the operations that have completed (of every channel sharing this one's queue).
+    // Never blocks. Throws on a failed operation, naming it.
+    virtual void progress() = 0;
+    virtual bool done(Ticket t) const = 0;
+    bool done(const std::vector<Ticket> &tickets) const {
+        for (Ticket t : tickets)
+            if (!done(t)) return false;
+        return true;
+    }
+    // Bytes of the operations among `tickets` that are not done yet (for "waited for" messages).
+    virtual size_t pending_bytes(const std::vector<Ticket> &tickets) const = 0;
+};
+
+// An in-process network for unit tests: groups of ranks, every rank an endpoint; a channel joins
+// one endpoint to every rank of a group (its own or another). A send is copied into the
+// destination's queue at once; a receive completes in progress() once a matching message is there.
+class LoopbackNet {
+public:
+    // A new group of `size` ranks; returns its id.
+    int add_group(int size);
+    // The channel of rank `rank` of group `group` to the ranks of `remote_group`.
+    std::unique_ptr<Channel> channel(int group, int rank, int remote_group);
+    // Messages sent and not yet received by anyone (a test can require none are left).
+    size_t undelivered() const;
+
+    // Internals shared with the channels.
+    struct Message {
+        int source;
+        std::vector<char> bytes;
+    };
+    struct Endpoint {
+        // (sender's group, tag) -> messages in arrival order.
+        std::map<std::pair<int, int>, std::deque<Message>> inbox;
+    };
+    Endpoint &endpoint(int group, int rank);
+
+private:
+    std::vector<std::vector<Endpoint>> groups_;
+};
+
+} // namespace dtf::transport

@@ -1,0 +1,123 @@
+// The in-process channel of channel.hpp (no MPI): for unit tests of the protocol in one process.
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "transport/channel.hpp"
+
+namespace dtf::transport {
+
+namespace {
+
+class LoopbackChannel : public Channel {
+public:
+    LoopbackChannel(LoopbackNet &net, int group, int rank, int remote_group, int remote_size)
+        : net_(net), group_(group), rank_(rank), remote_group_(remote_group), remote_size_(remote_size) {}
+
+    int remote_size() const override { return remote_size_; }
+
+    Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
+        for (int d : dests) {
+            if (d < 0 || d >= remote_size_) fail(DTF_ERR_INTERNAL, "%s: no rank %d in a group of %d", what, d, remote_size_);
+            net_.endpoint(remote_group_, d).inbox[{group_, static_cast<int>(tag)}].push_back({rank_, bytes});
+        }
+        return next_++; // delivered at once
+    }
+
+    std::optional<Incoming> poll(Tag tag, const char *) override {
+        auto &inbox = net_.endpoint(group_, rank_).inbox;
+        auto it = inbox.find({remote_group_, static_cast<int>(tag)});
+        if (it == inbox.end() || it->second.empty()) return std::nullopt;
+        // Messages wanted by a posted receive belong to it (MPI matches posted receives first).
+        for (auto m = it->second.begin(); m != it->second.end(); ++m)
+            if (!claimed(m->source, tag)) {
+                Incoming in{m->source, std::move(m->bytes)};
+                it->second.erase(m);
+                return in;
+            }
+        return std::nullopt;
+    }
+
+    Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
+        receives_.push_back(Receive{next_, source, tag, buf, size, what});
+        return next_++;
+    }
+
+    void progress() override {
+        auto &inbox = net_.endpoint(group_, rank_).inbox;
+        for (auto r = receives_.begin(); r != receives_.end();) {
+            auto &queue = inbox[{remote_group_, static_cast<int>(r->tag)}];
+            auto m = std::find_if(queue.begin(), queue.end(), [&](const LoopbackNet::Message &x) { return x.source == r->source; });
+            if (m == queue.end()) {
+                ++r;
+                continue;
+            }
+            if (m->bytes.size() != r->size)
+                fail(DTF_ERR_PEER, "%s: expected %zu bytes from rank %d, got a message of %zu", r->what, r->size,
+                     r->source, m->bytes.size());
+            if (r->size) std::memcpy(r->buf, m->bytes.data(), r->size);
+            queue.erase(m);
+            r = receives_.erase(r); // done: no longer pending
+        }
+    }
+
+    bool done(Ticket t) const override {
+        return std::none_of(receives_.begin(), receives_.end(), [&](const Receive &r) { return r.ticket == t; });
+    }
+
+    size_t pending_bytes(const std::vector<Ticket> &tickets) const override {
+        size_t n = 0;
+        for (const auto &r : receives_)
+            if (std::find(tickets.begin(), tickets.end(), r.ticket) != tickets.end()) n += r.size;
+        return n;
+    }
+
+private:
+    struct Receive {
+        Ticket ticket;
+        int source;
+        Tag tag;
+        char *buf;
+        size_t size;
+        const char *what;
+    };
+    bool claimed(int source, Tag tag) const {
+        return std::any_of(receives_.begin(), receives_.end(),
+                           [&](const Receive &r) { return r.source == source && r.tag == tag; });
+    }
+
+    LoopbackNet &net_;
+    int group_, rank_, remote_group_, remote_size_;
+    std::deque<Receive> receives_; // posted, not yet matched, in posting order
+    Ticket next_ = 1;
+};
+
+} // namespace
+
+int LoopbackNet::add_group(int size) {
+    groups_.emplace_back(static_cast<size_t>(size));
+    return static_cast<int>(groups_.size()) - 1;
+}
+
+LoopbackNet::Endpoint &LoopbackNet::endpoint(int group, int rank) {
+    if (group < 0 || static_cast<size_t>(group) >= groups_.size() || rank < 0 ||
+        static_cast<size_t>(rank) >= groups_[static_cast<size_t>(group)].size())
+        fail(DTF_ERR_INTERNAL, "loopback: no rank %d in group %d", rank, group);
+    return groups_[static_cast<size_t>(group)][static_cast<size_t>(rank)];
+}
+
+std::unique_ptr<Channel> LoopbackNet::channel(int group, int rank, int remote_group) {
+    endpoint(group, rank); // checks both
+    const int remote_size = static_cast<int>(groups_.at(static_cast<size_t>(remote_group)).size());
+    return std::make_unique<LoopbackChannel>(*this, group, rank, remote_group, remote_size);
+}
+
+size_t LoopbackNet::undelivered() const {
+    size_t n = 0;
+    for (const auto &group : groups_)
+        for (const auto &e : group)
+            for (const auto &[key, queue] : e.inbox) n += queue.size();
+    return n;
+}
+
+} // namespace dtf::transport

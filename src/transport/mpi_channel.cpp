@@ -1,0 +1,139 @@
+#include "transport/mpi_channel.hpp"
+
+#include <climits>
+
+#include "transport/mpi_util.hpp"
+
+namespace dtf::transport {
+
+namespace {
+
+int checked_count(size_t size, const char *what) {
+    if (size > static_cast<size_t>(INT_MAX))
+        fail(DTF_ERR_UNSUPPORTED, "%s: one message of %zu bytes exceeds what one MPI message can carry (2 GiB); split the request", what, size);
+    return static_cast<int>(size);
+}
+
+class MpiChannel : public Channel {
+public:
+    MpiChannel(MPI_Comm comm, MpiQueue &queue) : comm_(comm), queue_(queue) {
+        int inter = 0;
+        MPI_Comm_test_inter(comm, &inter);
+        if (inter)
+            MPI_Comm_remote_size(comm, &remote_size_);
+        else
+            MPI_Comm_size(comm, &remote_size_);
+    }
+    int remote_size() const override { return remote_size_; }
+    Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
+        return queue_.send(comm_, dests, static_cast<int>(tag), std::move(bytes), what);
+    }
+    std::optional<Incoming> poll(Tag tag, const char *what) override {
+        int source = -1;
+        auto bytes = try_recv(comm_, static_cast<int>(tag), &source, what);
+        if (!bytes) return std::nullopt;
+        return Incoming{source, std::move(*bytes)};
+    }
+    Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
+        return queue_.receive(comm_, source, static_cast<int>(tag), buf, size, what);
+    }
+    void progress() override { queue_.progress(); }
+    bool done(Ticket t) const override { return queue_.done(t); }
+    size_t pending_bytes(const std::vector<Ticket> &tickets) const override { return queue_.pending_bytes(tickets); }
+
+private:
+    MPI_Comm comm_;
+    MpiQueue &queue_;
+    int remote_size_ = 0;
+};
+
+} // namespace
+
+MpiQueue::~MpiQueue() {
+    // Only reached with operations pending when dtf gave up on a peer (teardown after an error).
+    // Receives are cancelled; a send may still read its buffer, so its buffer is left allocated.
+    for (size_t i = 0; i < requests_.size(); ++i) {
+        if (ops_[i].receive) MPI_Cancel(&requests_[i]);
+        MPI_Request_free(&requests_[i]);
+        if (ops_[i].buffer) new std::shared_ptr<std::vector<char>>(std::move(ops_[i].buffer)); // deliberately kept
+    }
+}
+
+Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what) {
+    const int count = checked_count(bytes.size(), what);
+    const Ticket t = next_++;
+    if (dests.empty()) {
+        if (pool_) pool_->give(std::move(bytes));
+        return t;
+    }
+    auto buffer = std::make_shared<std::vector<char>>(std::move(bytes));
+    for (int dest : dests) {
+        MPI_Request req;
+        check_mpi(MPI_Isend(buffer->data(), count, MPI_BYTE, dest, tag, comm, &req), what);
+        requests_.push_back(req);
+        ops_.push_back(Op{t, buffer, buffer->size(), false, what});
+        ++remaining_[t];
+    }
+    return t;
+}
+
+Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what) {
+    const Ticket t = next_++;
+    MPI_Request req;
+    check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
+    requests_.push_back(req);
+    ops_.push_back(Op{t, nullptr, size, true, what});
+    ++remaining_[t];
+    return t;
+}
+
+void MpiQueue::progress() {
+    if (requests_.empty()) return;
+    std::vector<int> indices(requests_.size());
+    std::vector<MPI_Status> statuses(requests_.size());
+    int n = 0;
+    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices.data(), statuses.data());
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) check_mpi(rc, "MPI_Testsome");
+    if (n == MPI_UNDEFINED || n == 0) return;
+    for (int k = 0; k < n; ++k) {
+        const Op &op = ops_[static_cast<size_t>(indices[static_cast<size_t>(k)])];
+        const MPI_Status &st = statuses[static_cast<size_t>(k)];
+        if (rc == MPI_ERR_IN_STATUS) check_mpi(st.MPI_ERROR, op.what);
+        if (op.receive) {
+            int got = 0;
+            MPI_Get_count(&st, MPI_BYTE, &got);
+            if (static_cast<size_t>(got) != op.size)
+                fail(DTF_ERR_PEER, "%s: expected %zu bytes from rank %d, got a message of %d", op.what, op.size,
+                     st.MPI_SOURCE, got);
+        }
+    }
+    // Drop the completed requests (MPI set them to MPI_REQUEST_NULL), keeping the order of the rest.
+    size_t out = 0;
+    for (size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] != MPI_REQUEST_NULL) {
+            if (out != i) {
+                requests_[out] = requests_[i];
+                ops_[out] = std::move(ops_[i]);
+            }
+            ++out;
+            continue;
+        }
+        Op &op = ops_[i];
+        if (--remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
+        if (op.buffer && op.buffer.use_count() == 1 && pool_) pool_->give(std::move(*op.buffer));
+    }
+    requests_.resize(out);
+    ops_.resize(out);
+}
+
+size_t MpiQueue::pending_bytes(const std::vector<Ticket> &tickets) const {
+    size_t n = 0;
+    for (const Op &op : ops_)
+        for (Ticket t : tickets)
+            if (op.ticket == t) n += op.size;
+    return n;
+}
+
+std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue) { return std::make_unique<MpiChannel>(comm, queue); }
+
+} // namespace dtf::transport

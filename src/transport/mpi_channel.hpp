@@ -1,0 +1,53 @@
+// The MPI point-to-point Channel (channel.hpp), and the one queue of every nonblocking MPI operation
+// dtf has in flight in this process: control messages, write metadata, orders and data all go
+// through it, so one progress() completes them all and one place knows what is still pending.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "common/buffers.hpp"
+#include "transport/channel.hpp"
+
+namespace dtf::transport {
+
+class MpiQueue {
+public:
+    // Sent buffers go back to `pool` (may be null).
+    explicit MpiQueue(BufferPool *pool) : pool_(pool) {}
+    ~MpiQueue();
+    MpiQueue(const MpiQueue &) = delete;
+    MpiQueue &operator=(const MpiQueue &) = delete;
+
+    // Start one send of `bytes` per rank of `dests` on `comm`.
+    Ticket send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what);
+    Ticket receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what);
+    void progress();
+    bool done(Ticket t) const { return remaining_.count(t) == 0; }
+    size_t pending_bytes(const std::vector<Ticket> &tickets) const;
+    // Operations not done yet (all channels).
+    size_t pending() const { return remaining_.size(); }
+
+private:
+    struct Op {
+        Ticket ticket;
+        std::shared_ptr<std::vector<char>> buffer; // a send's bytes (shared by its requests)
+        size_t size;                               // bytes this request moves
+        bool receive;
+        const char *what;
+    };
+    BufferPool *pool_;
+    std::vector<MPI_Request> requests_; // parallel to ops_
+    std::vector<Op> ops_;
+    std::unordered_map<Ticket, int> remaining_; // requests not complete, per ticket
+    Ticket next_ = 1;
+};
+
+// A Channel over an MPI communicator: an inter-communicator to a peer component, or an
+// intra-communicator of this component (the remote group is then the communicator itself).
+std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue);
+
+} // namespace dtf::transport
