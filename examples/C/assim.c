@@ -62,7 +62,9 @@ static void write_analysis(const grid_t *g, int m, const MPI_Offset start[4], co
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    /* MPI_THREAD_MULTIPLE lets dtf's progress thread move data while this program computes. */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     int cycles = argc > 1 ? atoi(argv[1]) : 3;

@@ -88,7 +88,9 @@ static long read_analysis(const grid_t *g, int cycle, float *t, double *seconds,
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    /* MPI_THREAD_MULTIPLE lets dtf's progress thread move data while this program computes. */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int world_rank, world_size;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);

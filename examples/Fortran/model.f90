@@ -15,14 +15,15 @@ program model
   use pnetcdf
   use dtf
   implicit none
-  integer :: ierr, rank, nranks, cycles, c, dims(2), members, member, world_rank, world_size, member_comm
+  integer :: provided, ierr, rank, nranks, cycles, c, dims(2), members, member, world_rank, world_size, member_comm
   integer(kind=MPI_OFFSET_KIND) :: nz = 16, ny = 128, nx = 128
   integer(kind=MPI_OFFSET_KIND) :: y0, cy, x0, cx, z, y, x
   real, allocatable :: t(:, :, :)
   integer(kind=8) :: bad, total_bad
   character(len=32) :: arg
 
-  call MPI_Init(ierr)
+  ! MPI_THREAD_MULTIPLE lets dtf's progress thread move data in the background.
+  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, world_rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, world_size, ierr)
   cycles = 3

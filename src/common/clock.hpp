@@ -27,9 +27,12 @@ private:
 class Backoff {
 public:
     explicit Backoff(double first_s = 20e-6, double max_s = 5e-3) : delay_(first_s), max_(max_s) {}
-    void sleep() {
-        std::this_thread::sleep_for(std::chrono::duration<double>(delay_));
+    void sleep() { std::this_thread::sleep_for(std::chrono::duration<double>(next())); }
+    // The next delay (and grow it), for callers that wait in their own way.
+    double next() {
+        const double d = delay_;
         delay_ = std::min(delay_ * 1.5, max_);
+        return d;
     }
 
 private:

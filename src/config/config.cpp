@@ -509,6 +509,12 @@ const EnvVar kEnvVars[] = {
      }},
     {"DTF_LOST_DIR",
      [](Settings &s, const std::string &, const std::string &v) { s.lost_dir = v; }},
+    {"DTF_PROGRESS_THREAD",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         std::string_view t = trim(v);
+         if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
+         s.progress_thread = t == "1";
+     }},
     {"MAX_WORKGROUP_SIZE",
      [](Settings &s, const std::string &n, const std::string &v) {
          s.max_workgroup_size = env_int(n, v, 1, "an integer >= 1");
@@ -687,6 +693,7 @@ std::string describe(const Config &c, const Settings &s) {
     out += format("; DTF_VERBOSE_LEVEL=%d\n; DTF_PRINT_STATS=%d\n", s.verbose, s.print_stats);
     out += "; DTF_RENDEZVOUS=" + one_line(s.rendezvous) + "\n";
     out += "; DTF_LOST_DIR=" + one_line(s.lost_dir) + "\n";
+    out += format("; DTF_PROGRESS_THREAD=%d\n", s.progress_thread);
     out += format("; MAX_WORKGROUP_SIZE=%d\n", s.max_workgroup_size);
     return out;
 }

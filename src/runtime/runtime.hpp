@@ -5,16 +5,19 @@
 
 #include <mpi.h>
 
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "config/config.hpp"
 #include "common/buffers.hpp"
+#include "common/error.hpp"
+#include "config/config.hpp"
 #include "runtime/message.hpp"
 #include "transport/channel.hpp"
 #include "transport/mpi_channel.hpp"
@@ -23,6 +26,7 @@
 namespace dtf::runtime {
 
 struct VirtualFile;
+struct WriterSession;
 
 // The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
 // whole call, and released while the call waits (Runtime::wait_until) or runs real PnetCDF
@@ -38,9 +42,12 @@ public:
     Entry &operator=(const Entry &) = delete;
     // True when the calling thread is already inside a dtf entry point.
     static bool nested();
+    // The runtime lock if the calling thread holds it through an Entry, else nullptr.
+    static std::unique_lock<std::mutex> *held();
+    // The lock itself, for the progress thread (which runs outside any entry point).
+    static std::mutex &mutex();
 
 private:
-    friend class Unlocked;
     std::unique_lock<std::mutex> lock_;
     Entry *outer_;
 };
@@ -54,7 +61,7 @@ public:
     Unlocked &operator=(const Unlocked &) = delete;
 
 private:
-    Entry *entry_;
+    std::unique_lock<std::mutex> *lock_;
 };
 
 struct PeerLink {
@@ -88,6 +95,8 @@ struct Stats {
 
 class Runtime {
 public:
+    Runtime(const Runtime &) = delete;
+    Runtime &operator=(const Runtime &) = delete;
     // Collective over the component (today MPI_COMM_WORLD). Throws dtf::Error (agreed on all ranks).
     static void init(const char *config_path, const char *component_name);
     // Collective over the component.
@@ -122,7 +131,8 @@ public:
     void send(int peer, int remote_rank, Message message);
     // Receive pending messages (file-mode notices update counters(); the others are queued for
     // take()) and complete finished sends. Cheap when nothing is pending.
-    void progress();
+    // Returns whether anything happened (a message arrived, an operation or a session completed).
+    bool progress();
     // Drop queued messages about sessions this rank has closed (call after closing one).
     void discard_closed_sessions();
     // Remove and return the first queued message for which match() holds, if any.
@@ -136,6 +146,16 @@ public:
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
 
+    // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
+    void serve(const std::shared_ptr<WriterSession> &ws);
+    // Whether a writer session of `path` numbered `session` is still being served here.
+    bool serving(const std::string &path, int session) const;
+    // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
+    // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
+    bool progress_thread_running() const { return thread_.joinable(); }
+    // Stop the progress thread and serve the writer sessions of closed files to the end.
+    void finish_background(const char *why);
+
     ~Runtime();
 
 private:
@@ -148,6 +168,12 @@ private:
     bool session_closed(const Message &m) const;
     void check_peers_alive(const std::function<std::string()> &what) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
+    void watch_mpi_finalize();
+    void start_progress_thread();
+    void stop_progress_thread();
+    void progress_loop();
+    // Sleep about `seconds` without the runtime lock; with the progress thread, wake when it made progress.
+    void pause(double seconds);
 
     config::Config config_;
     config::Settings settings_;
@@ -164,6 +190,13 @@ private:
     BufferPool buffers_;
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
+    std::vector<std::shared_ptr<WriterSession>> serving_;
+    std::thread thread_;
+    std::condition_variable progressed_; // notified by the progress thread when something happened
+    bool stop_ = false;                  // tells the progress thread to end
+    std::string thread_note_ = "off";    // whether the progress thread runs, and why not (statistics)
+    std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
+    std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
 };
 
 } // namespace dtf::runtime

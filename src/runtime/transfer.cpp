@@ -22,8 +22,6 @@ using transport::Ticket;
 
 namespace {
 
-int matcher_of(int rank, int group_size) { return rank / group_size * group_size; }
-
 std::vector<int> matcher_ranks(int size, int group_size) {
     std::vector<int> m;
     for (int r = 0; r < size; r += group_size) m.push_back(r);
@@ -35,8 +33,6 @@ auto for_file(const VirtualFile &vf, MessageKind kind, int epoch = -1) {
         return m.kind == kind && m.path == vf.path && m.session == vf.session && (epoch < 0 || m.epoch == epoch);
     };
 }
-
-nc_type var_type(const VirtualFile &vf, int varid) { return vf.header.vars()[static_cast<size_t>(varid)].type; }
 
 // Copy the elements of `sub` (a subset of `outer`) between a buffer laid out as `outer` and a dense
 // buffer laid out as `sub` (elements of `es` bytes): packing (to_dense) or unpacking.
@@ -60,166 +56,241 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
-    const std::vector<int> &writers = vf.ranks;
-    std::vector<int> matchers;
-    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(writers[static_cast<size_t>(m)]);
     if (vf.rank != 0) return;
+    std::vector<int> matchers;
+    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     PayloadWriter p;
     p.bytes(vf.header.encode());
-    p.ints(writers);
+    p.ints(vf.ranks);
     p.ints(matchers);
     rt.notify(vf.peer, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
 }
 
+WriterSession::~WriterSession() {
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    if (pool)
+        for (auto &w : writes) pool->give(std::move(w.data));
+}
+
+std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFile &vf) {
+    auto ws = std::make_shared<WriterSession>();
+    ws->path = vf.path;
+    ws->session = vf.session;
+    ws->peer = vf.peer;
+    {
+        transport::Blocking blocking;
+        check_mpi(MPI_Comm_dup(vf.comm, &ws->comm), "MPI_Comm_dup");
+    }
+    MPI_Comm_set_errhandler(ws->comm, MPI_ERRORS_RETURN);
+    ws->local = rt.channel_over(ws->comm);
+    ws->rank = vf.rank;
+    ws->size = vf.size;
+    ws->group = rt.settings().max_workgroup_size;
+    ws->ranks = vf.ranks;
+    ws->pool = &rt.buffers();
+    return ws;
+}
+
 namespace {
 
-// Sends in flight during serve() or announce_writes(): done once all were delivered.
-using Outbox = std::vector<Ticket>;
+auto for_session(const WriterSession &ws, MessageKind kind, int epoch = -1) {
+    return [&ws, kind, epoch](const Message &m) {
+        return m.kind == kind && m.path == ws.path && m.session == ws.session && (epoch < 0 || m.epoch == epoch);
+    };
+}
 
 // The matcher's part of serving one ReadRequest: match, send orders to the writers, the plan to the reader.
-void serve_request(Runtime &rt, VirtualFile &vf, const Message &m, int reader_rank, Outbox &out) {
+void serve_request(Runtime &rt, WriterSession &ws, const Message &m) {
     phase::Scope timer(phase::Match);
+    const int reader_rank = m.source;
     std::vector<match::ReadReq> reads = match::decode_reads(m.payload);
     for (auto &r : reads) r.rank = reader_rank;
-    std::vector<match::Piece> pieces = match::match(vf.group_writes, reads);
+    std::vector<match::Piece> pieces = match::match(ws.group_writes, reads);
     std::map<int, std::vector<match::Piece>> by_writer;
     for (const auto &p : pieces) by_writer[p.writer].push_back(p);
     for (auto &[writer, list] : by_writer) {
         PayloadWriter w;
         w.i32(reader_rank);
         w.bytes(match::encode(list));
-        out.push_back(vf.local->send(writer, Tag::Orders, w.take(), "sending orders"));
+        ws.sends.push_back(ws.local->send(writer, Tag::Orders, w.take(), "sending orders"));
     }
     // The plan names writers by their component rank, which is how the reader addresses them.
-    for (auto &p : pieces) p.writer = vf.ranks[static_cast<size_t>(p.writer)];
-    rt.send(vf.peer, reader_rank, Message{MessageKind::ReadPlan, 0, vf.session, m.epoch, vf.path, match::encode(pieces)});
+    for (auto &p : pieces) p.writer = ws.ranks[static_cast<size_t>(p.writer)];
+    rt.send(ws.peer, reader_rank, Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
 }
 
 // A writer's part: send the data of `pieces` (all for one reader) in one message. Write ids are the
-// positions in vf.writes, counted from 1.
-void send_pieces(Runtime &rt, VirtualFile &vf, int reader_rank, const std::vector<match::Piece> &pieces, Outbox &out) {
+// positions in ws.writes, counted from 1.
+void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vector<match::Piece> &pieces) {
     phase::Scope timer(phase::Pack);
-    size_t total = 0;
-    for (const auto &p : pieces) {
-        if (p.write_id < 1 || p.write_id > vf.writes.size())
-            fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", vf.path.c_str(),
+    auto record = [&](const match::Piece &p) -> WriteRecord & {
+        if (p.write_id < 1 || p.write_id > ws.writes_announced)
+            fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", ws.path.c_str(),
                  static_cast<unsigned long long>(p.write_id));
-        total += static_cast<size_t>(p.region.size()) * types::type_size(var_type(vf, vf.writes[p.write_id - 1].meta.varid));
-    }
+        return ws.writes[p.write_id - 1];
+    };
+    size_t total = 0;
+    for (const auto &p : pieces) total += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(record(p).meta.varid)];
     std::vector<char> bytes = rt.buffers().take(total);
     size_t base = 0;
     for (const auto &p : pieces) {
-        WriteRecord &w = vf.writes[p.write_id - 1];
-        const size_t es = types::type_size(var_type(vf, w.meta.varid));
+        WriteRecord &w = record(p);
+        const size_t es = ws.elsize[static_cast<size_t>(w.meta.varid)];
         copy_region(w.meta.box, w.data.data(), p.region, bytes.data() + base, es, true);
         base += static_cast<size_t>(p.region.size()) * es;
     }
     phase::add_bytes(phase::Pack, bytes.size());
     phase::add_bytes(phase::Transfer, bytes.size());
-    out.push_back(rt.peer_link(vf.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
+    ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
 }
 
-// Every writer rank sends its writes not yet announced to its matcher; the matcher collects its group's.
-void announce_writes(Runtime &rt, VirtualFile &vf) {
-    const int g = rt.settings().max_workgroup_size, matcher = matcher_of(vf.rank, g);
-    std::vector<match::WriteReq> fresh;
-    for (size_t i = vf.writes_announced; i < vf.writes.size(); ++i) fresh.push_back(vf.writes[i].meta);
-    vf.writes_announced = vf.writes.size();
-    Outbox out;
-    out.push_back(vf.local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
-    int expected = vf.rank == matcher ? std::min(g, vf.size - matcher) : 0;
-    rt.wait_until([&] {
-        while (expected > 0) {
-            auto in = vf.local->poll(Tag::Meta, "receiving write metadata");
-            if (!in) break;
-            for (auto &w : match::decode_writes(in->bytes)) {
-                w.rank = in->source;
-                vf.group_writes.push_back(w);
-            }
-            --expected;
+// The reader group of the session, once its root said who reads (ReaderOpened). FileDefined went to
+// every rank of the reader component; the root tells the others they will never open this session.
+bool learn_readers(Runtime &rt, WriterSession &ws) {
+    if (!ws.reader_ranks.empty()) return true;
+    auto m = rt.take(for_session(ws, MessageKind::ReaderOpened));
+    if (!m) return false;
+    PayloadReader r(m->payload, "reader-opened");
+    ws.reader_ranks = r.ints(1 << 24);
+    if (ws.reader_ranks.empty()) fail(DTF_ERR_PEER, "'%s': component %d opened it with no rank", ws.path.c_str(), ws.peer);
+    if (ws.rank == 0) {
+        std::vector<bool> reads(static_cast<size_t>(rt.peer(ws.peer).remote_size), false);
+        for (int x : ws.reader_ranks)
+            if (x >= 0 && static_cast<size_t>(x) < reads.size()) reads[static_cast<size_t>(x)] = true;
+        for (size_t x = 0; x < reads.size(); ++x)
+            if (!reads[x]) rt.send(ws.peer, static_cast<int>(x), Message{MessageKind::FileWithdrawn, 0, ws.session, 0, ws.path, {}});
+    }
+    return true;
+}
+
+// The matcher collects the write metadata of its work group.
+void collect_metadata(WriterSession &ws) {
+    while (ws.meta_expected > 0) {
+        auto in = ws.local->poll(Tag::Meta, "receiving write metadata");
+        if (!in) return;
+        for (auto &w : match::decode_writes(in->bytes)) {
+            w.rank = in->source;
+            ws.group_writes.push_back(w);
         }
-        return vf.local->done(out) && expected == 0;
-    }, [&] {
-        return format("dtf_transfer of '%s': writer rank %d waited for the write metadata of %d ranks of its work group",
-                      vf.path.c_str(), vf.rank, expected);
-    });
+        --ws.meta_expected;
+    }
+}
+
+// The matcher serves the requests of the epoch; once every reader rank is done it tells its group
+// (after the orders, on the same tag, so they arrive first).
+void serve_requests(Runtime &rt, WriterSession &ws) {
+    while (auto m = rt.take(for_session(ws, MessageKind::ReadRequest))) serve_request(rt, ws, *m);
+    while (rt.take(for_session(ws, MessageKind::ReaderDone, ws.epoch))) {
+        if (++ws.readers_done < ws.reader_ranks.size()) continue;
+        std::vector<int> group;
+        for (int r = ws.rank; r < std::min(ws.size, ws.rank + ws.group); ++r) group.push_back(r);
+        ws.sends.push_back(ws.local->send(group, Tag::Orders, std::vector<char>(sizeof(int), 0), "sending finish"));
+    }
+}
+
+} // namespace
+
+void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header) {
+    ++ws->epoch;
+    ws->serving = true;
+    ws->header_sent = ws->finished = false;
+    ws->readers_done = 0;
+    ws->sends.clear();
+    ws->final_header = header.encode();
+    ws->elsize.clear();
+    for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
+    // Every writer rank sends its writes not yet announced to its matcher.
+    const int matcher = ws->rank / ws->group * ws->group;
+    std::vector<match::WriteReq> fresh;
+    for (size_t i = ws->writes_announced; i < ws->writes.size(); ++i) fresh.push_back(ws->writes[i].meta);
+    ws->writes_announced = ws->writes.size();
+    ws->sends.push_back(ws->local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
+    ws->meta_expected = ws->is_matcher() ? std::min(ws->group, ws->size - ws->rank) : 0;
+    rt.serve(ws);
+}
+
+bool step(Runtime &rt, WriterSession &ws) {
+    if (!ws.serving) return true;
+    const bool readers_known = learn_readers(rt, ws);
+    if (readers_known && !ws.header_sent) {
+        if (ws.rank == 0)
+            for (int r : ws.reader_ranks)
+                rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, ws.final_header});
+        ws.header_sent = true;
+    }
+    collect_metadata(ws);
+    if (ws.is_matcher() && readers_known && ws.meta_expected == 0) serve_requests(rt, ws);
+    while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
+        if (in->bytes.size() == sizeof(int)) {
+            ws.finished = true;
+            continue;
+        }
+        PayloadReader r(in->bytes, "orders");
+        const int reader = r.i32();
+        send_pieces(rt, ws, reader, match::decode_pieces(r.bytes()));
+    }
+    if (!ws.finished || !ws.header_sent || !ws.local->done(ws.sends)) return false;
+    ws.serving = false;
+    return true;
+}
+
+std::string waiting_for(Runtime &rt, const WriterSession &ws) {
+    const std::string peer = rt.config().components[static_cast<size_t>(ws.peer)];
+    if (ws.reader_ranks.empty())
+        return format("dtf_transfer of '%s' (session %d) waited for component '%s' to open it", ws.path.c_str(),
+                      ws.session, peer.c_str());
+    return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %zu of %zu reader "
+                  "ranks done, %zu bytes not delivered%s",
+                  ws.path.c_str(), ws.session, ws.rank, peer.c_str(), ws.readers_done, ws.reader_ranks.size(),
+                  ws.local->pending_bytes(ws.sends),
+                  ws.meta_expected > 0 ? format(", write metadata of %d ranks of its work group missing", ws.meta_expected).c_str() : "");
+}
+
+namespace {
+
+// Wait until the epoch being served (if any) is served; a failure while serving in the background
+// is reported here, once.
+void finish_epoch(Runtime &rt, WriterSession &ws) {
+    if (ws.serving) rt.wait_until([&] { return !ws.serving; }, [&] { return waiting_for(rt, ws); });
+    if (ws.error) {
+        Error e = *ws.error;
+        ws.error.reset();
+        throw e;
+    }
 }
 
 // The largest record written by any writer rank: the unlimited dimension's length.
 void agree_numrecs(VirtualFile &vf) {
     long long mine = vf.header.numrecs(), all = 0;
-    for (const auto &w : vf.writes) {
+    for (const auto &w : vf.ws->writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
         mine = std::max<long long>(mine, b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
     }
+    transport::Blocking blocking;
     check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
     vf.header.set_numrecs(all);
 }
 
+// dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
+// the background and this returns at once (the values are dtf's copies); without it, it serves
+// until every reader rank is done.
 int serve(Runtime &rt, VirtualFile &vf) {
-    ++vf.epoch;
-    if (vf.reader_ranks.empty()) {
-        Message m = rt.wait_message(for_file(vf, MessageKind::ReaderOpened), [&] {
-            return format("dtf_transfer of '%s' (session %d) waited for component '%s' to open it", vf.path.c_str(),
-                          vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-        });
-        PayloadReader r(m.payload, "reader-opened");
-        vf.reader_ranks = r.ints(1 << 24);
-        // FileDefined went to every rank of the reader component; the others will never open this session.
-        if (vf.rank == 0) {
-            std::vector<bool> reads(static_cast<size_t>(rt.peer(vf.peer).remote_size), false);
-            for (int r : vf.reader_ranks)
-                if (r >= 0 && static_cast<size_t>(r) < reads.size()) reads[static_cast<size_t>(r)] = true;
-            for (size_t r = 0; r < reads.size(); ++r)
-                if (!reads[r])
-                    rt.send(vf.peer, static_cast<int>(r), Message{MessageKind::FileWithdrawn, 0, vf.session, 0, vf.path, {}});
-        }
-    }
+    finish_epoch(rt, *vf.ws);
     agree_numrecs(vf);
-    if (vf.rank == 0)
-        for (int r : vf.reader_ranks)
-            rt.send(vf.peer, r, Message{MessageKind::HeaderFinal, 0, vf.session, vf.epoch, vf.path, vf.header.encode()});
-    announce_writes(rt, vf);
-
-    const int g = rt.settings().max_workgroup_size;
-    const bool is_matcher = vf.rank == matcher_of(vf.rank, g);
-    size_t done = 0;
-    bool finished = false;
-    Outbox sends;
-    const std::string peer = rt.config().components[static_cast<size_t>(vf.peer)];
-    rt.wait_until([&] {
-        if (is_matcher) {
-            while (auto m = rt.take(for_file(vf, MessageKind::ReadRequest))) serve_request(rt, vf, *m, m->source, sends);
-            while (rt.take(for_file(vf, MessageKind::ReaderDone, vf.epoch))) {
-                if (++done < vf.reader_ranks.size()) continue;
-                // Every reader is done: tell the group (after the orders, on the same tag).
-                const int members = std::min(g, vf.size - vf.rank);
-                std::vector<int> group(static_cast<size_t>(members));
-                for (int i = 0; i < members; ++i) group[static_cast<size_t>(i)] = vf.rank + i;
-                sends.push_back(vf.local->send(group, Tag::Orders, std::vector<char>(sizeof(int), 0), "sending finish"));
-            }
-        }
-        while (auto in = vf.local->poll(Tag::Orders, "receiving orders")) {
-            if (in->bytes.size() == sizeof(int)) {
-                finished = true;
-                continue;
-            }
-            PayloadReader r(in->bytes, "orders");
-            int reader = r.i32();
-            send_pieces(rt, vf, reader, match::decode_pieces(r.bytes()), sends);
-        }
-        return vf.local->done(sends) && finished;
-    }, [&] {
-        const size_t bytes = vf.local->pending_bytes(sends);
-        return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %zu of %zu reader "
-                      "ranks done, %zu bytes not delivered",
-                      vf.path.c_str(), vf.session, vf.rank, peer.c_str(), done, vf.reader_ranks.size(), bytes);
-    });
+    start_epoch(rt, vf.ws, vf.header);
+    if (!rt.progress_thread_running()) finish_epoch(rt, *vf.ws);
     return NC_NOERR;
 }
 
 } // namespace
+
+bool writer_close(Runtime &rt, VirtualFile &vf) {
+    WriterSession &ws = *vf.ws;
+    if (ws.epoch == 0 || ws.writes_announced < ws.writes.size()) serve(rt, vf);
+    if (!ws.serving || !rt.progress_thread_running()) finish_epoch(rt, ws);
+    return ws.serving;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reader side

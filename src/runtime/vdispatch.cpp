@@ -131,8 +131,8 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
 // Writes take effect in the order they are recorded: that order decides overlaps within one rank.
 void record_write(VirtualFile &vf, WriteRecord &&w) {
     if (w.meta.box.empty()) return;
-    w.meta.id = vf.writes.size() + 1;
-    vf.writes.push_back(std::move(w));
+    w.meta.id = vf.ws->writes.size() + 1;
+    vf.ws->writes.push_back(std::move(w));
 }
 
 int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *l) {

@@ -42,7 +42,6 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
     vf->ranks = rt.component_ranks_of(vf->comm);
-    vf->local = rt.channel_over(vf->comm);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
     return vf;
@@ -71,6 +70,7 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     if (rc != NC_NOERR) return rc;
     auto vf = make_file(rt, path, rule, peer, comm, true);
     vf->header = model::Header(format);
+    vf->ws = open_writer_session(rt, *vf);
     return finish_open(rt, std::move(vf), ncidp);
 }
 
@@ -119,17 +119,22 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     if (!abort) {
         if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR)
             announce_definition(rt, vf);
-        // Data the peer has not taken yet is served (writer) or fetched (reader) before closing.
-        if (vf.writer ? (vf.epoch == 0 || vf.writes_announced < vf.writes.size()) : (!vf.done_sent || !vf.pending.empty()))
+        // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
+        // the progress thread the writer's session may go on being served after the close.
+        if (vf.writer)
+            writer_close(rt, vf);
+        else if (!vf.done_sent || !vf.pending.empty())
             rc = vfile_transfer(rt, vf);
     }
-    transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
+    {
+        transport::Blocking blocking;
+        transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
+    }
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     rt.discard_closed_sessions();
     MPI_Comm_free(&vf.comm);
-    for (auto &w : vf.writes) rt.buffers().give(std::move(w.data));
     int ncid = vf.ncid;
     rt.virtual_files().erase(ncid); // vf is gone after this
     return rc;

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "common/buffers.hpp"
+#include "common/error.hpp"
 #include "config/config.hpp"
 #include "match/plan.hpp"
 #include "model/header.hpp"
@@ -55,6 +57,40 @@ struct ReadRecord {
     std::vector<char> staging; // the parts' elements in the variable's type, filled from the pieces
 };
 
+// The writer side of one session: its writes, and the service of the transfer epoch being served
+// (the writer's part of the protocol as a state machine: step() advances it and never blocks). While
+// it serves it belongs to the runtime too, so it may outlive the file: with the progress thread,
+// dtf_transfer and ncmpi_close return while the readers are still being served. It has its own
+// communicator for that.
+struct WriterSession {
+    std::string path;
+    int session = 0, peer = -1;
+    MPI_Comm comm = MPI_COMM_NULL;             // own dup of the file's communicator
+    std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
+    int rank = 0, size = 1, group = 1;         // group: ranks per matcher (MAX_WORKGROUP_SIZE)
+    std::vector<int> ranks;                    // component rank of each rank of comm
+    std::vector<WriteRecord> writes;           // write id = position + 1
+    size_t writes_announced = 0;               // writes whose metadata went to the matcher
+    std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
+    std::vector<int> reader_ranks;             // component ranks of the reader's file communicator
+    int epoch = 0;                             // epochs (dtf_transfer calls) started
+
+    // The epoch being served.
+    bool serving = false;
+    std::vector<size_t> elsize;       // bytes per element of each variable
+    std::vector<char> final_header;   // the header with the final record count, for the readers
+    bool header_sent = false;
+    int meta_expected = 0;            // matcher: work group members whose metadata is still missing
+    size_t readers_done = 0;          // matcher: reader ranks done with this epoch
+    bool finished = false;            // the matcher said every reader is done
+    std::vector<transport::Ticket> sends;
+    std::unique_ptr<Error> error;     // a failure while serving in the background
+    BufferPool *pool = nullptr;       // where the writes' buffers go back to
+
+    bool is_matcher() const { return rank % group == 0; }
+    ~WriterSession();
+};
+
 struct VirtualFile {
     int ncid = -1;
     std::string path;
@@ -62,19 +98,15 @@ struct VirtualFile {
     int peer = -1;
     bool writer = false;
     MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
-    std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
     int rank = 0, size = 1;
     std::vector<int> ranks; // component rank of each rank of comm
     int session = 0; // 1-based session of this path (counted per writer component)
-    int epoch = 0;   // dtf_transfer calls completed in this session
+    int epoch = 0;   // reader: dtf_transfer calls completed in this session
     model::Header header;
 
     // writer
-    std::vector<WriteRecord> writes;
-    size_t writes_announced = 0;   // writes whose metadata went to the matcher
-    bool defined_sent = false;     // FileDefined sent (first enddef)
-    std::vector<int> reader_ranks; // component ranks of the reader's file communicator
-    std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
+    std::shared_ptr<WriterSession> ws;
+    bool defined_sent = false; // FileDefined sent (first enddef)
 
     // reader
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
@@ -102,6 +134,15 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
+// Writer sessions (transfer.cpp): open one for a new writer file; start serving an epoch (after the
+// record count was agreed; the runtime steps it from then on); advance it without blocking (true
+// once the epoch is served); what it waits for (for timeout messages); close: the last epoch is
+// started if needed, returns whether it is still being served (then the runtime keeps it).
+std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFile &vf);
+void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header);
+bool step(Runtime &rt, WriterSession &ws);
+std::string waiting_for(Runtime &rt, const WriterSession &ws);
+bool writer_close(Runtime &rt, VirtualFile &vf);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 

@@ -25,6 +25,7 @@ enum class Tag : int {
     Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
     Data = 0x0d74,      // writer -> reader: the data of pieces
     Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
+    Routes = 0x0d7e,    // one byte per rank pair right after connecting (open_all_routes)
 };
 
 // A nonblocking operation: done once its bytes have left (send) or arrived (receive).

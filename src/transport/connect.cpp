@@ -167,4 +167,27 @@ std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string
     return theirs;
 }
 
+void open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name) {
+    int remote = 0;
+    MPI_Comm_remote_size(inter, &remote);
+    const int tag = static_cast<int>(Tag::Routes);
+    std::vector<char> out(static_cast<size_t>(remote), 1), in(static_cast<size_t>(remote), 0);
+    std::vector<MPI_Request> reqs(static_cast<size_t>(remote));
+    Deadline deadline(timeout_s);
+    auto phase = [&](bool send) {
+        for (int r = 0; r < remote; ++r) {
+            char *b = (send ? out : in).data() + r;
+            check_mpi(send ? MPI_Isend(b, 1, MPI_CHAR, r, tag, inter, &reqs[static_cast<size_t>(r)])
+                           : MPI_Irecv(b, 1, MPI_CHAR, r, tag, inter, &reqs[static_cast<size_t>(r)]),
+                      send ? "MPI_Isend (opening routes)" : "MPI_Irecv (opening routes)");
+        }
+        for (auto &req : reqs)
+            wait_request(&req, deadline, [&] {
+                return format("opening the connections to component '%s'", peer_name.c_str());
+            });
+    };
+    phase(acceptor);  // the acceptor's ranks open every connection...
+    phase(!acceptor); // ...and the answers travel on them
+}
+
 } // namespace dtf::transport

@@ -33,4 +33,11 @@ MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double
 std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
                                const std::string &peer_name);
 
+// Make every rank pair of `inter` exchange one small message, the acceptor side first, so that the
+// network connections between the two components are opened now, one initiator per pair. Open MPI
+// 4.1's TCP transport opens them lazily, and two ranks that open one to each other at the same time
+// (common once a progress thread sends and receives at any moment) can fail with "Open MPI failed to
+// TCP connect to a peer MPI process" and then lose messages. Collective over both groups; bounded.
+void open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name);
+
 } // namespace dtf::transport

@@ -87,14 +87,14 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     return t;
 }
 
-void MpiQueue::progress() {
-    if (requests_.empty()) return;
+bool MpiQueue::progress() {
+    if (requests_.empty()) return false;
     std::vector<int> indices(requests_.size());
     std::vector<MPI_Status> statuses(requests_.size());
     int n = 0;
     const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices.data(), statuses.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) check_mpi(rc, "MPI_Testsome");
-    if (n == MPI_UNDEFINED || n == 0) return;
+    if (n == MPI_UNDEFINED || n == 0) return false;
     for (int k = 0; k < n; ++k) {
         const Op &op = ops_[static_cast<size_t>(indices[static_cast<size_t>(k)])];
         const MPI_Status &st = statuses[static_cast<size_t>(k)];
@@ -124,6 +124,7 @@ void MpiQueue::progress() {
     }
     requests_.resize(out);
     ops_.resize(out);
+    return true;
 }
 
 size_t MpiQueue::pending_bytes(const std::vector<Ticket> &tickets) const {

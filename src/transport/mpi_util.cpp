@@ -4,6 +4,18 @@
 
 namespace dtf::transport {
 
+namespace {
+BlockingHooks g_hooks;
+}
+
+void set_blocking_hooks(BlockingHooks hooks) { g_hooks = hooks; }
+
+Blocking::Blocking() : released_(g_hooks.release && g_hooks.release()) {}
+
+Blocking::~Blocking() {
+    if (released_) g_hooks.reacquire();
+}
+
 std::string mpi_error_string(int rc) {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -30,14 +42,16 @@ void check_mpi(int rc, const char *what) {
 }
 
 std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, const char *what) {
+    // A matched probe: the message found is the one received, whatever other threads receive.
     int flag = 0;
+    MPI_Message message;
     MPI_Status status;
-    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &status), what);
+    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &flag, &message, &status), what);
     if (!flag) return std::nullopt;
     int size = 0;
     MPI_Get_count(&status, MPI_BYTE, &size);
     std::vector<char> bytes(static_cast<size_t>(size));
-    check_mpi(MPI_Recv(bytes.data(), size, MPI_BYTE, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE), what);
+    check_mpi(MPI_Mrecv(bytes.data(), size, MPI_BYTE, &message, MPI_STATUS_IGNORE), what);
     *source = status.MPI_SOURCE;
     return bytes;
 }
@@ -45,6 +59,7 @@ std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, c
 namespace {
 // Broadcast (code, message) from `root` to every rank of `comm`.
 void share(MPI_Comm comm, int root, int &code, std::string &message) {
+    Blocking blocking;
     int header[2] = {code, static_cast<int>(message.size())};
     check_mpi(MPI_Bcast(header, 2, MPI_INT, root, comm), "MPI_Bcast (error agreement)");
     code = header[0];
@@ -84,7 +99,10 @@ void on_all(MPI_Comm comm, const std::function<void()> &fn) {
         own_message = e.what();
     }
     int mine = own_code ? rank : size, first = size;
-    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+    {
+        Blocking blocking;
+        check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+    }
     if (first == size) return;
     int code = own_code;
     std::string message = own_message;
@@ -94,6 +112,7 @@ void on_all(MPI_Comm comm, const std::function<void()> &fn) {
 }
 
 void wait_request(MPI_Request *req, const Deadline &deadline, const std::function<std::string()> &what) {
+    Blocking blocking;
     Backoff backoff;
     for (;;) {
         int done = 0;

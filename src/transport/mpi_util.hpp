@@ -29,6 +29,28 @@ private:
     MPI_Errhandler world_, self_;
 };
 
+// Hooks run around every call of these helpers that blocks for other ranks (collectives, bounded
+// waits): the runtime sets them to release its lock there, so that a rank blocked in a collective
+// does not stop its own progress thread from serving other components. release() returns whether
+// it released anything (then reacquire() is called afterwards).
+struct BlockingHooks {
+    bool (*release)() = nullptr;
+    void (*reacquire)() = nullptr;
+};
+void set_blocking_hooks(BlockingHooks hooks);
+
+// The scope of one blocking call (uses the hooks).
+class Blocking {
+public:
+    Blocking();
+    ~Blocking();
+    Blocking(const Blocking &) = delete;
+    Blocking &operator=(const Blocking &) = delete;
+
+private:
+    bool released_;
+};
+
 // Throw DTF_ERR_MPI "<what> failed: <MPI error string>" unless rc == MPI_SUCCESS.
 void check_mpi(int rc, const char *what);
 std::string mpi_error_string(int rc);

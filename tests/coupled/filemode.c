@@ -142,7 +142,8 @@ static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int provided; /* MPI_THREAD_MULTIPLE: dtf runs its progress thread (unless DTF_PROGRESS_THREAD=0) */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc < 5) {

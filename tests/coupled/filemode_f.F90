@@ -14,10 +14,11 @@ program filemode_f
   external :: dtf_init, dtf_transfer, dtf_finalize
 #endif
   integer(kind=MPI_OFFSET_KIND), parameter :: ny = 12, nx = 10
-  integer :: ierr, rank, nranks, cycles, c, bad, anybad
+  integer :: provided, ierr, rank, nranks, cycles, c, bad, anybad
   character(len=4096) :: config, dir, statef, histf, arg
 
-  call MPI_Init(ierr)
+  ! MPI_THREAD_MULTIPLE lets dtf's progress thread move data in the background.
+  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
   call get_command_argument(2, config)

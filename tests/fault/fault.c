@@ -130,7 +130,8 @@ static void reader(const char *scenario) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int provided; /* MPI_THREAD_MULTIPLE: dtf runs its progress thread (unless DTF_PROGRESS_THREAD=0) */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (argc != 4) {

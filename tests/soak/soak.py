@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 LINE = re.compile(r"^\[(\w+)\] resources (\w+) cycle (\d+): rss_kib (\d+) fds (\d+) comm_index (\d+)$")
-UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used$")
+UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used(;.*)?$")
 
 
 def main():

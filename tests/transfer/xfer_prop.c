@@ -1135,7 +1135,8 @@ int main(int argc, char **argv) {
         scen_free(s);
         return 0;
     }
-    MPI_Init(&argc, &argv);
+    int provided; /* MPI_THREAD_MULTIPLE: dtf runs its progress thread (unless DTF_PROGRESS_THREAD=0) */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc != 9 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader"))) {

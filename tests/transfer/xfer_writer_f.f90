@@ -15,12 +15,13 @@ program xfer_writer_f
   use pnetcdf
   use dtf
   implicit none
-  integer :: ierr, rank, nranks, first, ncases, m, n, k, nfail, allfail, info
+  integer :: provided, ierr, rank, nranks, first, ncases, m, n, k, nfail, allfail, info
   logical :: use_dtf
   character(len=4096) :: config, dir, arg, path
   double precision :: t0
 
-  call MPI_Init(ierr)
+  ! MPI_THREAD_MULTIPLE lets dtf's progress thread move data in the background.
+  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
   if (command_argument_count() /= 8) then

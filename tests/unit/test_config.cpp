@@ -341,7 +341,10 @@ void test_env() {
     Settings d = settings_from_env({});
     CHECK("env defaults", d.timeout_s == 120.0 && d.verbose == 0 && !d.print_stats &&
                               d.max_workgroup_size == 64 && d.rendezvous == "auto" &&
-                              d.ini_file.empty() && d.global_path.empty() && d.warnings.empty());
+                              d.ini_file.empty() && d.global_path.empty() && d.warnings.empty() &&
+                              !d.progress_thread);
+    CHECK("env progress thread", !settings_from_env({"DTF_PROGRESS_THREAD=0"}).progress_thread &&
+                                     settings_from_env({"DTF_PROGRESS_THREAD=1"}).progress_thread);
     Settings s = settings_from_env({"DTF_INI_FILE=/a.ini", "DTF_GLOBAL_PATH=/g", "DTF_TIMEOUT=2.5",
                                     "DTF_VERBOSE_LEVEL=2", "DTF_PRINT_STATS=1",
                                     "DTF_RENDEZVOUS=file", "MAX_WORKGROUP_SIZE=8", "PATH=/bin",
@@ -363,6 +366,7 @@ void test_env() {
         {"DTF_VERBOSE_LEVEL=-1", "DTF_VERBOSE_LEVEL='-1': expected an integer >= 0"},
         {"DTF_VERBOSE_LEVEL=high", "DTF_VERBOSE_LEVEL='high': expected an integer >= 0"},
         {"DTF_PRINT_STATS=yes", "DTF_PRINT_STATS='yes': expected 0 or 1"},
+        {"DTF_PROGRESS_THREAD=on", "DTF_PROGRESS_THREAD='on': expected 0 or 1"},
         {"DTF_RENDEZVOUS=tcp", "DTF_RENDEZVOUS='tcp': expected auto, file or name"},
         {"MAX_WORKGROUP_SIZE=0", "MAX_WORKGROUP_SIZE='0': expected an integer >= 1"},
     };
