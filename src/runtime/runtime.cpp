@@ -354,6 +354,11 @@ bool Runtime::progress() {
     return happened;
 }
 
+void Runtime::free_retired() {
+    for (MPI_Comm &c : retired_) MPI_Comm_free(&c);
+    retired_.clear();
+}
+
 void Runtime::serve(const std::shared_ptr<WriterSession> &ws) {
     if (std::find(serving_.begin(), serving_.end(), ws) == serving_.end()) serving_.push_back(ws);
 }
@@ -611,6 +616,7 @@ void Runtime::teardown(bool orderly) {
         if (settings_.print_stats) attempt([&] { print_stats(world_, self_name(), size_, stats_, thread_note_); });
     }
     serving_.clear();
+    free_retired();
     for (auto &[comp, link] : peers_)
         if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);
     peers_.clear();

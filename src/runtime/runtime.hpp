@@ -153,6 +153,12 @@ public:
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
+    // Free `comm` from an application thread: Open MPI 4.1 allocates communicator ids with a
+    // nonblocking agreement that any thread's progress may advance, and a communicator created or
+    // freed while the progress thread runs MPI can lose messages; so communicators are created and
+    // freed only under the runtime lock by application threads (retired ones at the next entry).
+    void retire(MPI_Comm comm) { retired_.push_back(comm); }
+    void free_retired();
     // Stop the progress thread and serve the writer sessions of closed files to the end.
     void finish_background(const char *why);
 
@@ -191,6 +197,7 @@ private:
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;
+    std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
     std::thread thread_;
     std::condition_variable progressed_; // notified by the progress thread when something happened
     bool stop_ = false;                  // tells the progress thread to end

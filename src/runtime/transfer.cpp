@@ -67,7 +67,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
 }
 
 WriterSession::~WriterSession() {
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    if (comm != MPI_COMM_NULL && runtime) runtime->retire(comm);
     if (pool)
         for (auto &w : writes) pool->give(std::move(w.data));
 }
@@ -77,10 +77,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->path = vf.path;
     ws->session = vf.session;
     ws->peer = vf.peer;
-    {
-        transport::Blocking blocking;
-        check_mpi(MPI_Comm_dup(vf.comm, &ws->comm), "MPI_Comm_dup");
-    }
+    check_mpi(MPI_Comm_dup(vf.comm, &ws->comm), "MPI_Comm_dup"); // under the lock: see Runtime::retire
     MPI_Comm_set_errhandler(ws->comm, MPI_ERRORS_RETURN);
     ws->local = rt.channel_over(ws->comm);
     ws->rank = vf.rank;
@@ -88,6 +85,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->group = rt.settings().max_workgroup_size;
     ws->ranks = vf.ranks;
     ws->pool = &rt.buffers();
+    ws->runtime = &rt;
     return ws;
 }
 

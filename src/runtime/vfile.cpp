@@ -32,6 +32,7 @@ int next_virtual_ncid() {
 
 std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
                                        MPI_Comm comm, bool writer) {
+    rt.free_retired();
     auto vf = std::make_unique<VirtualFile>();
     vf->path = path;
     vf->rule = &rule;

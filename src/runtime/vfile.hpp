@@ -86,6 +86,7 @@ struct WriterSession {
     std::vector<transport::Ticket> sends;
     std::unique_ptr<Error> error;     // a failure while serving in the background
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
+    Runtime *runtime = nullptr;       // frees the communicator (Runtime::retire)
 
     bool is_matcher() const { return rank % group == 0; }
     ~WriterSession();
