@@ -27,6 +27,8 @@ namespace dtf::runtime {
 
 struct VirtualFile;
 struct WriterSession;
+struct WriterPlan;
+struct ReaderPlan;
 
 // The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
 // whole call, and released while the call waits (Runtime::wait_until) or runs real PnetCDF
@@ -91,6 +93,7 @@ struct OpenFile {
 struct Stats {
     double init_s = 0, connect_s = 0;
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
+    long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
 };
 
 class Runtime {
@@ -121,6 +124,9 @@ public:
     std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
     VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
+    // Replay plans by path (replay_io=1), one per role (transfer.cpp).
+    std::map<std::string, std::shared_ptr<const WriterPlan>> &writer_plans() { return writer_plans_; }
+    std::map<std::string, std::shared_ptr<const ReaderPlan>> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
     // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
     std::unique_ptr<transport::Channel> channel_over(MPI_Comm comm) { return transport::mpi_channel(comm, *queue_); }
@@ -198,6 +204,8 @@ private:
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
+    std::map<std::string, std::shared_ptr<const WriterPlan>> writer_plans_;
+    std::map<std::string, std::shared_ptr<const ReaderPlan>> reader_plans_;
     std::thread thread_;
     std::condition_variable progressed_; // notified by the progress thread when something happened
     bool stop_ = false;                  // tells the progress thread to end

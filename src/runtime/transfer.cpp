@@ -86,6 +86,11 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->ranks = vf.ranks;
     ws->pool = &rt.buffers();
     ws->runtime = &rt;
+    ws->record = vf.rule->replay_io;
+    if (ws->record) {
+        auto it = rt.writer_plans().find(vf.path);
+        if (it != rt.writer_plans().end()) ws->plan = it->second;
+    }
     return ws;
 }
 
@@ -121,6 +126,7 @@ void serve_request(Runtime &rt, WriterSession &ws, const Message &m) {
 // positions in ws.writes, counted from 1.
 void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vector<match::Piece> &pieces) {
     phase::Scope timer(phase::Pack);
+    if (ws.record && ws.replay != 1) ws.orders_log.push_back(WriterPlan::Order{reader_rank, pieces});
     auto record = [&](const match::Piece &p) -> WriteRecord & {
         if (p.write_id < 1 || p.write_id > ws.writes_announced)
             fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", ws.path.c_str(),
@@ -150,6 +156,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
     if (!m) return false;
     PayloadReader r(m->payload, "reader-opened");
     ws.reader_ranks = r.ints(1 << 24);
+    ws.reader_plan = r.i32();
     if (ws.reader_ranks.empty()) fail(DTF_ERR_PEER, "'%s': component %d opened it with no rank", ws.path.c_str(), ws.peer);
     if (ws.rank == 0) {
         std::vector<bool> reads(static_cast<size_t>(rt.peer(ws.peer).remote_size), false);
@@ -178,11 +185,15 @@ void collect_metadata(WriterSession &ws) {
 // (after the orders, on the same tag, so they arrive first).
 void serve_requests(Runtime &rt, WriterSession &ws) {
     while (auto m = rt.take(for_session(ws, MessageKind::ReadRequest))) serve_request(rt, ws, *m);
-    while (rt.take(for_session(ws, MessageKind::ReaderDone, ws.epoch))) {
+    while (auto done = rt.take(for_session(ws, MessageKind::ReaderDone, ws.epoch))) {
+        PayloadReader r(done->payload, "reader-done");
+        if (r.i32() != 0) ws.drop_plan = true; // that reader did not follow the replayed plan
         if (++ws.readers_done < ws.reader_ranks.size()) continue;
         std::vector<int> group;
-        for (int r = ws.rank; r < std::min(ws.size, ws.rank + ws.group); ++r) group.push_back(r);
-        ws.sends.push_back(ws.local->send(group, Tag::Orders, std::vector<char>(sizeof(int), 0), "sending finish"));
+        for (int x = ws.rank; x < std::min(ws.size, ws.rank + ws.group); ++x) group.push_back(x);
+        PayloadWriter finish;
+        finish.i32(ws.drop_plan ? 1 : 0);
+        ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
     }
 }
 
@@ -191,6 +202,7 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
 void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header) {
     ++ws->epoch;
     ws->serving = true;
+    ws->replay = -1;
     ws->header_sent = ws->finished = false;
     ws->readers_done = 0;
     ws->sends.clear();
@@ -210,16 +222,31 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
 bool step(Runtime &rt, WriterSession &ws) {
     if (!ws.serving) return true;
     const bool readers_known = learn_readers(rt, ws);
+    if (readers_known && ws.replay < 0) {
+        // Replay: every writer rank's writes are the plan's (agreed), and the readers are the same
+        // ranks holding the same plan: push the plan's data without waiting for requests.
+        const WriterPlan *plan = ws.plan.get();
+        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->session;
+        if (ws.replay == 1)
+            for (const auto &order : plan->orders) send_pieces(rt, ws, order.reader, order.pieces);
+    }
     if (readers_known && !ws.header_sent) {
-        if (ws.rank == 0)
+        if (ws.rank == 0) {
+            PayloadWriter p; // the plan replayed (0: none), then the header with the final record count
+            p.i32(ws.replay == 1 ? ws.plan->session : 0);
+            p.bytes(ws.final_header);
+            const std::vector<char> payload = p.take();
             for (int r : ws.reader_ranks)
-                rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, ws.final_header});
+                rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
+        }
         ws.header_sent = true;
     }
     collect_metadata(ws);
     if (ws.is_matcher() && readers_known && ws.meta_expected == 0) serve_requests(rt, ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
-        if (in->bytes.size() == sizeof(int)) {
+        if (in->bytes.size() == sizeof(int32_t)) { // finish, and whether a reader left the replayed plan
+            PayloadReader r(in->bytes, "finish");
+            if (r.i32() != 0) ws.drop_plan = true;
             ws.finished = true;
             continue;
         }
@@ -251,23 +278,32 @@ namespace {
 void finish_epoch(Runtime &rt, WriterSession &ws) {
     if (ws.serving) rt.wait_until([&] { return !ws.serving; }, [&] { return waiting_for(rt, ws); });
     if (ws.error) {
+        rt.writer_plans().erase(ws.path);
         Error e = *ws.error;
         ws.error.reset();
         throw e;
     }
 }
 
-// The largest record written by any writer rank: the unlimited dimension's length.
+// The largest record written by any writer rank: the unlimited dimension's length; and whether
+// every writer rank's writes are those of the path's replay plan.
 void agree_numrecs(VirtualFile &vf) {
-    long long mine = vf.header.numrecs(), all = 0;
-    for (const auto &w : vf.ws->writes) {
+    WriterSession &ws = *vf.ws;
+    long long mine[2] = {vf.header.numrecs(), 0}, all[2] = {0, 0};
+    for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
-        mine = std::max<long long>(mine, b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
+        mine[0] = std::max<long long>(mine[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
     }
-    transport::Blocking blocking;
-    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
-    vf.header.set_numrecs(all);
+    bool same = ws.plan && ws.epoch == 0 && ws.ranks == ws.plan->ranks && ws.writes.size() == ws.plan->writes.size();
+    for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
+    mine[1] = same ? 0 : 1;
+    {
+        transport::Blocking blocking;
+        check_mpi(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
+    }
+    vf.header.set_numrecs(all[0]);
+    ws.replay_candidate = ws.plan && all[1] == 0;
 }
 
 // dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
@@ -287,7 +323,26 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     if (ws.epoch == 0 || ws.writes_announced < ws.writes.size()) serve(rt, vf);
     if (!ws.serving || !rt.progress_thread_running()) finish_epoch(rt, ws);
+    ws.closed = true;
+    if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;
+}
+
+void end_writer_session(Runtime &rt, WriterSession &ws) {
+    if (!ws.record) return;
+    auto &plans = rt.writer_plans();
+    if (ws.epoch != 1 || ws.drop_plan) {
+        plans.erase(ws.path); // the pattern changed: the next session matches again
+        return;
+    }
+    if (ws.replay == 1) return; // every reader followed the plan: it holds
+    auto plan = std::make_shared<WriterPlan>();
+    plan->session = ws.session;
+    plan->ranks = ws.ranks;
+    plan->reader_ranks = ws.reader_ranks;
+    for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
+    plan->orders = std::move(ws.orders_log);
+    plans[ws.path] = std::move(plan);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,21 +355,72 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
                       "with the number of records, comes with it)",
                       vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
-    int rc = model::Header::decode(m.payload.data(), m.payload.size(), &vf.header);
+    PayloadReader r(m.payload, "header-final");
+    const int replayed = r.i32();
+    const std::vector<char> header = r.bytes();
+    int rc = model::Header::decode(header.data(), header.size(), &vf.header);
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
     vf.header_final = true;
+    if (vf.replay >= 0) return; // decided at the first epoch
+    vf.replay = replayed != 0;
+    // The writer pushed the data of the plan recorded in session `replayed`; this rank must hold the
+    // same plan to take it (the reader root said it does, and all ranks record alike).
+    if (vf.replay && (!vf.plan || vf.plan->session != replayed || vf.plan->writer_ranks != vf.writer_ranks))
+        fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d, which "
+             "reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed, rt.component_rank());
 }
 
-// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
-    if (batch.empty()) return NC_NOERR;
-    phase::Scope timer(phase::Transfer);
+namespace {
+
+// Bytes of the data message each writer sends for `pieces` (in the variables' types).
+std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
+    std::map<int, size_t> bytes;
+    for (const auto &p : pieces)
+        bytes[p.writer] += static_cast<size_t>(p.region.size()) *
+                           types::type_size(vf.header.vars()[static_cast<size_t>(p.varid)].type);
+    return bytes;
+}
+
+// The reader left the replayed plan: take the data the writer pushed for the plan's remaining
+// batches (so that no message is left in flight), then match the rest as without replay.
+void leave_plan(Runtime &rt, VirtualFile &vf) {
+    if (vf.replay != 1 || vf.fell_back) return;
+    vf.fell_back = true;
+    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    std::vector<std::vector<char>> scratch;
+    std::vector<Ticket> recvs;
+    for (size_t b = vf.plan_batch; b < vf.plan->batches.size(); ++b)
+        for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
+            scratch.push_back(rt.buffers().take(n));
+            recvs.push_back(channel.receive(writer, Tag::Data, scratch.back().data(), n, "receiving replayed data"));
+        }
+    vf.plan_batch = vf.plan->batches.size();
+    rt.wait_until([&] { return channel.done(recvs); }, [&] {
+        return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
+                      "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
+                      channel.pending_bytes(recvs));
+    });
+    for (auto &b : scratch) rt.buffers().give(std::move(b));
+}
+
+// The pieces of a batch: from the replayed plan when the batch is the plan's next one, else from
+// the matchers (ReadRequest -> ReadPlan).
+std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::vector<match::ReadReq> &reqs) {
+    if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf); // says whether the writer replays
+    if (vf.replay == 1 && !vf.fell_back) {
+        if (vf.plan_batch < vf.plan->batches.size() && vf.plan->batches[vf.plan_batch].reads == reqs) {
+            ++rt.stats().batches_replayed;
+            return vf.plan->batches[vf.plan_batch++].pieces;
+        }
+        log::info("'%s' (session %d): batch %zu differs from the replayed pattern of session %d; matching again",
+                  vf.path.c_str(), vf.session, vf.plan_batch + 1, vf.plan->session);
+        leave_plan(rt, vf);
+    }
+    ++rt.stats().batches_matched;
     const int tag = ++vf.batches; // pairs each plan with its request
-    std::vector<match::ReadReq> reqs;
-    for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
     std::vector<char> bytes = match::encode(reqs);
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
-
     std::vector<match::Piece> pieces;
     for (size_t i = 0; i < vf.matchers.size(); ++i) {
         Message m = rt.wait_message(for_file(vf, MessageKind::ReadPlan, tag), [&] {
@@ -323,6 +429,19 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         });
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
+    return pieces;
+}
+
+} // namespace
+
+// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
+    if (batch.empty()) return NC_NOERR;
+    phase::Scope timer(phase::Transfer);
+    std::vector<match::ReadReq> reqs;
+    for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
+    const std::vector<match::Piece> pieces = plan_batch(rt, vf, reqs);
+    if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, pieces});
     struct Part {
         ReadRecord *record;
         size_t index;
@@ -383,10 +502,35 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());
     int rc = read_batch(rt, vf, batch);
     vf.pending.clear();
+    // Fewer batches than the replayed plan: take what the writers pushed for the others.
+    if (vf.replay == 1 && vf.plan_batch < vf.plan->batches.size()) leave_plan(rt, vf);
     ++vf.epoch;
-    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, vf.epoch, vf.path, {}});
+    PayloadWriter done; // whether this rank left the replayed plan (then both sides drop it)
+    done.i32(vf.fell_back ? 1 : 0);
+    const std::vector<char> payload = done.take();
+    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, vf.epoch, vf.path, payload});
     vf.done_sent = true;
     return rc;
+}
+
+// Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
+// all keep, replace or drop the plan alike; collective, in place of the barrier at close.
+void end_reader_session(Runtime &rt, VirtualFile &vf) {
+    int changed = vf.fell_back || vf.epoch != 1, any = 0;
+    {
+        transport::Blocking blocking;
+        check_mpi(MPI_Allreduce(&changed, &any, 1, MPI_INT, MPI_MAX, vf.comm), "MPI_Allreduce (close)");
+    }
+    auto &plans = rt.reader_plans();
+    if (any) {
+        plans.erase(vf.path);
+    } else if (vf.replay != 1) {
+        auto plan = std::make_shared<ReaderPlan>();
+        plan->session = vf.session;
+        plan->writer_ranks = vf.writer_ranks;
+        plan->batches = std::move(vf.batches_log);
+        plans[vf.path] = std::move(plan);
+    }
 }
 
 } // namespace dtf::runtime

@@ -83,6 +83,10 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
              path.c_str());
     auto vf = make_file(rt, path, rule, peer, comm, false);
     VirtualFile &f = *vf;
+    if (rule.replay_io) {
+        auto it = rt.reader_plans().find(path);
+        if (it != rt.reader_plans().end()) f.plan = it->second;
+    }
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
     transport::on_all(f.comm, [&] {
         Message m = rt.wait_message(
@@ -106,6 +110,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     if (f.rank == 0) {
         PayloadWriter p;
         p.ints(f.ranks);
+        p.i32(f.plan ? f.plan->session : 0); // the replay plan this side holds
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
@@ -127,7 +132,9 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         else if (!vf.done_sent || !vf.pending.empty())
             rc = vfile_transfer(rt, vf);
     }
-    {
+    if (!vf.writer && vf.rule->replay_io && !abort) {
+        end_reader_session(rt, vf); // collective: all ranks have closed when it returns
+    } else {
         transport::Blocking blocking;
         transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
     }

@@ -57,6 +57,32 @@ struct ReadRecord {
     std::vector<char> staging; // the parts' elements in the variable's type, filled from the pieces
 };
 
+// Replay (replay_io=1): what one session's transfer looked like on this rank, so that the next
+// session of the same path with the same requests skips the matching. Recorded by sessions that ran
+// without replay and had one transfer epoch; dropped by both sides when a replayed session's pattern
+// changed (the session after that matches again and records anew).
+struct WriterPlan {
+    int session = 0;                // the session it was recorded in
+    std::vector<int> ranks;         // component ranks of the writer's file communicator
+    std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
+    std::vector<match::WriteReq> writes;
+    struct Order {
+        int reader;
+        std::vector<match::Piece> pieces; // one data message to `reader`
+    };
+    std::vector<Order> orders; // in the order they were sent
+};
+
+struct ReaderPlan {
+    int session = 0;
+    std::vector<int> writer_ranks;
+    struct Batch {
+        std::vector<match::ReadReq> reads;
+        std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
+    };
+    std::vector<Batch> batches;
+};
+
 // The writer side of one session: its writes, and the service of the transfer epoch being served
 // (the writer's part of the protocol as a state machine: step() advances it and never blocks). While
 // it serves it belongs to the runtime too, so it may outlive the file: with the progress thread,
@@ -85,6 +111,17 @@ struct WriterSession {
     bool finished = false;            // the matcher said every reader is done
     std::vector<transport::Ticket> sends;
     std::unique_ptr<Error> error;     // a failure while serving in the background
+
+    // Replay.
+    bool record = false;                     // replay_io=1: record this session's plan
+    std::shared_ptr<const WriterPlan> plan;  // the path's plan, if any
+    bool replay_candidate = false;           // every writer rank's writes equal the plan's (agreed)
+    int reader_plan = 0;                     // session of the plan the reader root holds (ReaderOpened)
+    int replay = -1;                         // -1 undecided, 0 no, 1 the plan's data was pushed
+    bool drop_plan = false;                  // a reader did not follow the replayed plan
+    std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
+    bool closed = false;                     // the file was closed
+
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
     Runtime *runtime = nullptr;       // frees the communicator (Runtime::retire)
 
@@ -125,6 +162,12 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
+    // reader, replay
+    std::shared_ptr<const ReaderPlan> plan; // the path's plan, if replay_io=1 and there is one
+    int replay = -1;               // -1 not known yet, 0 no, 1 the writer pushed the plan's data
+    size_t plan_batch = 0;         // next batch of the plan
+    bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
+    std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };
 
 // Entry points used by the dispatcher (files.cpp). All throw dtf::Error or return PnetCDF codes.
@@ -144,6 +187,9 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
 bool step(Runtime &rt, WriterSession &ws);
 std::string waiting_for(Runtime &rt, const WriterSession &ws);
 bool writer_close(Runtime &rt, VirtualFile &vf);
+// Replay bookkeeping once a writer session is closed and served, or a reader session closes.
+void end_writer_session(Runtime &rt, WriterSession &ws);
+void end_reader_session(Runtime &rt, VirtualFile &vf);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 

@@ -15,6 +15,7 @@ Every launch runs under dtfrun --walltime, so a hang fails the test.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,17 +30,21 @@ filename="state.nc"
 comp1="model"
 comp2="assim"
 mode="{mode}"
+replay_io={replay}
 [FILE]
 filename="hist.%.nc"
 comp1="model"
 comp2="assim"
 mode="{hist_mode}"
+replay_io={replay}
 """
 
+REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+) matched")
 
-def write_config(path, mode="file", hist_mode="file"):
+
+def write_config(path, mode="file", hist_mode="file", replay=False):
     with open(path, "w") as f:
-        f.write(CONFIG.format(mode=mode, hist_mode=hist_mode))
+        f.write(CONFIG.format(mode=mode, hist_mode=hist_mode, replay=int(replay)))
 
 
 def launch(args, components, env_extra=None, walltime=90):
@@ -68,10 +73,14 @@ def expect(cond, message):
 
 def scenario_pair(args, work):
     ini = os.path.join(work, "dtf.ini")
-    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode)
+    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode, replay=args.replay)
     data = os.path.join(work, "data")
     os.mkdir(data)
     env = {"DTF_TIMEOUT": "30"}
+    if args.replay:
+        # The writers change their pattern at cycle 4 and the readers theirs at cycle 6 (then the
+        # writers still replay, and the readers must leave the plan), with replays in between.
+        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0000011")
     if args.rendezvous == "file":
         env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
         if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
@@ -90,6 +99,10 @@ def scenario_pair(args, work):
     leftovers = [f for f in os.listdir(work) if f.startswith(".dtf-") and not args.stale]
     expect(not leftovers, f"rendezvous files left behind: {leftovers}")
     hist_files = [f for f in os.listdir(data) if f.startswith("hist.")]
+    if args.replay:
+        counts = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REPLAYED.finditer(out)}
+        expect(len(counts) == 2 and all(r > 0 and m > 0 for r, m in counts.values()),
+               f"both components must replay some get batches and match others: {counts}")
     if args.state_mode == "transfer":
         expect("state.nc" not in os.listdir(data), "transfer-mode state.nc reached the file system")
     if args.hist_mode == "transfer":
@@ -147,6 +160,8 @@ def main():
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
     p.add_argument("--hist-mode", choices=["file", "transfer"], default="file", help="mode of the hist.%%.nc files")
+    p.add_argument("--replay", action="store_true",
+                   help="replay_io=1, with the writers' and then the readers' pattern changing mid-run")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
                    help="mode of state.nc (written by both components in turn)")
     p.add_argument("--stale", action="store_true")

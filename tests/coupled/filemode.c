@@ -8,7 +8,8 @@
  *          dtf is active (a file dtf wrongly took over would wait for a peer and time out);
  *   model  opens state.nc, checks R(c);
  *   model  writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it.
- * Odd cycles use put/get_vara, even cycles the same regions through put/get_varn.
+ * Odd cycles use put/get_vara, even cycles the same regions through put/get_varn (or as
+ * FILEMODE_WRITE_VARN / FILEMODE_READ_VARN say, see use_varn()).
  * This order also suits transfer mode, where a writer's dtf_transfer waits for its reader.
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
@@ -48,6 +49,15 @@ static void block(MPI_Offset n, int nparts, int p, MPI_Offset *start, MPI_Offset
     *count = base + (p < extra ? 1 : 0);
 }
 
+/* Whether cycle `cycle` (from 1) accesses the field through varn: even cycles, unless the environment
+ * variable `name` gives one character per cycle ('1': varn, '0': vara), so that a test can change the
+ * pattern of one side in the middle of a run (replay). */
+static int use_varn(const char *name, int cycle) {
+    const char *flags = getenv(name);
+    if (!flags || (size_t)cycle > strlen(flags)) return cycle % 2 == 0;
+    return flags[cycle - 1] == '1';
+}
+
 static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_Offset nx) {
     int ncid, dims[2], var;
     MPI_Offset start[2], count[2];
@@ -64,7 +74,7 @@ static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MP
     double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
     for (MPI_Offset j = 0; j < count[0]; j++)
         for (MPI_Offset i = 0; i < nx; i++) buf[j * nx + i] = value(which, cycle, start[0] + j, i);
-    if (cycle % 2) {
+    if (!use_varn("FILEMODE_WRITE_VARN", cycle)) {
         CHECK(ncmpi_put_vara_double_all(ncid, var, start, count, buf));
     } else { /* even cycles: the same rows as one varn call, one (start, count) pair per row */
         int num = (int)count[0];
@@ -102,7 +112,7 @@ static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_
     count[0] = ny;
     block(nx, nranks, rank, &start[1], &count[1]); /* columns: another decomposition */
     double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
-    if (cycle % 2) {
+    if (!use_varn("FILEMODE_READ_VARN", cycle)) {
         CHECK(ncmpi_get_vara_double_all(ncid, var, start, count, buf));
     } else { /* even cycles: the columns as a varn of single-column boxes */
         int num = (int)count[1];
