@@ -82,14 +82,6 @@ std::unique_lock<std::mutex> *Entry::held() {
 
 std::mutex &Entry::mutex() { return g_lock; }
 
-Unlocked::Unlocked() : lock_(Entry::held()) {
-    if (lock_) lock_->unlock();
-}
-
-Unlocked::~Unlocked() {
-    if (lock_) lock_->lock();
-}
-
 namespace {
 // The transport's blocking helpers (collectives, bounded waits) release the runtime lock.
 thread_local std::unique_lock<std::mutex> *t_released = nullptr;
@@ -474,7 +466,7 @@ void Runtime::pause(double seconds) {
         progressed_.wait_for(*lock, std::chrono::duration<double>(seconds));
         return;
     }
-    Unlocked unlocked;
+    transport::Blocking unlocked;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
@@ -525,7 +517,7 @@ void Runtime::stop_progress_thread() {
     if (!thread_.joinable()) return;
     stop_ = true;
     progressed_.notify_all();
-    Unlocked unlocked;
+    transport::Blocking unlocked;
     thread_.join();
 }
 

@@ -31,9 +31,9 @@ struct WriterPlan;
 struct ReaderPlan;
 
 // The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
-// whole call, and released while the call waits (Runtime::wait_until) or runs real PnetCDF
-// (Unlocked), so that no thread ever blocks another for longer than a non-blocking step. It is not
-// recursive: PnetCDF calls some of its own exported functions from inside others (ncmpi_open calls
+// whole call, and released while the call waits (Runtime::wait_until), runs a collective or real
+// PnetCDF (transport::Blocking scopes, whose hooks the runtime points at this lock), so that no
+// thread ever blocks another for longer than a step that does not wait. It is not recursive: PnetCDF calls some of its own exported functions from inside others (ncmpi_open calls
 // ncmpi_inq_file_format), and a dispatcher that sees such a nested call (Entry::nested()) passes it
 // through to the real PnetCDF.
 class Entry {
@@ -54,17 +54,6 @@ private:
     Entry *outer_;
 };
 
-// Releases the calling thread's Entry lock for its scope (no-op outside an Entry).
-class Unlocked {
-public:
-    Unlocked();
-    ~Unlocked();
-    Unlocked(const Unlocked &) = delete;
-    Unlocked &operator=(const Unlocked &) = delete;
-
-private:
-    std::unique_lock<std::mutex> *lock_;
-};
 
 struct PeerLink {
     int component = -1;

@@ -502,7 +502,9 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());
     int rc = read_batch(rt, vf, batch);
     vf.pending.clear();
-    // Fewer batches than the replayed plan: take what the writers pushed for the others.
+    // Fewer batches than the replayed plan: take what the writers pushed for the others (a reader
+    // that read nothing learns here whether they pushed anything).
+    if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf);
     if (vf.replay == 1 && vf.plan_batch < vf.plan->batches.size()) leave_plan(rt, vf);
     ++vf.epoch;
     PayloadWriter done; // whether this rank left the replayed plan (then both sides drop it)

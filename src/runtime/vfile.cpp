@@ -64,7 +64,7 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     if (!ncidp) return NC_EINVAL;
     int format = NC_FORMAT_CLASSIC, default_format = NC_FORMAT_CLASSIC;
     if (auto inq = reinterpret_cast<int (*)(int *)>(dtf_pnc_real(DTF_FN_ncmpi_inq_default_format))) {
-        Unlocked unlocked;
+        transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
         inq(&default_format);
     }
     int rc = model::format_from_cmode(cmode, default_format, &format);

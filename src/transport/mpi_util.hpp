@@ -39,7 +39,8 @@ struct BlockingHooks {
 };
 void set_blocking_hooks(BlockingHooks hooks);
 
-// The scope of one blocking call (uses the hooks).
+// The scope of one call that may block for other ranks or processes (uses the hooks; the runtime
+// also puts real PnetCDF calls and its sleeps in one).
 class Blocking {
 public:
     Blocking();
