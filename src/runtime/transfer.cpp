@@ -94,6 +94,46 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     return ws;
 }
 
+bool pack_for_replay(VirtualFile &vf, const match::WriteReq &meta, const char *values) {
+    using Packing = WriterSession::Packing;
+    WriterSession &ws = *vf.ws;
+    if (!ws.plan || ws.epoch != 0 || ws.packing == Packing::Full || ws.packing == Packing::Broken) return false;
+    const WriterPlan &plan = *ws.plan;
+    const size_t pos = ws.writes.size();
+    auto elsize = [&](int varid) { return types::type_size(vf.header.vars()[static_cast<size_t>(varid)].type); };
+    if (ws.ranks != plan.ranks || pos >= plan.writes.size() || !(plan.writes[pos] == meta)) {
+        if (ws.packing == Packing::None) {
+            ws.packing = Packing::Full; // nothing dropped yet: keep every value, match as without replay
+            return false;
+        }
+        ws.packing = Packing::Broken;
+        ws.broken = format("put %zu of writer rank %d, variable '%s' %s, differs from the writes of session %d that "
+                           "this session replays", pos + 1, vf.rank,
+                           vf.header.vars()[static_cast<size_t>(meta.varid)].name.c_str(),
+                           meta.box.to_string().c_str(), plan.session);
+        return false;
+    }
+    if (ws.packing == Packing::None) { // the first put: lay out the plan's data messages
+        ws.packing = Packing::Packing;
+        ws.targets.assign(plan.writes.size(), {});
+        for (size_t o = 0; o < plan.orders.size(); ++o) {
+            size_t offset = 0;
+            for (const auto &p : plan.orders[o].pieces) {
+                ws.targets[p.write_id - 1].push_back(WriterSession::Target{o, offset, p.region});
+                offset += static_cast<size_t>(p.region.size()) * elsize(p.varid);
+            }
+            ws.pushed.push_back(ws.pool->take(offset));
+        }
+    }
+    const size_t es = elsize(meta.varid);
+    phase::Scope timer(phase::Pack);
+    for (const auto &t : ws.targets[pos]) {
+        copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
+        phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
+    }
+    return true;
+}
+
 namespace {
 
 auto for_session(const WriterSession &ws, MessageKind kind, int epoch = -1) {
@@ -131,7 +171,12 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
         if (p.write_id < 1 || p.write_id > ws.writes_announced)
             fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", ws.path.c_str(),
                  static_cast<unsigned long long>(p.write_id));
-        return ws.writes[p.write_id - 1];
+        WriteRecord &w = ws.writes[p.write_id - 1];
+        if (w.packed)
+            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): a reader asked for values of write %llu that this replayed "
+                 "session did not keep; set replay_io=0 for this file", ws.path.c_str(), ws.session,
+                 static_cast<unsigned long long>(p.write_id));
+        return w;
     };
     size_t total = 0;
     for (const auto &p : pieces) total += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(record(p).meta.varid)];
@@ -227,8 +272,28 @@ bool step(Runtime &rt, WriterSession &ws) {
         // ranks holding the same plan: push the plan's data without waiting for requests.
         const WriterPlan *plan = ws.plan.get();
         ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->session;
-        if (ws.replay == 1)
-            for (const auto &order : plan->orders) send_pieces(rt, ws, order.reader, order.pieces);
+        if (ws.replay == 1) {
+            transport::Channel &channel = *rt.peer_link(ws.peer).channel;
+            for (size_t o = 0; o < plan->orders.size(); ++o) {
+                phase::add_bytes(phase::Transfer, ws.pushed.empty() ? 0 : ws.pushed[o].size());
+                std::vector<char> bytes = ws.pushed.empty() ? std::vector<char>() : std::move(ws.pushed[o]);
+                ws.sends.push_back(channel.send(plan->orders[o].reader, Tag::Data, std::move(bytes), "sending data"));
+            }
+        } else if (ws.packing == WriterSession::Packing::Packing) {
+            // The values were kept only where the plan's readers read them, but other ranks read now.
+            if (ws.rank == 0) {
+                PayloadWriter p;
+                p.i32(-1);
+                p.bytes(ws.final_header);
+                const std::vector<char> payload = p.take();
+                for (int r : ws.reader_ranks)
+                    rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
+            }
+            ws.header_sent = true;
+            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in session %d, whose "
+                 "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
+                 "replay_io=0 for this file", ws.path.c_str(), ws.session, plan->session);
+        }
     }
     if (readers_known && !ws.header_sent) {
         if (ws.rank == 0) {
@@ -287,9 +352,10 @@ void finish_epoch(Runtime &rt, WriterSession &ws) {
 
 // The largest record written by any writer rank: the unlimited dimension's length; and whether
 // every writer rank's writes are those of the path's replay plan.
-void agree_numrecs(VirtualFile &vf) {
+void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
-    long long mine[2] = {vf.header.numrecs(), 0}, all[2] = {0, 0};
+    using Packing = WriterSession::Packing;
+    long long mine[3] = {vf.header.numrecs(), 0, 0}, all[3] = {0, 0, 0};
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
@@ -297,13 +363,27 @@ void agree_numrecs(VirtualFile &vf) {
     }
     bool same = ws.plan && ws.epoch == 0 && ws.ranks == ws.plan->ranks && ws.writes.size() == ws.plan->writes.size();
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
-    mine[1] = same ? 0 : 1;
+    mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
+    mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
     {
         transport::Blocking blocking;
-        check_mpi(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
+        check_mpi(MPI_Allreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
     }
     vf.header.set_numrecs(all[0]);
     ws.replay_candidate = ws.plan && all[1] == 0;
+    if (ws.plan && all[1] != 0 && all[2] != 0) { // some values were dropped, yet the pattern changed
+        const int session = ws.plan->session;
+        rt.writer_plans().erase(vf.path);
+        const std::string what = !ws.broken.empty() ? ws.broken
+                                 : mine[1] ? format("the puts of writer rank %d differ from those of session %d", vf.rank, session)
+                                           : format("another writer rank's puts differ from those of session %d", session);
+        throw Error(DTF_ERR_UNSUPPORTED,
+                    format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays (replay_io=1, "
+                           "%s:%d); the values were kept only where that pattern reads them, so the session cannot "
+                           "be matched again: set replay_io=0 for this file",
+                           vf.path.c_str(), vf.session, what.c_str(), rt.config().path.c_str(), vf.rule->line),
+                    !mine[1]);
+    }
 }
 
 // dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
@@ -311,7 +391,7 @@ void agree_numrecs(VirtualFile &vf) {
 // until every reader rank is done.
 int serve(Runtime &rt, VirtualFile &vf) {
     finish_epoch(rt, *vf.ws);
-    agree_numrecs(vf);
+    agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
     if (!rt.progress_thread_running()) finish_epoch(rt, *vf.ws);
     return NC_NOERR;
@@ -362,6 +442,10 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
     vf.header_final = true;
     if (vf.replay >= 0) return; // decided at the first epoch
+    if (replayed < 0)
+        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
+             "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
+             "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     vf.replay = replayed != 0;
     // The writer pushed the data of the plan recorded in session `replayed`; this rank must hold the
     // same plan to take it (the reader root said it does, and all ranks record alike).
@@ -413,9 +497,17 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
             ++rt.stats().batches_replayed;
             return vf.plan->batches[vf.plan_batch++].pieces;
         }
-        log::info("'%s' (session %d): batch %zu differs from the replayed pattern of session %d; matching again",
-                  vf.path.c_str(), vf.session, vf.plan_batch + 1, vf.plan->session);
+        // The writers kept only the values the plan reads: take what they sent, then fail clearly.
+        const size_t batch = vf.plan_batch + 1;
         leave_plan(rt, vf);
+        const match::ReadReq first = reqs.empty() ? match::ReadReq{0, 0, 0, {}} : reqs.front();
+        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): get batch %zu of reader rank %d (variable '%s' %s%s) is not the "
+             "one of session %d, whose transfer pattern the writers replay (replay_io=1, %s:%d); they kept only the "
+             "values that pattern reads: set replay_io=0 for this file",
+             vf.path.c_str(), vf.session, batch, rt.component_rank(),
+             vf.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
+             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", vf.plan->session,
+             rt.config().path.c_str(), vf.rule->line);
     }
     ++rt.stats().batches_matched;
     const int tag = ++vf.batches; // pairs each plan with its request

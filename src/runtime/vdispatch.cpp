@@ -135,6 +135,34 @@ void record_write(VirtualFile &vf, WriteRecord &&w) {
     vf.ws->writes.push_back(std::move(w));
 }
 
+// Record the writes of one put (its boxes in order) from `values`: the boxes' elements in the
+// variable's type, one after the other. `owned` is the buffer `values` points into when the put
+// made one (then a single box takes it without a copy), empty when `values` is the user's memory.
+// While the session replays a plan, a write equal to the plan's next one keeps only the pieces the
+// plan says are read (pack_for_replay).
+void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<match::Box> &boxes, const char *values,
+                   std::vector<char> &&owned) {
+    const size_t es = types::type_size(vf.header.vars()[static_cast<size_t>(varid)].type);
+    size_t offset = 0;
+    for (const auto &box : boxes) {
+        const size_t bytes = static_cast<size_t>(box.size()) * es;
+        WriteRecord w;
+        w.meta = match::WriteReq{vf.rank, vf.ws->writes.size() + 1, varid, box};
+        if (!box.empty() && pack_for_replay(vf, w.meta, values + offset)) {
+            w.packed = true;
+        } else if (boxes.size() == 1 && !owned.empty()) {
+            w.data = std::move(owned);
+        } else {
+            w.data = rt.buffers().take(bytes);
+            if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+        }
+        phase::add_bytes(phase::Pack, w.data.size());
+        offset += bytes;
+        record_write(vf, std::move(w));
+    }
+    if (!owned.empty()) rt.buffers().give(std::move(owned));
+}
+
 int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *l) {
     int rc = in.flexible ? types::describe_flexible(c.bufcount, c.buftype, c.xtype, c.nelems, l)
                          : types::describe_typed(types::memtype_of_mpi(in.mpitype), c.nelems, l);
@@ -153,6 +181,27 @@ std::vector<char> fill_of(const VirtualFile &vf, int varid, nc_type xtype) {
     return fill;
 }
 
+// The values of a put of `varid` in the variable's type: the user's memory itself when no conversion
+// is needed and it is laid out densely, else a converted copy (in *owned). Returns the conversion's
+// status (NC_ERANGE included); *values is set unless it is another error.
+int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLayout &layout, const void *buf,
+              const char **values, std::vector<char> *owned) {
+    const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
+    int rc = NC_NOERR;
+    std::vector<char> scratch;
+    const char *mem = types::gather_view(layout, buf, scratch, &rc);
+    if (rc != NC_NOERR) return rc;
+    if (mem != scratch.data() && types::same_representation(layout.memtype, xtype, vf.header.format())) {
+        *values = mem; // zero copy: what is kept is copied from here
+        return NC_NOERR;
+    }
+    const size_t n = static_cast<size_t>(layout.nelems), es = types::type_size(xtype);
+    *owned = rt.buffers().take(n * es);
+    *values = owned->data();
+    const std::vector<char> fill = fill_of(vf, varid, xtype);
+    return types::convert_put(mem, layout.memtype, owned->data(), xtype, n, fill.data(), vf.header.format());
+}
+
 int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (!vf.writer) return NC_EPERM;
     Call c;
@@ -161,52 +210,56 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     types::MemLayout layout;
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
-    const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    std::vector<char> scratch, ext = rt.buffers().take(n * es);
-    const char *mem = types::gather_view(layout, c.buf, scratch, &rc);
-    if (rc != NC_NOERR) return rc;
-    const std::vector<char> fill = fill_of(vf, c.varid, c.xtype);
-    const int conv = types::convert_put(mem, layout.memtype, ext.data(), c.xtype, n, fill.data(), vf.header.format());
-    phase::add_bytes(phase::Pack, ext.size());
-    if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
     const int64_t numrecs_before = vf.header.numrecs();
+    const bool nonblocking = in.req >= 0;
+    int *req = nonblocking ? arg<int *>(args, in.req) : nullptr;
+    if (nonblocking && c.nelems == 0) { // as PnetCDF: nothing to do, no request
+        if (req) *req = NC_REQ_NULL;
+        return NC_NOERR;
+    }
+    // An iput's values are taken at wait (PnetCDF lets the caller touch its buffer only after the
+    // wait); a bput's now (its buffer is free at once). A typed iput only: a flexible one's datatype
+    // may be freed after the call.
+    std::shared_ptr<DeferredPut> deferred;
+    const char *values = nullptr;
+    std::vector<char> owned;
+    int conv = NC_NOERR;
+    if (nonblocking && in.mode == DTF_PNC_MODE_NB && !in.flexible) {
+        deferred = std::make_shared<DeferredPut>(DeferredPut{c.varid, c.boxes, std::move(layout), c.buf, c.xtype});
+    } else {
+        conv = values_of(rt, vf, c.varid, layout, c.buf, &values, &owned);
+        if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
+    }
     // PnetCDF grows the record count for every vara-like write, even an empty one, but not for the
     // empty boxes of a varn.
     for (size_t i = 0; i < accesses.size(); ++i)
         if (in.kind != DTF_PNC_KIND_VARN || !c.boxes[i].empty()) vf.header.note_write(accesses[i]);
-    std::vector<WriteRecord> records;
-    size_t offset = 0;
-    for (const auto &box : c.boxes) {
-        WriteRecord w;
-        w.meta = match::WriteReq{vf.rank, 0, c.varid, box};
-        const size_t bytes = static_cast<size_t>(box.size()) * es;
-        if (c.boxes.size() == 1) {
-            w.data = std::move(ext); // the common case: no second copy
-        } else {
+    if (!nonblocking) {
+        record_values(rt, vf, c.varid, c.boxes, values, std::move(owned));
+        return conv;
+    }
+    // Like PnetCDF, the write takes effect in the order of wait/wait_all, and its outcome (and the
+    // records it adds; a cancelled put adds none) is reported there.
+    const int id = vf.next_request++;
+    if (req) *req = id;
+    VirtualFile::PendingPut pending{{}, conv, vf.header.numrecs(), deferred};
+    if (!deferred) { // bput: keep a copy now, recorded at wait
+        const size_t es = types::type_size(c.xtype);
+        size_t offset = 0;
+        for (const auto &box : c.boxes) {
+            WriteRecord w;
+            w.meta = match::WriteReq{vf.rank, 0, c.varid, box};
+            const size_t bytes = static_cast<size_t>(box.size()) * es;
             w.data = rt.buffers().take(bytes);
-            if (bytes) std::memcpy(w.data.data(), ext.data() + offset, bytes);
+            if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+            offset += bytes;
+            pending.records.push_back(std::move(w));
         }
-        offset += bytes;
-        records.push_back(std::move(w));
+        if (!owned.empty()) rt.buffers().give(std::move(owned));
     }
-    if (c.boxes.size() != 1) rt.buffers().give(std::move(ext));
-    if (in.req >= 0) {
-        // The values are copied now (the buffer is free at once, as for bput), but like PnetCDF the
-        // write takes effect in the order of wait/wait_all; its outcome is reported there.
-        int *req = arg<int *>(args, in.req);
-        if (c.nelems == 0) { // as PnetCDF: nothing to do, no request
-            if (req) *req = NC_REQ_NULL;
-            return conv;
-        }
-        const int id = vf.next_request++;
-        if (req) *req = id;
-        // Records it adds count from the wait on (a cancelled put adds none), as in PnetCDF.
-        vf.pending_puts[id] = VirtualFile::PendingPut{std::move(records), conv, vf.header.numrecs()};
-        vf.header.set_numrecs(numrecs_before);
-        return NC_NOERR;
-    }
-    for (auto &w : records) record_write(vf, std::move(w));
-    return conv;
+    vf.pending_puts[id] = std::move(pending);
+    vf.header.set_numrecs(numrecs_before);
+    return NC_NOERR;
 }
 
 // For dtf_errmsg(): which variable of which writer a rejected get asked for, and what it is.
@@ -297,7 +350,14 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
             vf.pending.erase(it);
         } else if (auto p = vf.pending_puts.find(id); p != vf.pending_puts.end()) {
             st = p->second.status;
-            for (auto &w : p->second.records) record_write(vf, std::move(w));
+            if (const auto &d = p->second.deferred) {
+                const char *values = nullptr;
+                std::vector<char> owned;
+                st = values_of(rt, vf, d->varid, d->layout, d->buf, &values, &owned);
+                if (st == NC_NOERR || st == NC_ERANGE) record_values(rt, vf, d->varid, d->boxes, values, std::move(owned));
+            }
+            for (auto &w : p->second.records)
+                record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
             if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
             vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {

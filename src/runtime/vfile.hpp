@@ -42,6 +42,7 @@ class Runtime;
 struct WriteRecord {
     match::WriteReq meta;
     std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
+    bool packed = false;    // replay: only the plan's pieces were kept (in the data messages), not data
 };
 
 // One get: its regions (one box, or several for varn), each matched as its own read request, and
@@ -121,12 +122,32 @@ struct WriterSession {
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
     bool closed = false;                     // the file was closed
+    // Replay at put time: while the puts are the plan's, only the pieces the plan says are read are
+    // copied, straight into the plan's data messages (`pushed`, one per order); the rest of the
+    // values are not kept. A put that differs after that makes the session fail at dtf_transfer.
+    enum class Packing { None, Packing, Full, Broken } packing = Packing::None;
+    struct Target {
+        size_t order, offset; // where in pushed[order]
+        match::Box region;
+    };
+    std::vector<std::vector<Target>> targets; // by write position (0-based)
+    std::vector<std::vector<char>> pushed;
+    std::string broken;                       // what differed (Packing::Broken)
 
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
     Runtime *runtime = nullptr;       // frees the communicator (Runtime::retire)
 
     bool is_matcher() const { return rank % group == 0; }
     ~WriterSession();
+};
+
+// An iput whose values are taken at wait: where they are and how they are laid out.
+struct DeferredPut {
+    int varid;
+    std::vector<match::Box> boxes;
+    types::MemLayout layout;
+    const void *buf;
+    nc_type xtype;
 };
 
 struct VirtualFile {
@@ -152,9 +173,12 @@ struct VirtualFile {
     bool header_final = false;
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
     struct PendingPut {
-        std::vector<WriteRecord> records; // one per box (several for varn)
+        std::vector<WriteRecord> records; // one per box (several for varn); bput: copied at once
         int status;
         int64_t numrecs; // the record count once this put takes effect
+        // iput: the values are taken at wait (the caller may not touch the buffer before), so that a
+        // replayed session copies only what is read.
+        std::shared_ptr<struct DeferredPut> deferred;
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
     MPI_Offset bput_buffer = 0;             // size given to ncmpi_buffer_attach (0: none)
@@ -187,6 +211,9 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
 bool step(Runtime &rt, WriterSession &ws);
 std::string waiting_for(Runtime &rt, const WriterSession &ws);
 bool writer_close(Runtime &rt, VirtualFile &vf);
+// Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
+// it from `values` (its elements in the variable's type) into the data messages and return true.
+bool pack_for_replay(VirtualFile &vf, const match::WriteReq &meta, const char *values);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
 void end_reader_session(Runtime &rt, VirtualFile &vf);

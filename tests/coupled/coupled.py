@@ -73,14 +73,18 @@ def expect(cond, message):
 
 def scenario_pair(args, work):
     ini = os.path.join(work, "dtf.ini")
-    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode, replay=args.replay)
+    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode, replay=bool(args.replay))
     data = os.path.join(work, "data")
     os.mkdir(data)
     env = {"DTF_TIMEOUT": "30"}
-    if args.replay:
-        # The writers change their pattern at cycle 4 and the readers theirs at cycle 6 (then the
-        # writers still replay, and the readers must leave the plan), with replays in between.
-        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0000011")
+    if args.replay == "rematch":
+        # Both sides change their pattern at cycle 4: the writers notice at their first put, before
+        # any value was dropped, and the session is matched again; replays before and after.
+        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0001111")
+    elif args.replay == "break":
+        # Only the readers change, at cycle 3, while the writers replay and kept only what the old
+        # pattern reads: the readers' gets must fail, saying so, never return other values.
+        env.update(FILEMODE_WRITE_VARN="0000000", FILEMODE_READ_VARN="0010000")
     if args.rendezvous == "file":
         env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
         if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
@@ -92,6 +96,12 @@ def scenario_pair(args, work):
     status, out, _ = launch(args, [
         (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
+    if args.replay == "break":
+        expect(status != 0, "a reader that leaves the replayed pattern must fail")
+        expect("is not the one of session 1, whose transfer pattern the writers replay" in out and
+               "set replay_io=0 for this file" in out and "WRONG DATA" not in out,
+               "the failing get must say which batch left which replayed pattern and what to do")
+        return
     expect(status == 0, "dtfrun failed")
     expect(out.count("all values verified") == 2, "both components must verify all values")
     expect(f"{args.model_ranks} ranks, {args.cycles} cycles" in out, "model rank/cycle count not reported")
@@ -160,8 +170,9 @@ def main():
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
     p.add_argument("--hist-mode", choices=["file", "transfer"], default="file", help="mode of the hist.%%.nc files")
-    p.add_argument("--replay", action="store_true",
-                   help="replay_io=1, with the writers' and then the readers' pattern changing mid-run")
+    p.add_argument("--replay", choices=["rematch", "break"],
+                   help="replay_io=1 with a pattern change mid-run: on both sides (matched again), or on the "
+                        "readers' side only (their gets must fail clearly)")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
                    help="mode of state.nc (written by both components in turn)")
     p.add_argument("--stale", action="store_true")
