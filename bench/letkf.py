@@ -4,7 +4,7 @@
 usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--png-dir DIR]
 
 Each run launches the model and the assimilation as two separate MPI jobs with dtfrun; one launch
-runs every mode (transfer, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
+runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
 compared within one run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command
 of every run to OUT/meta.json. With --md, bench/report.py then writes the report and its plots.
 

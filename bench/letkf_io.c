@@ -14,6 +14,8 @@
  *
  * Modes, run in this order within one launch, `reps` times, `cycles` cycles each:
  *   transfer   PnetCDF calls on files dtf handles in mode="transfer" (*.t.nc in bench/letkf.ini)
+ *   transfer-replay  the same with replay_io=1 (*.r.nc): from the second cycle on, the writers copy
+ *              at put only what the readers read and no request or plan message travels
  *   file       the same calls on files in mode="file" (*.f.nc): data through the file system (page cache)
  *   file-sync  as file, but each writer syncs the file and evicts its pages from the page cache before
  *              closing, so readers read from disk: the stand-in for a parallel file system
@@ -217,9 +219,13 @@ static Blk shifted(Blk b) { /* an interior block in the halo array's indices */
 
 /* ---- netCDF files --------------------------------------------------------------------------- */
 
+/* The modes whose files dtf handles in mode="transfer". */
+static int is_transfer(const char *mode) { return !strcmp(mode, "transfer") || !strcmp(mode, "transfer-replay"); }
+
 static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode) {
     static const char *const kind[] = {"hist", "anal", "back"};
-    snprintf(out, n, "%s/%s.m%d.%s.nc", c->o.dir, kind[f], member, strcmp(mode, "transfer") == 0 ? "t" : "f");
+    snprintf(out, n, "%s/%s.m%d.%s.nc", c->o.dir, kind[f], member,
+             !strcmp(mode, "transfer") ? "t" : !strcmp(mode, "transfer-replay") ? "r" : "f");
 }
 
 static void field_name(char *out, size_t n, enum File f, int field) {
@@ -294,7 +300,7 @@ static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
 static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
     NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
     stop(P_IO);
-    if (strcmp(mode, "transfer") == 0) {
+    if (is_transfer(mode)) {
         NC(dtf_transfer(path, ncid));
         stop(P_TRANSFER);
     } else if (writer && strcmp(mode, "file-sync") == 0) {
@@ -646,7 +652,7 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
     MPI(MPI_Reduce(s, ssum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
     MPI(MPI_Reduce(b, bsum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
     if (g_rank == 0 && csv) {
-        const int nphases = strcmp(mode, "transfer") == 0 ? P_ALL : P_APP;
+        const int nphases = is_transfer(mode) ? P_ALL : P_APP;
         for (int i = 0; i < c->o.cycles; ++i)
             for (int p = 0; p < nphases; ++p)
                 for (int agg = 0; agg < 2; ++agg) {
@@ -668,7 +674,7 @@ static void usage(void) {
     if (g_rank == 0)
         fprintf(stderr,
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
-                "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,file,file-sync,mpi-raw]\n"
+                "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
@@ -686,7 +692,7 @@ static int int_arg(int argc, char **argv, int i) {
 }
 
 static Opts parse(int argc, char **argv) {
-    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, "transfer,file,file-sync,mpi-raw"};
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, "transfer,transfer-replay,file,file-sync,mpi-raw"};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -767,8 +773,8 @@ int main(int argc, char **argv) {
         char modes[sizeof c.o.modes], *save = NULL;
         memcpy(modes, c.o.modes, sizeof modes);
         for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) {
-            if (strcmp(mode, "transfer") && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
-                die("unknown mode '%s' (transfer, file, file-sync, mpi-raw)", mode);
+            if (!is_transfer(mode) && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
+                die("unknown mode '%s' (transfer, transfer-replay, file, file-sync, mpi-raw)", mode);
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);

@@ -25,10 +25,10 @@ except ImportError:
     sys.exit(f"plot.py: matplotlib is not installed for {sys.executable} "
              "(Debian: apt-get install python3-matplotlib, for /usr/bin/python3)")
 
-MODES = ("transfer", "file", "file-sync", "mpi-raw")  # display order of every figure and table
+MODES = ("transfer", "transfer-replay", "file", "file-sync", "mpi-raw")  # display order of every figure and table
 COMPONENTS = ("model", "assim")
 PHASES = ("open", "io", "transfer", "close")  # application phases, timed in every mode
-# dtf's own exclusive timers, mode transfer only
+# dtf's own exclusive timers, transfer modes only
 DTF_PHASES = ("dtf.open", "dtf.match", "dtf.pack", "dtf.transfer", "dtf.wait", "dtf.close")
 
 # The parameters of one launch of the benchmark, repeated on every row of that launch.
