@@ -559,6 +559,20 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
                       rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     phase::Scope unpack(phase::Pack);
+    // A get into the user's buffer itself: elements no piece covers get the fill value first.
+    std::map<uint64_t, std::vector<match::Box>> regions;
+    for (const auto &p : pieces)
+        if (by_id.at(p.read_id).record->direct) regions[p.read_id].push_back(p.region);
+    for (auto *r : batch) {
+        if (!r->direct) continue;
+        const size_t es = r->fill.size();
+        for (size_t i = 0; i < r->parts.size(); ++i) {
+            const match::Box &box = r->parts[i].box;
+            if (match::covered_count(box, regions[r->parts[i].id]) == box.size()) continue;
+            char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
+            for (int64_t k = 0; k < box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
+        }
+    }
     for (auto &[writer, list] : by_writer) {
         phase::add_bytes(phase::Transfer, data[writer].size());
         phase::add_bytes(phase::Pack, data[writer].size());
@@ -567,7 +581,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
             const Part part = by_id.at(p->read_id);
             ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
-            char *base = r.staging.data() + static_cast<size_t>(r.offsets[part.index]) * es;
+            char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
             copy_region(r.parts[part.index].box, base, p->region, src, es, false);
             src += static_cast<size_t>(p->region.size()) * es;
         }
@@ -575,6 +589,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     int first_error = NC_NOERR;
     for (auto &[writer, buf] : data) rt.buffers().give(std::move(buf));
     for (auto *r : batch) {
+        if (r->direct) continue; // already in place, nothing to convert
         const size_t n = r->staging.size() / types::type_size(r->xtype);
         std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
         int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);

@@ -302,12 +302,17 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     }
     // Elements no writer wrote read as the fill value when the variable is filled, else as zeros.
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    r->staging = rt.buffers().take(n * es);
-    if (vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill) {
-        if (!r->staging.empty()) std::memset(r->staging.data(), 0, r->staging.size());
+    const std::vector<char> fill = vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill
+                                       ? std::vector<char>(es, 0)
+                                       : fill_of(vf, varid, c.xtype);
+    r->direct = c.buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, c.xtype, r->format);
+    if (r->direct) { // the data goes straight into the user's buffer (read_batch fills what no piece covers)
+        r->dest = static_cast<char *>(c.buf);
+        r->fill = fill;
     } else {
-        const std::vector<char> fill = fill_of(vf, varid, c.xtype);
+        r->staging = rt.buffers().take(n * es);
         for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
+        r->dest = r->staging.data();
     }
     if (in.mode == DTF_PNC_MODE_NB) {
         int *req = arg<int *>(args, in.req);

@@ -56,6 +56,12 @@ struct ReadRecord {
     int status = NC_NOERR;      // outcome, reported at completion (e.g. NC_ERANGE)
     int format = 0;             // the file's format (conversion rules differ for CDF-1/2 bytes)
     std::vector<char> staging; // the parts' elements in the variable's type, filled from the pieces
+    // Where the parts' elements go: the user's buffer itself when it holds them densely in the
+    // variable's representation (no staging, no conversion; elements no piece covers get `fill`),
+    // else staging.data() (pre-filled, then converted and scattered).
+    char *dest = nullptr;
+    bool direct = false;
+    std::vector<char> fill; // direct: one element of the fill value (or zeros)
 };
 
 // Replay (replay_io=1): what one session's transfer looked like on this rank, so that the next
