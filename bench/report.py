@@ -208,8 +208,8 @@ def where_the_time_goes(samples, run):
             f"`dtf.pack`) {ms(ms_of('dtf.pack'))} ms, waiting for the assimilation or the network "
             f"(`dtf.wait`) {ms(ms_of('dtf.wait'))} ms, protocol (`dtf.transfer`) "
             f"{ms(ms_of('dtf.transfer'))} ms. The waits are mostly the assimilation's own work: it "
-            "reads the members one after another, each get copied three times (receive, convert, "
-            "scatter), before it writes the analysis the model reads back.", ""]
+            "reads the members one after another (each message received, then unpacked into the "
+            "user's buffers) before it writes the analysis the model reads back.", ""]
 
 
 def caveats(samples, meta):
