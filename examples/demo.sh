@@ -78,5 +78,14 @@ if [ "$quiet" = 0 ]; then
     echo
   done
   printf '   %-6s' all; for m in $modes; do printf ' %10s' "${seconds[$m]}"; done; echo "   (whole run, launch included)"
+  # The median model cycle of each mode, cycle 1 (warm-up, and the one replay matches) left out.
+  median() { sed -n 's/^\[model\] cycle \([0-9]*\): .*; cycle \([0-9.]*\) s$/\1 \2/p' "$1" |
+             awk '$1 > 1 { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+  if [ "$modes" = "file transfer" ]; then
+    f=$(median "$build/demo-run/$model/file.out") t=$(median "$build/demo-run/$model/transfer.out")
+    [ -n "$f" ] && [ -n "$t" ] && awk -v f="$f" -v t="$t" 'BEGIN {
+      if (t <= f) printf "   median model cycle after the first: transfer %.3f s, file %.3f s: transfer is %.1fx faster\n", t, f, f / t
+      else printf "   median model cycle after the first: transfer %.3f s, file %.3f s: transfer is %.1fx slower\n", t, f, t / f }'
+  fi
 fi
 say "   This is a functional demo on a tiny grid; bench/ measures performance."
