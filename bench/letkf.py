@@ -6,7 +6,8 @@ usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--
 Each run launches the model and the assimilation as two separate MPI jobs with dtfrun; one launch
 runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
 compared within one run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command
-of every run to OUT/meta.json. With --md, bench/report.py then writes the report and its plots.
+of every run to OUT/meta.json; then the planning micro-benchmark (bench/plan_bench.cpp) writes
+OUT/planning.csv. With --md, bench/report.py then writes the report and its plots.
 
 Sweeps:
   full   what `make bench` runs (about 5 minutes here): the default size, weak scaling (1, 2, 4
@@ -160,6 +161,13 @@ def main():
                              "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
                              "wall_s": round(wall, 1)})
         print(f"   {wall:.1f} s", flush=True)
+    # The planning micro-benchmark (one core, no MPI), for the report's planning section.
+    plan = [os.path.join(build, "bench", "plan_bench"), "--csv", os.path.join(out, "planning.csv")]
+    if a.sweep == "smoke":
+        plan += ["--max", "1000", "--reps", "1"]
+    print("== planning micro-benchmark: " + " ".join(plan).replace(build, "BUILD"), flush=True)
+    if subprocess.run(plan, timeout=a.timeout).returncode != 0:
+        sys.exit("letkf.py: the planning micro-benchmark failed")
     with open(os.path.join(out, "letkf.csv"), "w") as f:
         f.write("\n".join([header] + rows) + "\n")
     with open(os.path.join(out, "meta.json"), "w") as f:

@@ -7,6 +7,8 @@ Draws the figures with plot.py into --png-dir (default: perf/ next to the markdo
 writes the markdown, which refers to them by paths relative to its own directory.
 """
 import argparse
+import csv
+import math
 import os
 import sys
 
@@ -190,8 +192,43 @@ def targets(samples, meta):
           f"{times(sync_replay)} vs 0.9 x {times(sync_raw)} = {times(want_sync)}",
           "no data" if want_sync is None or sync_replay is None else verdict(sync_replay / want_sync, 1.0)]]) + [
         "Not measured by this benchmark yet: I/O left visible after a compute phase with the progress "
-        "thread (experimental, off by default), a writer's extra peak memory, planning 10^6 "
-        "requests.", ""] + where_the_time_goes(samples, run)
+        "thread (experimental, off by default), a writer's extra peak memory. Planning 10^6 requests "
+        "(target: < 1 s, any decomposition): see [Planning](#planning).", ""] + where_the_time_goes(samples, run)
+
+
+def planning(out):
+    """The planning micro-benchmark's table (OUT/planning.csv), with the growth between sizes."""
+    path = os.path.join(out, "planning.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    lines = ["## Planning", "",
+             "What the matcher computes for one batch, on one core without MPI (`bench/plan_bench`, run by "
+             "`make bench`): `match()` of every read against every write of a 3-D variable, then every "
+             "read's coverage check as the reader does it. Each case checks its own result. *growth* is "
+             "the exponent k of time ~ n^k, n = writes + reads, from the previous size of the same case "
+             "(1 = linear; in *columns across* the pieces grow as n^1.5).", ""]
+    body, prev = [], {}
+    for r in rows:
+        n = int(r["writes"]) + int(r["reads"])
+        total = float(r["match_s"]) + float(r["cover_s"])
+        growth = "–"
+        if r["case"] in prev:
+            n0, t0 = prev[r["case"]]
+            if t0 > 0 and total > 0 and n > n0:
+                growth = f"{math.log(total / t0) / math.log(n / n0):.2f}"
+        prev[r["case"]] = (n, total)
+        body.append([r["case"], r["writes"], r["reads"], r["pieces"], ms(float(r["match_s"])),
+                     ms(float(r["cover_s"])), ms(total), growth])
+    largest = max(int(r["writes"]) for r in rows)
+    worst = max((float(r["match_s"]) + float(r["cover_s"]), r["case"]) for r in rows
+                if int(r["writes"]) == largest)
+    lines += table(["case", "writes", "reads", "pieces", "match (ms)", "coverage (ms)", "total (ms)", "growth"], body)
+    lines += [f"Target: 10^6 requests per side in < 1 s, any decomposition. Slowest case at {largest} "
+              f"writes: {worst[1]}, {worst[0]:.2f} s: "
+              f"{'met' if worst[0] < 1 else 'not met'}.", ""]
+    return lines
 
 
 def where_the_time_goes(samples, run):
@@ -243,7 +280,7 @@ def main():
               for p in pngs}
     lines = (intro(meta) + machine(meta) + results(samples, meta, images)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
-             + targets(samples, meta) + caveats(samples, meta))
+             + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
     os.makedirs(md_dir, exist_ok=True)
     with open(args.md, "w") as f:
         f.write("\n".join(lines))

@@ -158,14 +158,18 @@ bool valid(const Box &b, std::string *why) {
 std::optional<Box> intersect(const Box &a, const Box &b) {
     check_same_ndims(a, b, "intersect");
     const int n = a.ndims();
-    Box r;
-    r.start.resize(n), r.count.resize(n), r.stride.resize(n);
+    Prog small[8]; // no allocation unless the boxes meet (most candidate pairs do not)
+    std::vector<Prog> large(n > 8 ? n : 0);
+    Prog *p = n > 8 ? large.data() : small;
     for (int d = 0; d < n; ++d) {
         if (a.count[d] <= 0 || b.count[d] <= 0) return std::nullopt;
-        const std::optional<Prog> p = intersect1(dim(a, d), dim(b, d));
-        if (!p) return std::nullopt;
-        r.start[d] = p->start, r.count[d] = p->count, r.stride[d] = p->stride;
+        const std::optional<Prog> q = intersect1(dim(a, d), dim(b, d));
+        if (!q) return std::nullopt;
+        p[d] = *q;
     }
+    Box r;
+    r.start.resize(n), r.count.resize(n), r.stride.resize(n);
+    for (int d = 0; d < n; ++d) r.start[d] = p[d].start, r.count[d] = p[d].count, r.stride[d] = p[d].stride;
     return r;
 }
 

@@ -1,10 +1,12 @@
 #include "match/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "common/error.hpp"
 
@@ -14,98 +16,109 @@ namespace {
 
 using ull = unsigned long long;
 
-// The inclusive range [lo, hi] of indices a non-empty box spans in dimension d (d < 0: 0-D, [0, 0]).
-struct Interval {
-    int64_t lo, hi;
-    int id;
-};
+// The bounding box ("hull") of a non-empty box: the inclusive range [lo[d], hi[d]] it spans in each
+// dimension d.
+int64_t hull_lo(const Box &b, int d) { return b.start[d]; }
+int64_t hull_hi(const Box &b, int d) { return b.start[d] + (b.count[d] - 1) * b.stride[d]; } // valid: no overflow
 
-Interval extent(const Box &b, int d, int id) {
-    if (d < 0) return {0, 0, id};
-    return {b.start[d], b.start[d] + (b.count[d] - 1) * b.stride[d], id}; // valid boxes: no overflow
-}
-
-// Whether the bounding boxes of two non-empty boxes meet in every dimension (cheap, no allocation).
-bool hulls_meet(const Box &a, const Box &b) {
-    for (int d = 0; d < a.ndims(); ++d) {
-        const Interval x = extent(a, d, 0), y = extent(b, d, 0);
-        if (x.hi < y.lo || y.hi < x.lo) return false;
-    }
-    return true;
-}
-
-// Static interval tree: the intervals sorted by lo, seen as an implicit balanced binary tree (the
-// node of range [l, r) is its midpoint), each node knowing the largest hi of its subtree. A query
-// visits only subtrees that can hold a meeting interval: O(log n + k log n) for k results.
-class IntervalTree {
+// Static R-tree over the hulls of non-empty boxes, bulk-loaded by sort-tile-recursive packing: the
+// boxes are ordered in slabs (by hull centre in dimension 0, each slab by dimension 1, ...), leaves
+// hold kFan consecutive boxes, and each level above groups kFan consecutive nodes. A query descends
+// only into nodes whose hull meets the query box in every dimension, so it costs O(log n + k) when
+// the hulls tile the array (blocks along any dimensions, element-wise, mixed sizes), k being the
+// number of boxes whose hull meets the query. Build: O(n log n) sorting, O(n n_dims) memory.
+class BoxIndex {
 public:
-    explicit IntervalTree(std::vector<Interval> items) : items_(std::move(items)) {
-        std::sort(items_.begin(), items_.end(),
-                  [](const Interval &a, const Interval &b) { return a.lo < b.lo; });
-        maxhi_.resize(items_.size());
-        build(0, items_.size());
+    BoxIndex(const std::vector<const Box *> &boxes, int ndims) : nd_(ndims) {
+        const size_t n = boxes.size();
+        std::vector<int64_t> lo(n * nd_), hi(n * nd_);
+        for (size_t i = 0; i < n; ++i)
+            for (int d = 0; d < nd_; ++d) lo[i * nd_ + d] = hull_lo(*boxes[i], d), hi[i * nd_ + d] = hull_hi(*boxes[i], d);
+        ids_.resize(n);
+        std::iota(ids_.begin(), ids_.end(), 0);
+        std::vector<int64_t> centres(n * nd_);
+        for (size_t i = 0; i < centres.size(); ++i) centres[i] = lo[i] + (hi[i] - lo[i]) / 2;
+        tile(centres, 0, n, 0);
+        Level leaves; // level 0: the boxes themselves, in packed order
+        leaves.lo.resize(n * nd_), leaves.hi.resize(n * nd_);
+        for (size_t i = 0; i < n; ++i)
+            for (int d = 0; d < nd_; ++d)
+                leaves.lo[i * nd_ + d] = lo[ids_[i] * nd_ + d], leaves.hi[i * nd_ + d] = hi[ids_[i] * nd_ + d];
+        levels_.push_back(std::move(leaves));
+        while (entries(levels_.size() - 1) > 1) {
+            const size_t count = entries(levels_.size() - 1), m = (count + kFan - 1) / kFan;
+            const Level &below = levels_.back();
+            Level up;
+            up.lo.assign(m * nd_, std::numeric_limits<int64_t>::max());
+            up.hi.assign(m * nd_, std::numeric_limits<int64_t>::min());
+            for (size_t j = 0; j < count; ++j)
+                for (int d = 0; d < nd_; ++d) {
+                    int64_t &l = up.lo[j / kFan * nd_ + d], &h = up.hi[j / kFan * nd_ + d];
+                    l = std::min(l, below.lo[j * nd_ + d]), h = std::max(h, below.hi[j * nd_ + d]);
+                }
+            levels_.push_back(std::move(up));
+        }
     }
-    // Calls f(id) for every interval meeting [lo, hi] until f returns false; false if stopped.
-    template <class F> bool query(int64_t lo, int64_t hi, F &&f) const {
-        return query(0, items_.size(), lo, hi, f);
+
+    // Calls f(id) for each box whose hull meets that of `b` (non-empty), until f returns false;
+    // false if stopped. ids index the `boxes` given to the constructor.
+    template <class F> bool candidates(const Box &b, F &&f) const {
+        if (ids_.empty()) return true;
+        int64_t small[2 * 8];
+        std::vector<int64_t> large(nd_ > 8 ? 2 * nd_ : 0);
+        int64_t *qlo = nd_ > 8 ? large.data() : small, *qhi = qlo + nd_;
+        for (int d = 0; d < nd_; ++d) qlo[d] = hull_lo(b, d), qhi[d] = hull_hi(b, d);
+        return visit(levels_.size() - 1, 0, qlo, qhi, f);
     }
 
 private:
-    std::vector<Interval> items_;
-    std::vector<int64_t> maxhi_;
+    static constexpr size_t kFan = 8;
+    struct Level {
+        std::vector<int64_t> lo, hi; // node i, dimension d at [i * nd + d]
+    };
+    int nd_;
+    std::vector<int> ids_;      // box ids in packed order (the entries of level 0)
+    std::vector<Level> levels_; // levels_[0]: the boxes; levels_.back(): the root
+    // Number of nodes of a level (counted from ids_: for 0-D boxes the levels hold no bounds).
+    size_t entries(size_t level) const {
+        size_t n = ids_.size();
+        for (size_t l = 0; l < level; ++l) n = (n + kFan - 1) / kFan;
+        return n;
+    }
 
-    int64_t build(size_t l, size_t r) {
-        if (l >= r) return std::numeric_limits<int64_t>::min();
-        const size_t mid = l + (r - l) / 2;
-        maxhi_[mid] = std::max({items_[mid].hi, build(l, mid), build(mid + 1, r)});
-        return maxhi_[mid];
+    // Orders ids_[begin, end) into slabs by hull centre in dimension d (centres[id * nd + d]), then
+    // each slab recursively by the following dimensions. Ties are broken by the next dimensions so that, e.g., columns that
+    // all span dimension 0 are ordered by dimension 1.
+    void tile(const std::vector<int64_t> &centres, size_t begin, size_t end, int d) {
+        const size_t n = end - begin;
+        if (d >= nd_ || n <= kFan) return;
+        const int64_t *c = centres.data();
+        const int nd = nd_;
+        std::sort(ids_.begin() + begin, ids_.begin() + end, [c, d, nd](int a, int b) {
+            const int64_t *x = c + static_cast<size_t>(a) * nd, *y = c + static_cast<size_t>(b) * nd;
+            for (int e = d; e < nd; ++e)
+                if (x[e] != y[e]) return x[e] < y[e];
+            return a < b;
+        });
+        if (d == nd_ - 1) return;
+        const size_t leaves = (n + kFan - 1) / kFan;
+        const auto slabs = static_cast<size_t>(std::ceil(std::pow(static_cast<double>(leaves), 1.0 / (nd_ - d))));
+        const size_t per_slab = kFan * ((leaves + slabs - 1) / slabs);
+        for (size_t s = begin; s < end; s += per_slab) tile(centres, s, std::min(end, s + per_slab), d + 1);
     }
-    template <class F> bool query(size_t l, size_t r, int64_t lo, int64_t hi, F &f) const {
-        if (l >= r) return true;
-        const size_t mid = l + (r - l) / 2;
-        if (maxhi_[mid] < lo) return true; // nothing in this subtree reaches lo
-        if (!query(l, mid, lo, hi, f)) return false;
-        if (items_[mid].lo > hi) return true; // neither mid nor its right subtree starts by hi
-        if (items_[mid].hi >= lo && !f(items_[mid].id)) return false;
-        return query(mid + 1, r, lo, hi, f);
-    }
-};
 
-// The dimension in which the (non-empty) boxes overlap least: smallest sum of extents divided by the
-// span of their union's hull, i.e. the average number of boxes over an index. -1 for 0-D.
-int least_overlap_dim(const std::vector<const Box *> &boxes, int ndims) {
-    int best = -1;
-    long double best_depth = 0;
-    for (int d = 0; d < ndims; ++d) {
-        long double sum = 0;
-        int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-        for (const Box *b : boxes) {
-            const Interval e = extent(*b, d, 0);
-            sum += static_cast<long double>(e.hi) - e.lo + 1;
-            lo = std::min(lo, e.lo), hi = std::max(hi, e.hi);
-        }
-        const long double depth = boxes.empty() ? 0 : sum / (static_cast<long double>(hi) - lo + 1);
-        if (best < 0 || depth < best_depth) best = d, best_depth = depth;
+    bool meets(const Level &l, size_t i, const int64_t *qlo, const int64_t *qhi) const {
+        for (int d = 0; d < nd_; ++d)
+            if (l.hi[i * nd_ + d] < qlo[d] || qhi[d] < l.lo[i * nd_ + d]) return false;
+        return true;
     }
-    return best;
-}
-
-// An interval tree over non-empty boxes in their least-overlap dimension; ids index `boxes`.
-struct BoxIndex {
-    int dim;
-    IntervalTree tree;
-    BoxIndex(const std::vector<const Box *> &boxes, int ndims)
-        : dim(least_overlap_dim(boxes, ndims)), tree(intervals(boxes, dim)) {}
-    static std::vector<Interval> intervals(const std::vector<const Box *> &boxes, int dim) {
-        std::vector<Interval> v;
-        v.reserve(boxes.size());
-        for (size_t i = 0; i < boxes.size(); ++i) v.push_back(extent(*boxes[i], dim, static_cast<int>(i)));
-        return v;
-    }
-    // Calls f(id) for each box whose extent in `dim` meets that of `b` (non-empty), until f is false.
-    template <class F> bool candidates(const Box &b, F &&f) const {
-        const Interval e = extent(b, dim, 0);
-        return tree.query(e.lo, e.hi, f);
+    template <class F> bool visit(size_t level, size_t i, const int64_t *qlo, const int64_t *qhi, F &f) const {
+        if (!meets(levels_[level], i, qlo, qhi)) return true;
+        if (level == 0) return f(ids_[i]);
+        const size_t last = std::min(entries(level - 1), (i + 1) * kFan);
+        for (size_t j = i * kFan; j < last; ++j)
+            if (!visit(level - 1, j, qlo, qhi, f)) return false;
+        return true;
     }
 };
 
@@ -117,16 +130,25 @@ template <class Req> void check_requests(const std::vector<Req> &reqs, const cha
                  q.varid, why.c_str());
 }
 
-// Indices of `reqs` sorted by (rank, id); DTF_ERR_ARG if a (rank, id) pair repeats.
-template <class Req> std::vector<int> by_rank_id(const std::vector<Req> &reqs, const char *kind) {
-    std::vector<int> order(reqs.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto key = [&](int i) { return std::make_pair(reqs[i].rank, reqs[i].id); };
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
-    for (size_t i = 1; i < order.size(); ++i)
-        if (key(order[i - 1]) == key(order[i]))
-            fail(DTF_ERR_ARG, "two %ss of rank %d have id %llu", kind, reqs[order[i]].rank,
-                 static_cast<ull>(reqs[order[i]].id));
+// Indices of `reqs` sorted by (rank, id), or by (varid, rank, id) if by_varid; DTF_ERR_ARG if a
+// (rank, id) pair repeats. Sorts dense keys (the requests themselves are large and scattered).
+template <class Req> std::vector<int> sorted_order(const std::vector<Req> &reqs, const char *kind, bool by_varid) {
+    struct Key {
+        int rank;
+        uint64_t id;
+        int varid, index;
+    };
+    std::vector<Key> keys(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) keys[i] = Key{reqs[i].rank, reqs[i].id, reqs[i].varid, static_cast<int>(i)};
+    std::sort(keys.begin(), keys.end(),
+              [](const Key &a, const Key &b) { return std::tie(a.rank, a.id) < std::tie(b.rank, b.id); });
+    for (size_t i = 1; i < keys.size(); ++i)
+        if (keys[i - 1].rank == keys[i].rank && keys[i - 1].id == keys[i].id)
+            fail(DTF_ERR_ARG, "two %ss of rank %d have id %llu", kind, keys[i].rank, static_cast<ull>(keys[i].id));
+    if (by_varid)
+        std::stable_sort(keys.begin(), keys.end(), [](const Key &a, const Key &b) { return a.varid < b.varid; });
+    std::vector<int> order(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
     return order;
 }
 
@@ -146,9 +168,7 @@ struct VarWrites {
 
 // Groups the writes by varid (ascending), each group in (rank, id) order, and indexes each group.
 std::vector<VarWrites> group_writes(const std::vector<WriteReq> &writes) {
-    std::vector<int> order = by_rank_id(writes, "write");
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return writes[a].varid < writes[b].varid; });
+    const std::vector<int> order = sorted_order(writes, "write", true);
     std::vector<VarWrites> vars;
     for (int i : order) {
         const WriteReq &w = writes[i];
@@ -171,7 +191,6 @@ void match_read(const ReadReq &r, const VarWrites &v, std::vector<int> &scratch,
     std::sort(scratch.begin(), scratch.end()); // positions in (rank, id) order
     for (int id : scratch) {
         const WriteReq &w = *v.nonempty[id];
-        if (!hulls_meet(w.box, r.box)) continue;
         if (std::optional<Box> region = intersect(w.box, r.box))
             out.push_back(Piece{w.rank, w.id, r.rank, r.id, r.varid, std::move(*region)});
     }
@@ -194,12 +213,18 @@ std::vector<Box> clip(const Box &read, const std::vector<Box> &regions) {
 
 bool pairwise_disjoint(const std::vector<Box> &boxes) {
     if (boxes.size() < 2) return true;
+    if (boxes.size() <= 16) { // a few pieces (the usual read): every pair, no index to build
+        for (size_t i = 0; i < boxes.size(); ++i)
+            for (size_t j = i + 1; j < boxes.size(); ++j)
+                if (intersect(boxes[i], boxes[j])) return false;
+        return true;
+    }
     std::vector<const Box *> ptrs;
     for (const Box &b : boxes) ptrs.push_back(&b);
     const BoxIndex index(ptrs, boxes[0].ndims());
     for (size_t i = 0; i < boxes.size(); ++i) {
         const bool ok = index.candidates(boxes[i], [&](int j) {
-            return static_cast<size_t>(j) <= i || !hulls_meet(boxes[i], boxes[j]) || !intersect(boxes[i], boxes[j]);
+            return static_cast<size_t>(j) <= i || !intersect(boxes[i], boxes[j]);
         });
         if (!ok) return false;
     }
@@ -257,8 +282,9 @@ std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<
     check_requests(reads, "read");
     const std::vector<VarWrites> vars = group_writes(writes);
     std::vector<Piece> pieces;
+    pieces.reserve(reads.size()); // at least one piece per read in a complete transfer
     std::vector<int> scratch;
-    for (int i : by_rank_id(reads, "read")) {
+    for (int i : sorted_order(reads, "read", false)) {
         const ReadReq &r = reads[i];
         auto v = std::lower_bound(vars.begin(), vars.end(), r.varid,
                                   [](const VarWrites &x, int varid) { return x.varid < varid; });
@@ -323,7 +349,12 @@ std::vector<int> Plan::readers() const {
 }
 
 int64_t covered_count(const Box &read, const std::vector<Box> &regions) {
-    const std::vector<Box> parts = clip(read, regions);
+    // Regions from match() lie within the read: use them as they are, clip copies only otherwise.
+    const bool inside = std::all_of(regions.begin(), regions.end(),
+                                    [&](const Box &b) { return !b.empty() && subset(b, read); });
+    std::vector<Box> clipped;
+    if (!inside) clipped = clip(read, regions);
+    const std::vector<Box> &parts = inside ? regions : clipped;
     if (pairwise_disjoint(parts)) return total_size(parts);
     return read.size() - total_size(uncovered(read, parts));
 }

@@ -58,13 +58,13 @@ struct Piece {
 // Throws DTF_ERR_ARG for an invalid box or a (rank, id) pair that occurs twice among the writes or
 // among the reads, and DTF_ERR_PEER when requests on one varid disagree on its number of dimensions.
 //
-// Complexity: the writes of each variable are put in a static interval tree over one dimension
-// (chosen per variable as the one in which the writes' extents overlap least, so block
-// decompositions along any dimension work). With W writes, R reads, n dimensions and P pieces:
-// O(W (log W + n) + R log R) to sort and build, plus per read O(log W + c (log W + n)) where c is the
-// number of writes whose extent in the chosen dimension meets the read's. c is the number of pieces
-// of that read for block decompositions; it exceeds it only when writes interleave in every dimension
-// (e.g. stride-P round robin in every dimension), where the cost tends to O(R W n) as in brute force.
+// Complexity: the writes of each variable are put in a static R-tree over their bounding boxes in
+// all dimensions (sort-tile-recursive packing). With W writes, R reads, n dimensions and P pieces:
+// O(W n log W + R log R) to sort and build, plus per read O(n (log W + c) + c log c), c being the
+// number of writes whose bounding box meets the read's. c is the number of pieces of that read
+// whenever writes do not interleave (blocks along any dimensions, element-wise, mixed sizes); it
+// exceeds it only for strided writes whose bounding boxes overlap (round robin), where the cost tends
+// to O(R W n) as in brute force. bench/plan_bench measures it (docs/PERFORMANCE.md).
 std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
 
 // A matching result as a value.
@@ -94,7 +94,7 @@ Plan make_plan(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &
 // as pieces of overlapping writes do).
 //
 // covered_count: the number of distinct elements of `read` in at least one region. Common case
-// (regions pairwise disjoint, checked with an interval tree): O(P (log P + n)). Otherwise it is
+// (regions pairwise disjoint, checked with the same R-tree): O(P (log P + n)). Otherwise it is
 // read.size() minus the size of uncovered().
 int64_t covered_count(const Box &read, const std::vector<Box> &regions);
 int64_t covered_count(const Box &read, const std::vector<Piece> &pieces);
