@@ -26,7 +26,7 @@ struct FileRule {
 struct Config {
     std::string path;                    // file it was read from (for messages)
     std::vector<std::string> components; // comp_name= in order; index = component id
-    bool buffer_data = false;
+    bool buffer_data = true; // put values are copied; 0: writes refer to the user's buffers until close
     int iodb_build_mode = 0; // accepted for compatibility
     bool do_checksum = false;
     bool log_ioreqs = false;

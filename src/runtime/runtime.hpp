@@ -83,6 +83,7 @@ struct Stats {
     double init_s = 0, connect_s = 0;
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
     long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
+    long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
 };
 
 class Runtime {

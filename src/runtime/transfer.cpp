@@ -185,7 +185,7 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
     for (const auto &p : pieces) {
         WriteRecord &w = record(p);
         const size_t es = ws.elsize[static_cast<size_t>(w.meta.varid)];
-        copy_region(w.meta.box, w.data.data(), p.region, bytes.data() + base, es, true);
+        copy_region(w.meta.box, const_cast<char *>(w.values()), p.region, bytes.data() + base, es, true);
         base += static_cast<size_t>(p.region.size()) * es;
     }
     phase::add_bytes(phase::Pack, bytes.size());
@@ -402,7 +402,7 @@ int serve(Runtime &rt, VirtualFile &vf) {
 bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     if (ws.epoch == 0 || ws.writes_announced < ws.writes.size()) serve(rt, vf);
-    if (!ws.serving || !rt.progress_thread_running()) finish_epoch(rt, ws);
+    if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;

@@ -137,9 +137,10 @@ void record_write(VirtualFile &vf, WriteRecord &&w) {
 
 // Record the writes of one put (its boxes in order) from `values`: the boxes' elements in the
 // variable's type, one after the other. `owned` is the buffer `values` points into when the put
-// made one (then a single box takes it without a copy), empty when `values` is the user's memory.
-// While the session replays a plan, a write equal to the plan's next one keeps only the pieces the
-// plan says are read (pack_for_replay).
+// made one (then a single box takes it without a copy), empty when `values` is the user's memory:
+// then, with buffer_data=0, the write refers to that memory (the user keeps it unchanged until
+// ncmpi_close returns), otherwise it is copied. While the session replays a plan, a write equal to
+// the plan's next one keeps only the pieces the plan says are read (pack_for_replay).
 void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<match::Box> &boxes, const char *values,
                    std::vector<char> &&owned) {
     const size_t es = types::type_size(vf.header.vars()[static_cast<size_t>(varid)].type);
@@ -151,10 +152,16 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         if (!box.empty() && pack_for_replay(vf, w.meta, values + offset)) {
             w.packed = true;
         } else if (boxes.size() == 1 && !owned.empty()) {
-            w.data = std::move(owned);
+            w.data = std::move(owned); // converted or gathered: a copy already
+            rt.stats().put_bytes_copied += static_cast<long>(bytes);
+        } else if (owned.empty() && !rt.config().buffer_data) {
+            w.borrowed = values + offset;
+            vf.ws->borrows = true;
+            rt.stats().put_bytes_referenced += static_cast<long>(bytes);
         } else {
             w.data = rt.buffers().take(bytes);
             if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+            rt.stats().put_bytes_copied += static_cast<long>(bytes);
         }
         phase::add_bytes(phase::Pack, w.data.size());
         offset += bytes;

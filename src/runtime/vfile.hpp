@@ -42,7 +42,9 @@ class Runtime;
 struct WriteRecord {
     match::WriteReq meta;
     std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
+    const char *borrowed = nullptr; // buffer_data=0: the same, in the user's buffer (data is empty)
     bool packed = false;    // replay: only the plan's pieces were kept (in the data messages), not data
+    const char *values() const { return borrowed ? borrowed : data.data(); }
 };
 
 // One get: its regions (one box, or several for varn), each matched as its own read request, and
@@ -139,6 +141,7 @@ struct WriterSession {
     std::vector<std::vector<Target>> targets; // by write position (0-based)
     std::vector<std::vector<char>> pushed;
     std::string broken;                       // what differed (Packing::Broken)
+    bool borrows = false; // some writes refer to user memory (buffer_data=0): served before close returns
 
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
     Runtime *runtime = nullptr;       // frees the communicator (Runtime::retire)

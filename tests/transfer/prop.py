@@ -66,6 +66,7 @@ CONFIG = """[INFO]
 ncomp=2
 comp_name="writer"
 comp_name="reader"
+buffer_data={buffer_data}
 [FILE]
 filename="case.%.nc"
 comp1="writer"
@@ -85,7 +86,7 @@ def launch(args, run, work, extra_env=None):
     os.makedirs(run.dir, exist_ok=True)
     ini = os.path.join(work, f"dtf.{run.mode}.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=run.mode))
+        f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data))
     M, N = args.M, args.N
     common = [args.seed, str(args.first), str(args.cases), str(M), str(N)]
     cmd = [args.dtfrun, "--walltime", str(args.walltime),
@@ -97,6 +98,7 @@ def launch(args, run, work, extra_env=None):
         env["OMPI_MCA_io"] = args.mpi_io
     if args.avoid:
         env["XFER_AVOID"] = args.avoid
+    env["DTF_PRINT_STATS"] = "1"  # the writer's stats say how put values were kept
     env.update(extra_env or {})
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -116,6 +118,26 @@ def launch(args, run, work, extra_env=None):
         print("$ " + " ".join(cmd))
         print(run.output)
     return run
+
+
+STATS = re.compile(r"\[dtf writer\] stats .* put values: (\d+) bytes copied, (\d+) referenced")
+
+
+def kept_as_configured(args, run):
+    """In transfer mode the writer's stats must show buffer_data at work: referenced bytes with 0,
+    none with 1 (so that the option cannot silently lose its effect)."""
+    if run.mode != "transfer":
+        return True
+    m = STATS.search(run.output)
+    if not m:
+        print(f"FAIL: no writer stats line with put values in the {run.label} run")
+        return False
+    copied, referenced = int(m.group(1)), int(m.group(2))
+    print(f"   put values: {copied} bytes copied, {referenced} referenced (buffer_data={args.buffer_data})")
+    if (referenced > 0) != (args.buffer_data == 0):
+        print(f"FAIL: buffer_data={args.buffer_data} but {referenced} bytes were referenced")
+        return False
+    return True
 
 
 _described = set()
@@ -241,6 +263,9 @@ def main():
     p.add_argument("--avoid", metavar="FEATURES", default=os.environ.get("XFER_AVOID", ""),
                    help="comma-separated generator features to leave out (XFER_AVOID; to triage a known "
                         "failure): varn, stale-cancel, cancel-beyond, zero-beyond, stale-wait, zero-nb")
+    p.add_argument("--buffer-data", type=int, choices=[0, 1], default=1,
+                   help="buffer_data= in [INFO]; with 0 (writes refer to the put buffers until close) the "
+                        "transfer run must report referenced bytes")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)
@@ -276,7 +301,7 @@ def main():
             launch(args, run, work, {"XFER_INJECT": args.inject} if args.inject and i == 1 else None)
             if args.inject and i == 1:
                 continue  # judged below
-            ok &= report_check_fails(args, run)
+            ok &= report_check_fails(args, run) and kept_as_configured(args, run)
             if run.status != 0 and not run.check_fails:
                 print(f"FAIL: the {run.label} run exited with status {run.status}")
                 ok = False

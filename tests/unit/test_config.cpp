@@ -71,7 +71,7 @@ const std::string kExample = R"([INFO]
 ncomp=2
 comp_name="model"
 comp_name="assim"
-buffer_data=1            ; copy write data at put time
+buffer_data=0            ; refer to the put buffers until close
 iodb_build_mode=2
 do_checksum=1
 log_ioreqs=0
@@ -204,7 +204,7 @@ void test_example() {
     const std::string n = "example";
     CHECK(n, c.path == "ex.ini");
     CHECK(n, (c.components == std::vector<std::string>{"model", "assim"}));
-    CHECK(n, c.buffer_data && c.iodb_build_mode == 2 && c.do_checksum && !c.log_ioreqs);
+    CHECK(n, !c.buffer_data && c.iodb_build_mode == 2 && c.do_checksum && !c.log_ioreqs);
     CHECK(n, c.files.size() == 2);
     const FileRule &a = c.files.at(0), &b = c.files.at(1);
     CHECK_EQ(n, a.pattern, "data/%/hist.%.nc");
@@ -254,7 +254,7 @@ void test_syntax() {
     const FileRule &r = d.files.at(0);
     CHECK("defaults", r.mode == Mode::Transfer && !r.replay_io && r.num_sessions == 1 &&
                           !r.write_only && !r.mirror_io_root && r.excludes.empty());
-    CHECK("defaults", !d.buffer_data && d.iodb_build_mode == 0 && !d.do_checksum && !d.log_ioreqs);
+    CHECK("defaults", d.buffer_data && d.iodb_build_mode == 0 && !d.do_checksum && !d.log_ioreqs);
 }
 
 void test_patterns() {
