@@ -71,6 +71,8 @@ def intro(meta):
         "before the readers open it, the stand-in for a parallel file system;",
         "- `mpi-raw`: the same blocks moved by pre-posted `MPI_Isend`/`MPI_Irecv` with no "
         "matching, the ceiling for `transfer`.", "",
+        "dtf's configuration (`bench/letkf.ini`) has `buffer_data=0`: the programs keep their put "
+        "buffers unchanged until `ncmpi_close`, so dtf refers to them instead of copying.", "",
         "The **cycle time** is the time of the slowest model rank for writing both files and "
         "reading the analysis back. Cycle 0 of every repetition is a warm-up, excluded from all "
         "medians.", "",
