@@ -63,6 +63,7 @@ public:
         i32(static_cast<int32_t>(v.size()));
         for (int x : v) i32(x);
     }
+    void str(const std::string &s) { bytes(std::vector<char>(s.begin(), s.end())); }
     std::vector<char> take() { return std::move(out_); }
 
 private:
@@ -81,6 +82,10 @@ public:
     int64_t i64();
     std::vector<char> bytes();
     std::vector<int> ints(int32_t max_count);
+    std::string str() {
+        const std::vector<char> b = bytes();
+        return std::string(b.begin(), b.end());
+    }
 
 private:
     void get(void *dst, size_t n);

@@ -338,7 +338,7 @@ bool Runtime::progress() {
         }
         if (served) {
             serving_.erase(serving_.begin() + static_cast<long>(i));
-            if (ws->closed && ws->error) writer_plans_.erase(ws->path);
+            if (ws->closed && ws->error) writer_plans_.drop(ws->plan_key, ws->plan);
             else if (ws->closed) end_writer_session(*this, *ws);
             happened = true;
         } else {

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -29,6 +30,57 @@ struct VirtualFile;
 struct WriterSession;
 struct WriterPlan;
 struct ReaderPlan;
+
+// How many digit runs differ between two paths that are equal once their digit runs are wildcarded
+// (plan_key); INT_MAX when they are not (transfer.cpp).
+int name_distance(const std::string &a, const std::string &b);
+
+// The replay plans of one role (replay_io=1), by plan_key(): a few per key, one per line of files
+// (e.g. per ensemble member when the names carry the member and the cycle); find() picks the plan
+// recorded from the most similar name, among those with the given peer ranks if they are known
+// (Plan::peers(): the other side's ranks). At most kPerKey per key (the oldest goes).
+template <class Plan> class PlanShelf {
+public:
+    using Ptr = std::shared_ptr<const Plan>;
+    static constexpr size_t kPerKey = 64;
+    // The plan recorded from the name nearest to `path` (fewest differing digit runs, ties: the newest)
+    // and that distance (0: the same path), or nullptr.
+    Ptr find(const std::string &key, const std::string &path, const std::vector<int> *peers, int *distance) const {
+        auto it = plans_.find(key);
+        if (it == plans_.end()) return nullptr;
+        Ptr best;
+        int best_d = 0;
+        for (const Ptr &p : it->second) {
+            if (peers && p->peers() != *peers) continue;
+            const int d = name_distance(path, p->path);
+            if (!best || d <= best_d) best = p, best_d = d;
+        }
+        if (distance) *distance = best_d;
+        return best;
+    }
+    // Record `fresh` in place of a plan of the same path, or of `old` (the plan the session found)
+    // if it has the same peers (the next file of that line), else beside them.
+    void keep(const std::string &key, const Ptr &old, Ptr fresh) {
+        auto &v = plans_[key];
+        for (Ptr &p : v)
+            if (p->path == fresh->path || (p == old && p->peers() == fresh->peers())) {
+                p = std::move(fresh);
+                return;
+            }
+        if (v.size() == kPerKey) v.erase(v.begin());
+        v.push_back(std::move(fresh));
+    }
+    void drop(const std::string &key, const Ptr &old) {
+        auto it = plans_.find(key);
+        if (it == plans_.end()) return;
+        auto &v = it->second;
+        v.erase(std::remove(v.begin(), v.end(), old), v.end());
+        if (v.empty()) plans_.erase(it);
+    }
+
+private:
+    std::map<std::string, std::vector<Ptr>> plans_;
+};
 
 // The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
 // whole call, and released while the call waits (Runtime::wait_until), runs a collective or real
@@ -114,9 +166,9 @@ public:
     std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
     VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
-    // Replay plans by path (replay_io=1), one per role (transfer.cpp).
-    std::map<std::string, std::shared_ptr<const WriterPlan>> &writer_plans() { return writer_plans_; }
-    std::map<std::string, std::shared_ptr<const ReaderPlan>> &reader_plans() { return reader_plans_; }
+    // Replay plans by plan_key() (replay_io=1), one map per role (transfer.cpp).
+    PlanShelf<WriterPlan> &writer_plans() { return writer_plans_; }
+    PlanShelf<ReaderPlan> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
     // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
     std::unique_ptr<transport::Channel> channel_over(MPI_Comm comm) { return transport::mpi_channel(comm, *queue_); }
@@ -194,8 +246,8 @@ private:
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
-    std::map<std::string, std::shared_ptr<const WriterPlan>> writer_plans_;
-    std::map<std::string, std::shared_ptr<const ReaderPlan>> reader_plans_;
+    PlanShelf<WriterPlan> writer_plans_;
+    PlanShelf<ReaderPlan> reader_plans_;
     std::thread thread_;
     std::condition_variable progressed_; // notified by the progress thread when something happened
     bool stop_ = false;                  // tells the progress thread to end

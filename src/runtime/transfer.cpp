@@ -2,7 +2,9 @@
 #include <pnetcdf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <limits>
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -20,7 +22,55 @@ using transport::check_mpi;
 using transport::Tag;
 using transport::Ticket;
 
+std::string plan_key(const std::string &path, const std::vector<int> &ranks) {
+    // The path with every run of digits as '#' (hist.0001.nc and hist.0002.nc share a plan), and the
+    // component ranks of the file's communicator (each ensemble member's files have their own).
+    std::string key;
+    for (size_t i = 0; i < path.size(); ++i)
+        if (!std::isdigit(static_cast<unsigned char>(path[i])))
+            key += path[i];
+        else if (i == 0 || !std::isdigit(static_cast<unsigned char>(path[i - 1])))
+            key += '#';
+    key += '|';
+    for (int r : ranks) key += std::to_string(r) + ',';
+    return key;
+}
+
+int name_distance(const std::string &a, const std::string &b) {
+    auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    int differ = 0;
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (digit(a[i]) && digit(b[j])) {
+            const size_t i0 = i, j0 = j;
+            while (i < a.size() && digit(a[i])) ++i;
+            while (j < b.size() && digit(b[j])) ++j;
+            if (a.compare(i0, i - i0, b, j0, j - j0) != 0) ++differ;
+        } else if (a[i] == b[j] && !digit(a[i])) {
+            ++i, ++j;
+        } else {
+            return std::numeric_limits<int>::max();
+        }
+    }
+    return i == a.size() && j == b.size() ? differ : std::numeric_limits<int>::max();
+}
+
 namespace {
+
+// The session a plan was recorded in, for messages.
+template <class Plan> std::string origin(const Plan &plan) {
+    return format("session %d of '%s'", plan.session, plan.path.c_str());
+}
+
+bool learn_readers(Runtime &rt, WriterSession &ws);
+
+// Whether the reader root named the writer's plan (same session, same reader ranks): known once
+// its ReaderOpened came.
+bool plan_confirmed(Runtime &rt, WriterSession &ws) {
+    const WriterPlan &plan = *ws.plan;
+    return learn_readers(rt, ws) && ws.reader_ranks == plan.reader_ranks && ws.reader_plan == plan.session &&
+           ws.reader_plan_path == plan.path;
+}
 
 std::vector<int> matcher_ranks(int size, int group_size) {
     std::vector<int> m;
@@ -88,13 +138,18 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     if (ws->record) {
-        auto it = rt.writer_plans().find(vf.path);
-        if (it != rt.writer_plans().end()) ws->plan = it->second;
+        ws->plan_key = plan_key(vf.path, vf.ranks);
+        int distance = 0;
+        ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
+        ws->plan_exact = ws->plan && distance == 0;
+        if (ws->plan)
+            log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
+                       origin(*ws->plan).c_str(), ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
     }
     return ws;
 }
 
-bool pack_for_replay(VirtualFile &vf, const match::WriteReq &meta, const char *values) {
+bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values) {
     using Packing = WriterSession::Packing;
     WriterSession &ws = *vf.ws;
     if (!ws.plan || ws.epoch != 0 || ws.packing == Packing::Full || ws.packing == Packing::Broken) return false;
@@ -107,13 +162,22 @@ bool pack_for_replay(VirtualFile &vf, const match::WriteReq &meta, const char *v
             return false;
         }
         ws.packing = Packing::Broken;
-        ws.broken = format("put %zu of writer rank %d, variable '%s' %s, differs from the writes of session %d that "
+        ws.broken = format("put %zu of writer rank %d, variable '%s' %s, differs from the writes of %s that "
                            "this session replays", pos + 1, vf.rank,
                            vf.header.vars()[static_cast<size_t>(meta.varid)].name.c_str(),
-                           meta.box.to_string().c_str(), plan.session);
+                           meta.box.to_string().c_str(), origin(plan).c_str());
         return false;
     }
     if (ws.packing == Packing::None) { // the first put: lay out the plan's data messages
+        // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
+        // names it too: unless it already did, keep every value (the session may still replay).
+        if (!ws.plan_exact) {
+            rt.progress();
+            if (!plan_confirmed(rt, ws)) {
+                ws.packing = Packing::Full;
+                return false;
+            }
+        }
         ws.packing = Packing::Packing;
         ws.targets.assign(plan.writes.size(), {});
         for (size_t o = 0; o < plan.orders.size(); ++o) {
@@ -162,11 +226,10 @@ void serve_request(Runtime &rt, WriterSession &ws, const Message &m) {
     rt.send(ws.peer, reader_rank, Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
 }
 
-// A writer's part: send the data of `pieces` (all for one reader) in one message. Write ids are the
+// The data of `pieces` (all for one reader) as one message, from the kept writes. Write ids are the
 // positions in ws.writes, counted from 1.
-void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vector<match::Piece> &pieces) {
+std::vector<char> gather_pieces(Runtime &rt, WriterSession &ws, const std::vector<match::Piece> &pieces) {
     phase::Scope timer(phase::Pack);
-    if (ws.record && ws.replay != 1) ws.orders_log.push_back(WriterPlan::Order{reader_rank, pieces});
     auto record = [&](const match::Piece &p) -> WriteRecord & {
         if (p.write_id < 1 || p.write_id > ws.writes_announced)
             fail(DTF_ERR_PEER, "'%s': order for unknown write request %llu", ws.path.c_str(),
@@ -189,6 +252,13 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
         base += static_cast<size_t>(p.region.size()) * es;
     }
     phase::add_bytes(phase::Pack, bytes.size());
+    return bytes;
+}
+
+// A writer's part of a matched batch: send the data of `pieces` (all for one reader) in one message.
+void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vector<match::Piece> &pieces) {
+    if (ws.record && ws.replay != 1) ws.orders_log.push_back(WriterPlan::Order{reader_rank, pieces});
+    std::vector<char> bytes = gather_pieces(rt, ws, pieces);
     phase::add_bytes(phase::Transfer, bytes.size());
     ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
 }
@@ -202,6 +272,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
     PayloadReader r(m->payload, "reader-opened");
     ws.reader_ranks = r.ints(1 << 24);
     ws.reader_plan = r.i32();
+    ws.reader_plan_path = r.str();
     if (ws.reader_ranks.empty()) fail(DTF_ERR_PEER, "'%s': component %d opened it with no rank", ws.path.c_str(), ws.peer);
     if (ws.rank == 0) {
         std::vector<bool> reads(static_cast<size_t>(rt.peer(ws.peer).remote_size), false);
@@ -271,12 +342,16 @@ bool step(Runtime &rt, WriterSession &ws) {
         // Replay: every writer rank's writes are the plan's (agreed), and the readers are the same
         // ranks holding the same plan: push the plan's data without waiting for requests.
         const WriterPlan *plan = ws.plan.get();
-        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->session;
+        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->session &&
+                    ws.reader_plan_path == plan->path;
         if (ws.replay == 1) {
             transport::Channel &channel = *rt.peer_link(ws.peer).channel;
+            // Packed at put, or (the plan was confirmed after the first put) gathered now from the
+            // writes, which were all kept.
+            const bool packed = ws.packing == WriterSession::Packing::Packing;
             for (size_t o = 0; o < plan->orders.size(); ++o) {
-                phase::add_bytes(phase::Transfer, ws.pushed.empty() ? 0 : ws.pushed[o].size());
-                std::vector<char> bytes = ws.pushed.empty() ? std::vector<char>() : std::move(ws.pushed[o]);
+                std::vector<char> bytes = packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces);
+                phase::add_bytes(phase::Transfer, bytes.size());
                 ws.sends.push_back(channel.send(plan->orders[o].reader, Tag::Data, std::move(bytes), "sending data"));
             }
         } else if (ws.packing == WriterSession::Packing::Packing) {
@@ -284,21 +359,23 @@ bool step(Runtime &rt, WriterSession &ws) {
             if (ws.rank == 0) {
                 PayloadWriter p;
                 p.i32(-1);
+                p.str("");
                 p.bytes(ws.final_header);
                 const std::vector<char> payload = p.take();
                 for (int r : ws.reader_ranks)
                     rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
             }
             ws.header_sent = true;
-            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in session %d, whose "
+            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
                  "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
-                 "replay_io=0 for this file", ws.path.c_str(), ws.session, plan->session);
+                 "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan).c_str());
         }
     }
     if (readers_known && !ws.header_sent) {
         if (ws.rank == 0) {
-            PayloadWriter p; // the plan replayed (0: none), then the header with the final record count
+            PayloadWriter p; // the plan replayed (session 0: none), then the header with the final record count
             p.i32(ws.replay == 1 ? ws.plan->session : 0);
+            p.str(ws.replay == 1 ? ws.plan->path : std::string());
             p.bytes(ws.final_header);
             const std::vector<char> payload = p.take();
             for (int r : ws.reader_ranks)
@@ -343,7 +420,7 @@ namespace {
 void finish_epoch(Runtime &rt, WriterSession &ws) {
     if (ws.serving) rt.wait_until([&] { return !ws.serving; }, [&] { return waiting_for(rt, ws); });
     if (ws.error) {
-        rt.writer_plans().erase(ws.path);
+        rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
         ws.error.reset();
         throw e;
@@ -372,11 +449,11 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     vf.header.set_numrecs(all[0]);
     ws.replay_candidate = ws.plan && all[1] == 0;
     if (ws.plan && all[1] != 0 && all[2] != 0) { // some values were dropped, yet the pattern changed
-        const int session = ws.plan->session;
-        rt.writer_plans().erase(vf.path);
+        const std::string replayed = origin(*ws.plan);
+        rt.writer_plans().drop(ws.plan_key, ws.plan);
         const std::string what = !ws.broken.empty() ? ws.broken
-                                 : mine[1] ? format("the puts of writer rank %d differ from those of session %d", vf.rank, session)
-                                           : format("another writer rank's puts differ from those of session %d", session);
+                                 : mine[1] ? format("the puts of writer rank %d differ from those of %s", vf.rank, replayed.c_str())
+                                           : format("another writer rank's puts differ from those of %s", replayed.c_str());
         throw Error(DTF_ERR_UNSUPPORTED,
                     format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays (replay_io=1, "
                            "%s:%d); the values were kept only where that pattern reads them, so the session cannot "
@@ -412,17 +489,18 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (!ws.record) return;
     auto &plans = rt.writer_plans();
     if (ws.epoch != 1 || ws.drop_plan) {
-        plans.erase(ws.path); // the pattern changed: the next session matches again
+        plans.drop(ws.plan_key, ws.plan); // the pattern changed: the next session matches again
         return;
     }
     if (ws.replay == 1) return; // every reader followed the plan: it holds
     auto plan = std::make_shared<WriterPlan>();
+    plan->path = ws.path;
     plan->session = ws.session;
     plan->ranks = ws.ranks;
     plan->reader_ranks = ws.reader_ranks;
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     plan->orders = std::move(ws.orders_log);
-    plans[ws.path] = std::move(plan);
+    plans.keep(ws.plan_key, ws.plan, std::move(plan));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -437,6 +515,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     });
     PayloadReader r(m.payload, "header-final");
     const int replayed = r.i32();
+    const std::string replayed_path = r.str();
     const std::vector<char> header = r.bytes();
     int rc = model::Header::decode(header.data(), header.size(), &vf.header);
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
@@ -449,10 +528,12 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     vf.replay = replayed != 0;
     // The writer pushed the data of the plan recorded in session `replayed`; this rank must hold the
     // same plan to take it (the reader root said it does, and all ranks record alike).
-    if (vf.replay && (!vf.plan || vf.plan->session != replayed || vf.plan->writer_ranks != vf.writer_ranks))
-        fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d, which "
-             "reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed, rt.component_rank());
+    if (vf.replay && (!vf.plan || vf.plan->session != replayed || vf.plan->path != replayed_path ||
+                      vf.plan->writer_ranks != vf.writer_ranks))
+        fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
+             "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed, replayed_path.c_str(),
+             rt.component_rank());
 }
 
 namespace {
@@ -502,11 +583,11 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
         leave_plan(rt, vf);
         const match::ReadReq first = reqs.empty() ? match::ReadReq{0, 0, 0, {}} : reqs.front();
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): get batch %zu of reader rank %d (variable '%s' %s%s) is not the "
-             "one of session %d, whose transfer pattern the writers replay (replay_io=1, %s:%d); they kept only the "
+             "one of %s, whose transfer pattern the writers replay (replay_io=1, %s:%d); they kept only the "
              "values that pattern reads: set replay_io=0 for this file",
              vf.path.c_str(), vf.session, batch, rt.component_rank(),
              vf.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
-             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", vf.plan->session,
+             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", origin(*vf.plan).c_str(),
              rt.config().path.c_str(), vf.rule->line);
     }
     ++rt.stats().batches_matched;
@@ -632,13 +713,14 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
     }
     auto &plans = rt.reader_plans();
     if (any) {
-        plans.erase(vf.path);
+        plans.drop(vf.plan_key, vf.plan);
     } else if (vf.replay != 1) {
         auto plan = std::make_shared<ReaderPlan>();
+        plan->path = vf.path;
         plan->session = vf.session;
         plan->writer_ranks = vf.writer_ranks;
         plan->batches = std::move(vf.batches_log);
-        plans[vf.path] = std::move(plan);
+        plans.keep(vf.plan_key, vf.plan, std::move(plan));
     }
 }
 

@@ -149,7 +149,7 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         const size_t bytes = static_cast<size_t>(box.size()) * es;
         WriteRecord w;
         w.meta = match::WriteReq{vf.rank, vf.ws->writes.size() + 1, varid, box};
-        if (!box.empty() && pack_for_replay(vf, w.meta, values + offset)) {
+        if (!box.empty() && pack_for_replay(rt, vf, w.meta, values + offset)) {
             w.packed = true;
         } else if (boxes.size() == 1 && !owned.empty()) {
             w.data = std::move(owned); // converted or gathered: a copy already

@@ -83,10 +83,6 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
              path.c_str());
     auto vf = make_file(rt, path, rule, peer, comm, false);
     VirtualFile &f = *vf;
-    if (rule.replay_io) {
-        auto it = rt.reader_plans().find(path);
-        if (it != rt.reader_plans().end()) f.plan = it->second;
-    }
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
     transport::on_all(f.comm, [&] {
         Message m = rt.wait_message(
@@ -106,11 +102,19 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         f.matchers = r.ints(1 << 24);
         f.header.set_read_only(true);
     });
+    if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
+        f.plan_key = plan_key(path, f.ranks);
+        f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
+        if (f.plan)
+            log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
+                       f.plan->session, f.plan->path.c_str());
+    }
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
     if (f.rank == 0) {
         PayloadWriter p;
         p.ints(f.ranks);
         p.i32(f.plan ? f.plan->session : 0); // the replay plan this side holds
+        p.str(f.plan ? f.plan->path : std::string());
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});

@@ -70,8 +70,14 @@ struct ReadRecord {
 // session of the same path with the same requests skips the matching. Recorded by sessions that ran
 // without replay and had one transfer epoch; dropped by both sides when a replayed session's pattern
 // changed (the session after that matches again and records anew).
+// Replay plans are kept per file pattern and ranks (plan_key): the same pattern in the next cycle
+// finds the plan even when the file's name changes every cycle. A plan is identified by the session
+// it was recorded in (path and session number), which both sides compare before replaying it.
+std::string plan_key(const std::string &path, const std::vector<int> &ranks);
+
 struct WriterPlan {
-    int session = 0;                // the session it was recorded in
+    std::string path;               // the session it was recorded in: path and number
+    int session = 0;
     std::vector<int> ranks;         // component ranks of the writer's file communicator
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
     std::vector<match::WriteReq> writes;
@@ -80,9 +86,11 @@ struct WriterPlan {
         std::vector<match::Piece> pieces; // one data message to `reader`
     };
     std::vector<Order> orders; // in the order they were sent
+    const std::vector<int> &peers() const { return reader_ranks; }
 };
 
 struct ReaderPlan {
+    std::string path; // the session it was recorded in
     int session = 0;
     std::vector<int> writer_ranks;
     struct Batch {
@@ -90,6 +98,7 @@ struct ReaderPlan {
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
     };
     std::vector<Batch> batches;
+    const std::vector<int> &peers() const { return writer_ranks; }
 };
 
 // The writer side of one session: its writes, and the service of the transfer epoch being served
@@ -123,9 +132,12 @@ struct WriterSession {
 
     // Replay.
     bool record = false;                     // replay_io=1: record this session's plan
-    std::shared_ptr<const WriterPlan> plan;  // the path's plan, if any
+    std::string plan_key;                    // where this session's plan is kept (plan_key())
+    std::shared_ptr<const WriterPlan> plan;  // the plan found there, if any
+    bool plan_exact = false;                 // recorded from this very path (else: a similar name's)
     bool replay_candidate = false;           // every writer rank's writes equal the plan's (agreed)
     int reader_plan = 0;                     // session of the plan the reader root holds (ReaderOpened)
+    std::string reader_plan_path;            // and its path
     int replay = -1;                         // -1 undecided, 0 no, 1 the plan's data was pushed
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
@@ -196,7 +208,8 @@ struct VirtualFile {
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
     // reader, replay
-    std::shared_ptr<const ReaderPlan> plan; // the path's plan, if replay_io=1 and there is one
+    std::string plan_key;                   // replay_io=1: where this session's plan is kept
+    std::shared_ptr<const ReaderPlan> plan; // the plan found there, if any
     int replay = -1;               // -1 not known yet, 0 no, 1 the writer pushed the plan's data
     size_t plan_batch = 0;         // next batch of the plan
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
@@ -222,7 +235,7 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws);
 bool writer_close(Runtime &rt, VirtualFile &vf);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
-bool pack_for_replay(VirtualFile &vf, const match::WriteReq &meta, const char *values);
+bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
 void end_reader_session(Runtime &rt, VirtualFile &vf);

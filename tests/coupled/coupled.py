@@ -81,6 +81,10 @@ def scenario_pair(args, work):
         # Both sides change their pattern at cycle 4: the writers notice at their first put, before
         # any value was dropped, and the session is matched again; replays before and after.
         env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0001111")
+    elif args.replay == "steady":
+        # A new hist.<c>.nc every cycle, the same pattern (vara every cycle): replayed from the second
+        # cycle on (plans are kept per file name with its digits wildcarded).
+        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
     elif args.replay == "break":
         # Only the readers change, at cycle 3, while the writers replay and kept only what the old
         # pattern reads: the readers' gets must fail, saying so, never return other values.
@@ -98,7 +102,7 @@ def scenario_pair(args, work):
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
     if args.replay == "break":
         expect(status != 0, "a reader that leaves the replayed pattern must fail")
-        expect("is not the one of session 1, whose transfer pattern the writers replay" in out and
+        expect(re.search(r"is not the one of session 1 of '[^']*state.nc', whose transfer pattern the writers replay", out) and
                "set replay_io=0 for this file" in out and "WRONG DATA" not in out,
                "the failing get must say which batch left which replayed pattern and what to do")
         return
@@ -111,8 +115,12 @@ def scenario_pair(args, work):
     hist_files = [f for f in os.listdir(data) if f.startswith("hist.")]
     if args.replay:
         counts = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REPLAYED.finditer(out)}
-        expect(len(counts) == 2 and all(r > 0 and m > 0 for r, m in counts.values()),
-               f"both components must replay some get batches and match others: {counts}")
+        readers = ["assim"] if args.replay == "steady" else ["model", "assim"]  # who reads in transfer mode
+        expect(all(c in counts and counts[c][0] > 0 and counts[c][1] > 0 for c in readers),
+               f"{' and '.join(readers)} must replay some get batches and match others: {counts}")
+        if args.replay == "steady":
+            expect(counts["assim"][0] >= (args.cycles - 1) * counts["assim"][1],
+                   f"every cycle after the first must be replayed: {counts['assim']}")
     if args.state_mode == "transfer":
         expect("state.nc" not in os.listdir(data), "transfer-mode state.nc reached the file system")
     if args.hist_mode == "transfer":
@@ -170,8 +178,9 @@ def main():
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
     p.add_argument("--hist-mode", choices=["file", "transfer"], default="file", help="mode of the hist.%%.nc files")
-    p.add_argument("--replay", choices=["rematch", "break"],
-                   help="replay_io=1 with a pattern change mid-run: on both sides (matched again), or on the "
+    p.add_argument("--replay", choices=["steady", "rematch", "break"],
+                   help="replay_io=1: the same pattern in a new hist file every cycle (replayed from the "
+                        "second), or a pattern change mid-run on both sides (matched again), or on the "
                         "readers' side only (their gets must fail clearly)")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
                    help="mode of state.nc (written by both components in turn)")
