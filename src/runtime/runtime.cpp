@@ -536,10 +536,11 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[9] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
-                      s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced}, csum[9];
+    long counts[11] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+                       s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
+                       s.requests_matched, s.requests_reused}, csum[11];
     MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 9, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 11, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -548,10 +549,11 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received, %ld never used; %ld get batches replayed, %ld matched; put values: %ld bytes copied, "
-                 "%ld referenced; progress thread %s\n",
+                 "received, %ld never used; %ld get batches replayed, %ld matched; requests served %ld by matching, "
+                 "%ld with the last session's result; put values: %ld bytes copied, %ld referenced; progress "
+                 "thread %s\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[5], csum[6], csum[7], csum[8], thread.c_str());
+                 csum[5], csum[6], csum[9], csum[10], csum[7], csum[8], thread.c_str());
 }
 } // namespace
 

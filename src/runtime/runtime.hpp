@@ -30,6 +30,7 @@ struct VirtualFile;
 struct WriterSession;
 struct WriterPlan;
 struct ReaderPlan;
+struct MatchMemo;
 
 // How many digit runs differ between two paths that are equal once their digit runs are wildcarded
 // (plan_key); INT_MAX when they are not (transfer.cpp).
@@ -136,6 +137,7 @@ struct Stats {
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
     long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
     long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
+    long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
 };
 
 class Runtime {
@@ -168,6 +170,9 @@ public:
     Stats &stats() { return stats_; }
     // Replay plans by plan_key() (replay_io=1), one map per role (transfer.cpp).
     PlanShelf<WriterPlan> &writer_plans() { return writer_plans_; }
+    // Matchers' results of the last session per plan_key (transfer.cpp); at most kMemos.
+    static constexpr size_t kMemos = 256;
+    std::map<std::string, std::shared_ptr<const MatchMemo>> &match_memos() { return match_memos_; }
     PlanShelf<ReaderPlan> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
     // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
@@ -247,6 +252,7 @@ private:
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
     PlanShelf<WriterPlan> writer_plans_;
+    std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos_;
     PlanShelf<ReaderPlan> reader_plans_;
     std::thread thread_;
     std::condition_variable progressed_; // notified by the progress thread when something happened

@@ -101,6 +101,14 @@ struct ReaderPlan {
     const std::vector<int> &peers() const { return writer_ranks; }
 };
 
+// A matcher's results of one single-epoch session: its work group's writes and, per request served,
+// the reads and the pieces. The next session with the same plan_key reuses a result when its writes
+// and a request's reads are equal to those (match() is a function of them), with or without replay.
+struct MatchMemo {
+    std::vector<match::WriteReq> writes;
+    std::vector<std::pair<std::vector<match::ReadReq>, std::vector<match::Piece>>> results;
+};
+
 // The writer side of one session: its writes, and the service of the transfer epoch being served
 // (the writer's part of the protocol as a state machine: step() advances it and never blocks). While
 // it serves it belongs to the runtime too, so it may outlive the file: with the progress thread,
@@ -135,6 +143,11 @@ struct WriterSession {
     std::string plan_key;                    // where this session's plan is kept (plan_key())
     std::shared_ptr<const WriterPlan> plan;  // the plan found there, if any
     bool plan_exact = false;                 // recorded from this very path (else: a similar name's)
+    // matcher: the last session's results (memo), whether this session's writes equal its writes
+    // (-1: not compared yet), and this session's results (for the next one)
+    std::shared_ptr<const MatchMemo> memo;
+    int memo_same = -1;
+    std::shared_ptr<MatchMemo> memo_new;
     bool replay_candidate = false;           // every writer rank's writes equal the plan's (agreed)
     int reader_plan = 0;                     // session of the plan the reader root holds (ReaderOpened)
     std::string reader_plan_path;            // and its path

@@ -40,6 +40,7 @@ replay_io={replay}
 """
 
 REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+) matched")
+REUSED = re.compile(r"\[dtf (\w+)\] stats .* requests served (\d+) by matching, (\d+) with the last session's result")
 
 
 def write_config(path, mode="file", hist_mode="file", replay=False):
@@ -85,6 +86,10 @@ def scenario_pair(args, work):
         # A new hist.<c>.nc every cycle, the same pattern (vara every cycle): replayed from the second
         # cycle on (plans are kept per file name with its digits wildcarded).
         env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
+    elif args.steady:
+        # The same pattern every cycle without replay: the matchers answer the requests of every cycle
+        # after the first with the last session's result (same writes, same reads).
+        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
     elif args.replay == "break":
         # Only the readers change, at cycle 3, while the writers replay and kept only what the old
         # pattern reads: the readers' gets must fail, saying so, never return other values.
@@ -121,6 +126,11 @@ def scenario_pair(args, work):
         if args.replay == "steady":
             expect(counts["assim"][0] >= (args.cycles - 1) * counts["assim"][1],
                    f"every cycle after the first must be replayed: {counts['assim']}")
+    if args.steady and not args.replay:
+        served = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REUSED.finditer(out)}
+        matched, reused = served.get("model", (0, 0))
+        expect(matched > 0 and reused >= (args.cycles - 1) * matched,
+               f"the model's matchers must reuse the first cycle's results in every later cycle: {served}")
     if args.state_mode == "transfer":
         expect("state.nc" not in os.listdir(data), "transfer-mode state.nc reached the file system")
     if args.hist_mode == "transfer":
@@ -182,6 +192,8 @@ def main():
                    help="replay_io=1: the same pattern in a new hist file every cycle (replayed from the "
                         "second), or a pattern change mid-run on both sides (matched again), or on the "
                         "readers' side only (their gets must fail clearly)")
+    p.add_argument("--steady", action="store_true",
+                   help="the same pattern every cycle (vara), without replay: the matchers must reuse results")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
                    help="mode of state.nc (written by both components in turn)")
     p.add_argument("--stale", action="store_true")
