@@ -638,8 +638,41 @@ static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
 
 /* ---- results -------------------------------------------------------------------------------- */
 
-/* Reduce the samples of one (mode, rep) over the role's ranks; rank 0 appends the rows to the CSV. */
-static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FILE *csv) {
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+/* A "Vm...:" line of /proc/self/status in bytes (0 if unknown). */
+static double vm_bytes(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = 0;
+    const size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') kib = atof(line + n + 1);
+    if (f) fclose(f);
+    return kib * 1024;
+}
+/* Resets the peak resident size (VmHWM) to the current one (Linux >= 4.0). */
+static void reset_peak(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) fputs("5", f), fclose(f);
+}
+/* Bytes per cycle that the other role reads of what this rank writes. */
+static double read_from_me(const Ctx *c, int model) {
+    double elems = 0;
+    if (model) {
+        for (int i = 0; i < HIST_READS; ++i) elems += read_var(HIST, i, c->o.kmax).nz;
+        for (int i = 0; i < ANAL_READS; ++i) elems += read_var(ANAL, i, c->o.kmax).nz;
+    } else {
+        for (int i = 0; i < ANAL_READS; ++i) elems += c->M * read_var(BACK, i, c->o.kmax).nz;
+    }
+    return elems * (double)blk_size(c->mine) * sizeof(float);
+}
+
+/* Reduce the samples of one (mode, rep) over the role's ranks; rank 0 appends the rows to the CSV,
+ * and two rows for the last cycle about memory: `mem.extra`, how far this rank's resident size rose
+ * above its size at the start of the mode (its peak, max over ranks), and `mem.read`, the bytes per
+ * cycle the other role reads from one rank (max over ranks). */
+static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FILE *csv, double extra) {
     const int n = c->o.cycles * P_ALL, model = strcmp(c->o.role, "model") == 0;
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -663,6 +696,14 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
                             p < P_APP ? app_phase[p] : dtf_phase_name(p - P_DTF), bsum[k],
                             agg ? ssum[k] / size : smax[k]);
                 }
+    }
+    double mem[2] = {extra, read_from_me(c, model)}, memmax[2];
+    MPI(MPI_Reduce(mem, memmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    if (g_rank == 0 && csv) {
+        for (int k = 0; k < 2; ++k)
+            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,max,%s,%.0f,0\n", c->o.label, c->M, c->o.px, c->o.py,
+                    c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep, c->o.cycles - 1,
+                    model ? "model" : "assim", k ? "mem.read" : "mem.extra", memmax[k]);
         fflush(csv);
     }
     free(s), free(b), free(smax), free(ssum), free(bsum);
@@ -781,6 +822,8 @@ int main(int argc, char **argv) {
                 raw = &links;
             }
             memset(samples, 0, sizeof(Sample) * (size_t)c.o.cycles);
+            reset_peak();
+            const double rss0 = vm_bytes("VmRSS");
             for (int cycle = 0; cycle < c.o.cycles; ++cycle) {
                 /* Untimed: produce this cycle's values, and start both roles together. */
                 if (model)
@@ -817,7 +860,7 @@ int main(int argc, char **argv) {
                 }
             }
             if (raw) free_links(raw);
-            report(&c, samples, mode, rep, csv);
+            report(&c, samples, mode, rep, csv, vm_bytes("VmHWM") - rss0);
         }
     }
     long total_bad = 0;
