@@ -200,9 +200,11 @@ def targets(samples, meta):
          ["extra peak memory of a model rank, replay on <= bytes read from it + 16 MiB",
           "no data" if extra is None or read is None else f"{mib(extra)} vs {mib(read)} + 16 MiB",
           "no data" if extra is None or read is None else "met" if extra <= read + 16 * 2**20 else "not met"]]) + [
-        "Extra peak memory: how far a model rank's resident size rises above its size at the start of "
-        "the mode, during the mode's cycles (`VmHWM` after resetting it through `/proc/self/clear_refs`; "
-        "max over ranks, median over reps). All modes: " + ", ".join(
+        "Extra peak memory: how far a model rank's resident size rises during the mode's cycles above the "
+        "program's own (its arrays allocated and touched, before any I/O): `VmHWM` reset through "
+        "`/proc/self/clear_refs` at the start of each mode, max over ranks, median over reps. What earlier "
+        "modes of the run left behind (dtf's buffer pool, PnetCDF's and MPI's buffers, heap not returned "
+        "to the system) counts too, so each figure is an upper bound. All modes: " + ", ".join(
             f"{m} {mib(mem(m, 'mem.extra'))}" for m in MODES if mem(m, "mem.extra") is not None)
         + f"; bytes the assimilation reads from one model rank per cycle: {mib(read)}.", "",
         "Not measured by this benchmark yet: I/O left visible after a compute phase with the progress "

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/bytes.hpp"
 #include "common/error.hpp"
 
 namespace dtf::match {
@@ -21,21 +22,13 @@ const char *kind_name(WireKind k) {
 
 // ---- encoding ----
 
-class Writer {
+class Writer : public ByteWriter {
 public:
-    explicit Writer(size_t reserve) { out_.reserve(reserve); }
-    void u(uint64_t v, int bytes) {
-        for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    }
-    void i32(int32_t v) { u(static_cast<uint32_t>(v), 4); }
-    void i64(int64_t v) { u(static_cast<uint64_t>(v), 8); }
+    using ByteWriter::ByteWriter;
+    void u(uint64_t v, int bytes) { le(v, bytes); }
     void box(const Box &b) {
         for (int d = 0; d < b.ndims(); ++d) i64(b.start[d]), i64(b.count[d]), i64(b.stride[d]);
     }
-    std::vector<char> take() { return std::move(out_); }
-
-private:
-    std::vector<char> out_;
 };
 
 size_t dims_bytes(const Box &b) { return kDimBytes * static_cast<size_t>(b.ndims()); }
@@ -56,20 +49,17 @@ template <class Req> std::vector<char> encode_requests(const std::vector<Req> &r
 
 class Reader {
 public:
-    Reader(const char *data, size_t size, WireKind kind)
-        : p_(reinterpret_cast<const unsigned char *>(data)), size_(size), kind_(kind) {}
+    Reader(const char *data, size_t size, WireKind kind) : in_(data, size), kind_(kind) {}
 
     [[noreturn]] void bad(const std::string &why) const {
-        fail(DTF_ERR_PEER, "malformed %s message (%zu bytes): %s", kind_name(kind_), size_, why.c_str());
+        fail(DTF_ERR_PEER, "malformed %s message (%zu bytes): %s", kind_name(kind_), in_.size(), why.c_str());
     }
-    size_t left() const { return size_ - pos_; }
+    size_t left() const { return in_.left(); }
     uint64_t u(int bytes, const char *what) {
-        if (left() < static_cast<size_t>(bytes))
-            bad(format("truncated: %s needs %d bytes at offset %zu, %zu left%s", what, bytes, pos_, left(),
-                       where().c_str()));
         uint64_t v = 0;
-        for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p_[pos_ + i]) << (8 * i);
-        pos_ += static_cast<size_t>(bytes);
+        if (!in_.le(bytes, &v))
+            bad(format("truncated: %s needs %d bytes at offset %zu, %zu left%s", what, bytes, in_.pos(), left(),
+                       where().c_str()));
         return v;
     }
     int32_t i32(const char *what) { return static_cast<int32_t>(static_cast<uint32_t>(u(4, what))); }
@@ -100,7 +90,7 @@ public:
             bad(format("ndims %llu > %d%s", static_cast<ull>(nd), kMaxDims, where().c_str()));
         if (nd * kDimBytes > left())
             bad(format("truncated: %llu dimensions need %llu bytes at offset %zu, %zu left%s", static_cast<ull>(nd),
-                       static_cast<ull>(nd * kDimBytes), pos_, left(), where().c_str()));
+                       static_cast<ull>(nd * kDimBytes), in_.pos(), left(), where().c_str()));
         return static_cast<uint32_t>(nd);
     }
     Box box(uint32_t nd) {
@@ -120,8 +110,7 @@ public:
     }
 
 private:
-    const unsigned char *p_;
-    size_t size_, pos_ = 0;
+    ByteReader in_;
     WireKind kind_;
     uint64_t rec_ = 0, nrec_ = 0;
     bool in_record_ = false;

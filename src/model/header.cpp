@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "common/bytes.hpp"
 #include "model/attr.hpp"
 #include "types/convert.hpp"
 
@@ -809,88 +810,42 @@ void copy_le(char *dst, const char *src, size_t n, int size) {
 #endif
 }
 
-class Writer {
+class Writer : public ByteWriter {
 public:
-    void u64(uint64_t v) {
-        for (int i = 0; i < 8; ++i) buf.push_back(static_cast<char>(v >> (8 * i)));
-    }
-    void u32(uint32_t v) {
-        for (int i = 0; i < 4; ++i) buf.push_back(static_cast<char>(v >> (8 * i)));
-    }
     void str(const std::string &s) {
         u32(static_cast<uint32_t>(s.size()));
-        buf.insert(buf.end(), s.begin(), s.end());
+        raw(s.data(), s.size());
     }
     void att(const Att &a) {
         str(a.name);
         u32(static_cast<uint32_t>(a.type));
         u64(static_cast<uint64_t>(a.len));
-        const size_t at = buf.size();
-        buf.resize(at + a.bytes.size());
-        copy_le(buf.data() + at, a.bytes.data(), static_cast<size_t>(a.len), type_size(a.type));
+        copy_le(extend(a.bytes.size()), a.bytes.data(), static_cast<size_t>(a.len), type_size(a.type));
     }
     void atts(const std::vector<Att> &v) {
         u32(static_cast<uint32_t>(v.size()));
         for (const Att &a : v) att(a);
     }
-    std::vector<char> buf;
 };
 
-class Reader {
+class Reader : public ByteReader {
 public:
-    Reader(const char *p, size_t n) : p_(p), left_(n) {}
-    bool raw(void *out, size_t n) {
-        if (n > left_) return false;
-        if (n > 0) std::memcpy(out, p_, n);
-        p_ += n;
-        left_ -= n;
-        return true;
-    }
-    bool u64(uint64_t *v) {
-        unsigned char b[8];
-        if (!raw(b, 8)) return false;
-        *v = 0;
-        for (int i = 7; i >= 0; --i) *v = (*v << 8) | b[i];
-        return true;
-    }
-    bool u32(uint32_t *v) {
-        unsigned char b[4];
-        if (!raw(b, 4)) return false;
-        *v = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
-        return true;
-    }
+    using ByteReader::ByteReader;
     bool i32(int *v) {
-        uint32_t u;
-        if (!u32(&u)) return false;
-        *v = static_cast<int>(u);
-        return true;
-    }
-    bool i64(int64_t *v) {
-        uint64_t u;
-        if (!u64(&u)) return false;
-        *v = static_cast<int64_t>(u);
+        int32_t x;
+        if (!ByteReader::i32(&x)) return false;
+        *v = x;
         return true;
     }
     bool str(std::string *s) {
         uint32_t n;
-        if (!u32(&n) || n > left_) return false;
-        s->assign(p_, n);
-        p_ += n;
-        left_ -= n;
+        const char *p = nullptr;
+        if (!u32(&n) || !(p = view(n))) return false;
+        s->assign(p, n);
         return true;
     }
     // A count of items that need at least `min_size` bytes each: bounded by what is left.
-    bool count(uint32_t *n, size_t min_size) { return u32(n) && *n <= left_ / min_size; }
-    size_t left() const { return left_; }
-    const char *pos() const { return p_; }
-    void skip(size_t n) {
-        p_ += n;
-        left_ -= n;
-    }
-
-private:
-    const char *p_;
-    size_t left_;
+    bool count(uint32_t *n, size_t min_size) { return u32(n) && *n <= left() / min_size; }
 };
 
 // A name as check_name() accepts it (no embedded NUL), unique among `taken`.
@@ -909,8 +864,7 @@ bool read_att(Reader &r, const std::vector<Att> &taken, Att *a) {
     if (len > r.left() / size) return false;
     a->len = static_cast<int64_t>(len);
     a->bytes.resize(len * size);
-    copy_le(a->bytes.data(), r.pos(), len, size);
-    r.skip(len * size);
+    copy_le(a->bytes.data(), r.view(len * size), len, size);
     return true;
 }
 
@@ -929,7 +883,7 @@ bool read_atts(Reader &r, std::vector<Att> *atts) {
 
 std::vector<char> Header::encode() const {
     Writer w;
-    w.buf.assign(kMagic, kMagic + 4);
+    w.raw(kMagic, 4);
     w.u32(kVersion);
     w.u32(static_cast<uint32_t>(format_));
     w.u64(static_cast<uint64_t>(numrecs_));
@@ -946,10 +900,10 @@ std::vector<char> Header::encode() const {
         w.u32(static_cast<uint32_t>(v.type));
         w.u32(static_cast<uint32_t>(v.dimids.size()));
         for (int d : v.dimids) w.u32(static_cast<uint32_t>(d));
-        w.buf.push_back(v.no_fill ? 1 : 0);
+        w.le(v.no_fill ? 1 : 0, 1);
         w.atts(v.atts);
     }
-    return std::move(w.buf);
+    return w.take();
 }
 
 namespace {

@@ -1,21 +1,14 @@
 #include "runtime/message.hpp"
 
-#include <cstring>
-
+#include "common/bytes.hpp"
 #include "common/error.hpp"
 
 namespace dtf::runtime {
 
 namespace {
-struct Header {
-    uint32_t magic;
-    uint32_t kind;
-    int32_t from_component;
-    int32_t session;
-    int32_t epoch;
-    uint32_t path_len;
-    uint64_t payload_len;
-};
+// The envelope: magic, kind, from_component, session, epoch, path length (4 bytes each), payload
+// length (8), then the path and the payload; little-endian (common/bytes.hpp).
+constexpr size_t kHeaderBytes = 32;
 constexpr size_t kMaxPath = 4096;
 } // namespace
 
@@ -35,74 +28,72 @@ const char *kind_name(MessageKind kind) {
 }
 
 std::vector<char> encode(const Message &m) {
-    Header h{kMessageMagic, static_cast<uint32_t>(m.kind), m.from_component, m.session, m.epoch,
-             static_cast<uint32_t>(m.path.size()), m.payload.size()};
-    std::vector<char> out(sizeof h + m.path.size() + m.payload.size());
-    std::memcpy(out.data(), &h, sizeof h);
-    std::memcpy(out.data() + sizeof h, m.path.data(), m.path.size());
-    if (!m.payload.empty()) std::memcpy(out.data() + sizeof h + m.path.size(), m.payload.data(), m.payload.size());
-    return out;
+    ByteWriter w(kHeaderBytes + m.path.size() + m.payload.size());
+    w.u32(kMessageMagic), w.u32(static_cast<uint32_t>(m.kind));
+    w.i32(m.from_component), w.i32(m.session), w.i32(m.epoch);
+    w.u32(static_cast<uint32_t>(m.path.size())), w.u64(m.payload.size());
+    w.raw(m.path.data(), m.path.size());
+    w.raw(m.payload.data(), m.payload.size());
+    return w.take();
 }
 
 std::optional<Message> decode(const char *data, size_t size, std::string *why) {
-    Header h;
-    if (size < sizeof h) {
-        *why = format("message of %zu bytes is shorter than its %zu-byte header", size, sizeof h);
+    ByteReader r(data, size);
+    uint32_t magic = 0, kind = 0, path_len = 0;
+    int32_t from = 0, session = 0, epoch = 0;
+    uint64_t payload_len = 0;
+    if (!(r.u32(&magic) && r.u32(&kind) && r.i32(&from) && r.i32(&session) && r.i32(&epoch) && r.u32(&path_len) &&
+          r.u64(&payload_len))) {
+        *why = format("message of %zu bytes is shorter than its %zu-byte header", size, kHeaderBytes);
         return std::nullopt;
     }
-    std::memcpy(&h, data, sizeof h);
-    if (h.magic != kMessageMagic) {
-        *why = format("message has magic/version 0x%08x, expected 0x%08x (peer runs another dtf version?)", h.magic,
+    if (magic != kMessageMagic) {
+        *why = format("message has magic/version 0x%08x, expected 0x%08x (peer runs another dtf version?)", magic,
                       kMessageMagic);
         return std::nullopt;
     }
-    if (h.kind == 0 || h.kind > kMessageKindLast) {
-        *why = format("message has unknown kind %u", h.kind);
+    if (kind == 0 || kind > kMessageKindLast) {
+        *why = format("message has unknown kind %u", kind);
         return std::nullopt;
     }
-    if (h.path_len == 0 || h.path_len > kMaxPath || h.payload_len > size ||
-        sizeof h + h.path_len + h.payload_len != size) {
-        *why = format("message lengths (path %u, payload %llu) do not fit its size %zu", h.path_len,
-                      static_cast<unsigned long long>(h.payload_len), size);
+    if (path_len == 0 || path_len > kMaxPath || r.left() < path_len || payload_len != r.left() - path_len) {
+        *why = format("message lengths (path %u, payload %llu) do not fit its size %zu", path_len,
+                      static_cast<unsigned long long>(payload_len), size);
         return std::nullopt;
     }
-    if (h.from_component < 0 || h.session < 0 || h.epoch < 0) {
-        *why = format("message has invalid component %d, session %d or epoch %d", h.from_component, h.session,
-                      h.epoch);
+    if (from < 0 || session < 0 || epoch < 0) {
+        *why = format("message has invalid component %d, session %d or epoch %d", from, session, epoch);
         return std::nullopt;
     }
-    const char *path = data + sizeof h;
-    return Message{static_cast<MessageKind>(h.kind), h.from_component, h.session, h.epoch,
-                   std::string(path, h.path_len), std::vector<char>(path + h.path_len, path + h.path_len + h.payload_len)};
+    const char *path = r.view(path_len), *payload = r.view(r.left());
+    return Message{static_cast<MessageKind>(kind), from, session, epoch, std::string(path, path_len),
+                   std::vector<char>(payload, payload + payload_len)};
 }
 
-void PayloadReader::get(void *dst, size_t n) {
-    if (n > p_.size() - pos_)
-        fail(DTF_ERR_PEER, "malformed %s message: payload ends after %zu of %zu bytes", what_, p_.size(), pos_ + n);
-    std::memcpy(dst, p_.data() + pos_, n);
-    pos_ += n;
+[[noreturn]] void PayloadReader::truncated(const char *item) const {
+    fail(DTF_ERR_PEER, "malformed %s message: payload of %zu bytes ends in its %s at offset %zu", what_, in_.size(),
+         item, in_.pos());
 }
 
 int32_t PayloadReader::i32() {
     int32_t v;
-    get(&v, sizeof v);
+    if (!in_.i32(&v)) truncated("integer");
     return v;
 }
 
 int64_t PayloadReader::i64() {
     int64_t v;
-    get(&v, sizeof v);
+    if (!in_.i64(&v)) truncated("integer");
     return v;
 }
 
 std::vector<char> PayloadReader::bytes() {
-    int64_t n = i64();
-    if (n < 0 || static_cast<uint64_t>(n) > p_.size() - pos_)
+    const int64_t n = i64();
+    const char *p = n >= 0 ? in_.view(static_cast<size_t>(n)) : nullptr;
+    if (!p)
         fail(DTF_ERR_PEER, "malformed %s message: byte string of %lld bytes in a payload of %zu", what_,
-             static_cast<long long>(n), p_.size());
-    std::vector<char> out(p_.data() + pos_, p_.data() + pos_ + n);
-    pos_ += static_cast<size_t>(n);
-    return out;
+             static_cast<long long>(n), in_.size());
+    return std::vector<char>(p, p + n);
 }
 
 std::vector<int> PayloadReader::ints(int32_t max_count) {

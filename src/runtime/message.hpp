@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "common/bytes.hpp"
+
 namespace dtf::runtime {
 
 enum class MessageKind : uint32_t {
@@ -43,41 +45,37 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544603; // "DTF" + wire version 3
+constexpr uint32_t kMessageMagic = 0x44544604; // "DTF" + wire version 4 (little-endian; plan paths)
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.
 std::optional<Message> decode(const char *data, size_t size, std::string *why);
 const char *kind_name(MessageKind kind);
 
-// Helpers to build and read payloads: little sequences of int32/int64/bytes with bounds checks.
+// Helpers to build and read payloads: little sequences of int32/int64/bytes (common/bytes.hpp).
 class PayloadWriter {
 public:
-    void i32(int32_t v) { put(&v, sizeof v); }
-    void i64(int64_t v) { put(&v, sizeof v); }
+    void i32(int32_t v) { out_.i32(v); }
+    void i64(int64_t v) { out_.i64(v); }
     void bytes(const std::vector<char> &b) {
         i64(static_cast<int64_t>(b.size()));
-        put(b.data(), b.size());
+        out_.raw(b.data(), b.size());
     }
     void ints(const std::vector<int> &v) {
         i32(static_cast<int32_t>(v.size()));
         for (int x : v) i32(x);
     }
     void str(const std::string &s) { bytes(std::vector<char>(s.begin(), s.end())); }
-    std::vector<char> take() { return std::move(out_); }
+    std::vector<char> take() { return out_.take(); }
 
 private:
-    void put(const void *p, size_t n) {
-        const char *c = static_cast<const char *>(p);
-        out_.insert(out_.end(), c, c + n);
-    }
-    std::vector<char> out_;
+    ByteWriter out_;
 };
 
 // Throws dtf::Error(DTF_ERR_PEER) naming `what` when the payload is shorter than claimed.
 class PayloadReader {
 public:
-    PayloadReader(const std::vector<char> &p, const char *what) : p_(p), what_(what) {}
+    PayloadReader(const std::vector<char> &p, const char *what) : in_(p.data(), p.size()), what_(what) {}
     int32_t i32();
     int64_t i64();
     std::vector<char> bytes();
@@ -88,10 +86,9 @@ public:
     }
 
 private:
-    void get(void *dst, size_t n);
-    const std::vector<char> &p_;
+    [[noreturn]] void truncated(const char *item) const;
+    ByteReader in_;
     const char *what_;
-    size_t pos_ = 0;
 };
 
 } // namespace dtf::runtime

@@ -258,8 +258,12 @@ void Runtime::connect_peers() {
 
 // Both sides must run compatible dtf versions with the same configuration.
 void Runtime::handshake(PeerLink &link, double timeout_s) {
-    std::string mine = format("dtf %s wire %08x component %s config %s\n", DTF_VERSION, kMessageMagic,
-                              self_name().c_str(), config_path_.c_str()) +
+    // Control messages are little-endian everywhere; data messages carry values in the writer's byte
+    // order, so both sides must share it.
+    const uint16_t one = 1;
+    const bool little = *reinterpret_cast<const unsigned char *>(&one) == 1;
+    std::string mine = format("dtf %s wire %08x values %s-endian component %s config %s\n", DTF_VERSION, kMessageMagic,
+                              little ? "little" : "big", self_name().c_str(), config_path_.c_str()) +
                        config::describe(config_, config::Settings{});
     std::string theirs = transport::exchange_with_peer(link.inter, world_, mine, timeout_s, link.name);
     std::string my_head = mine.substr(0, mine.find('\n')), their_head = theirs.substr(0, theirs.find('\n'));
