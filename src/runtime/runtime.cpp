@@ -361,6 +361,12 @@ void Runtime::serve(const std::shared_ptr<WriterSession> &ws) {
     if (std::find(serving_.begin(), serving_.end(), ws) == serving_.end()) serving_.push_back(ws);
 }
 
+bool Runtime::serving_key(const std::string &plan_key) const {
+    for (const auto &ws : serving_)
+        if (ws->plan_key == plan_key) return true;
+    return false;
+}
+
 bool Runtime::serving(const std::string &path, int session) const {
     for (const auto &ws : serving_)
         if (ws->path == path && ws->session == session) return true;

@@ -201,6 +201,7 @@ public:
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);
+    bool serving_key(const std::string &plan_key) const; // a session of that plan_key is being served
     // Whether a writer session of `path` numbered `session` is still being served here.
     bool serving(const std::string &path, int session) const;
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and

@@ -138,6 +138,12 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
+    // The last session of this pattern may still be finishing (a replayed epoch returns once its
+    // data is delivered): its outcome decides the plan and the memo this one starts from.
+    rt.wait_until([&] { return !rt.serving_key(ws->plan_key); }, [&] {
+        return format("creating '%s' (session %d) waited for the readers of the previous file of its pattern to "
+                      "call dtf_transfer or close it", vf.path.c_str(), vf.session);
+    });
     if (ws->is_matcher()) {
         auto memo = rt.match_memos().find(ws->plan_key);
         if (memo != rt.match_memos().end()) ws->memo = memo->second;
@@ -437,8 +443,18 @@ namespace {
 
 // Wait until the epoch being served (if any) is served; a failure while serving in the background
 // is reported here, once.
-void finish_epoch(Runtime &rt, WriterSession &ws) {
-    if (ws.serving) rt.wait_until([&] { return !ws.serving; }, [&] { return waiting_for(rt, ws); });
+// Whether a replayed epoch's data is with the readers: its pushed messages and final header are sent
+// and complete, so it needs neither the application's buffers nor its time any more. What is left
+// (the readers' ReaderDone, the matcher's finish) is bookkeeping that any later wait, or
+// dtf_finalize, advances.
+bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sent && ws.local->done(ws.sends); }
+
+// Waits until the epoch is served (or, with until_delivered, its data delivered); then reports an
+// error of the session.
+void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
+    if (ws.serving)
+        rt.wait_until([&] { return !ws.serving || (until_delivered && delivered(ws)); },
+                      [&] { return waiting_for(rt, ws); });
     if (ws.error) {
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
@@ -485,12 +501,12 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
 
 // dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
 // the background and this returns at once (the values are dtf's copies); without it, it serves
-// until every reader rank is done.
+// until every reader rank is done, or, in a replayed epoch, until its data is delivered.
 int serve(Runtime &rt, VirtualFile &vf) {
-    finish_epoch(rt, *vf.ws);
+    finish_epoch(rt, *vf.ws); // the previous epoch, completely
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
-    if (!rt.progress_thread_running()) finish_epoch(rt, *vf.ws);
+    if (!rt.progress_thread_running()) finish_epoch(rt, *vf.ws, true);
     return NC_NOERR;
 }
 
@@ -499,7 +515,7 @@ int serve(Runtime &rt, VirtualFile &vf) {
 bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     if (ws.epoch == 0 || ws.writes_announced < ws.writes.size()) serve(rt, vf);
-    if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws);
+    if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws, true);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;
