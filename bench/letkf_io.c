@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* ---- the I/O model -------------------------------------------------------------------------- */
@@ -652,6 +653,13 @@ static double vm_bytes(const char *key) {
     if (f) fclose(f);
     return kib * 1024;
 }
+/* CPU seconds (user + system) this process has used. */
+static double cpu_seconds(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+           1e-6 * (double)u.ru_stime.tv_usec;
+}
 /* Resets the peak resident size (VmHWM) to the current one (Linux >= 4.0). */
 static void reset_peak(void) {
     FILE *f = fopen("/proc/self/clear_refs", "w");
@@ -673,8 +681,10 @@ static double read_from_me(const Ctx *c, int model) {
  * and two rows for the last cycle about memory: `mem.extra`, how far this rank's resident size rose
  * during the mode above the program's own (its arrays allocated and touched, before any I/O; max
  * over ranks), and `mem.read`, the bytes per cycle the other role reads from one rank (max over
- * ranks). What earlier modes left (libraries' pools, heap not returned) counts too: an upper bound. */
-static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FILE *csv, double extra) {
+ * ranks). What earlier modes left (libraries' pools, heap not returned) counts too: an upper bound.
+ * And `cpu`: the CPU seconds (user + system) the rank used per measured cycle (cycles 1 .., the
+ * timed part; max over ranks), which shows whether waiting ranks spin. */
+static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FILE *csv, double extra, double cpu) {
     const int n = c->o.cycles * P_ALL, model = strcmp(c->o.role, "model") == 0;
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -699,13 +709,14 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
                             agg ? ssum[k] / size : smax[k]);
                 }
     }
-    double mem[2] = {extra, read_from_me(c, model)}, memmax[2];
-    MPI(MPI_Reduce(mem, memmax, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    double mem[3] = {extra, read_from_me(c, model), cpu}, memmax[3];
+    MPI(MPI_Reduce(mem, memmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     if (g_rank == 0 && csv) {
-        for (int k = 0; k < 2; ++k)
-            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,max,%s,%.0f,0\n", c->o.label, c->M, c->o.px, c->o.py,
-                    c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep, c->o.cycles - 1,
-                    model ? "model" : "assim", k ? "mem.read" : "mem.extra", memmax[k]);
+        static const char *const name[3] = {"mem.extra", "mem.read", "cpu"};
+        for (int k = 0; k < 3; ++k)
+            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,max,%s,%.0f,%.6f\n", c->o.label, c->M, c->o.px,
+                    c->o.py, c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep,
+                    c->o.cycles - 1, model ? "model" : "assim", name[k], k < 2 ? memmax[k] : 0, k < 2 ? 0 : memmax[k]);
         fflush(csv);
     }
     free(s), free(b), free(smax), free(ssum), free(bsum);
@@ -826,6 +837,7 @@ int main(int argc, char **argv) {
             }
             memset(samples, 0, sizeof(Sample) * (size_t)c.o.cycles);
             reset_peak();
+            double cpu = 0; /* CPU seconds of the timed part of cycles 1 .. */
             for (int cycle = 0; cycle < c.o.cycles; ++cycle) {
                 /* Untimed: produce this cycle's values, and start both roles together. */
                 if (model)
@@ -838,12 +850,13 @@ int main(int argc, char **argv) {
                 MPI(MPI_Barrier(c.inter));
                 g_cur = &samples[cycle];
                 dtf_timers_read(NULL, NULL, 1);
-                const double t0 = MPI_Wtime();
+                const double cpu0 = cpu_seconds(), t0 = MPI_Wtime();
                 if (model)
                     model_cycle(&c, &md, raw, mode, cycle);
                 else
                     assim_cycle(&c, &ad, raw, mode);
                 g_cur->s[P_TOTAL] = MPI_Wtime() - t0;
+                if (cycle > 0) cpu += cpu_seconds() - cpu0;
                 g_cur->b[P_TOTAL] = g_cur->b[P_IO];
                 double dtf_s[DTF_NUM_PHASES];
                 long long dtf_b[DTF_NUM_PHASES];
@@ -862,7 +875,7 @@ int main(int argc, char **argv) {
                 }
             }
             if (raw) free_links(raw);
-            report(&c, samples, mode, rep, csv, vm_bytes("VmHWM") - rss0);
+            report(&c, samples, mode, rep, csv, vm_bytes("VmHWM") - rss0, c.o.cycles > 1 ? cpu / (c.o.cycles - 1) : 0);
         }
     }
     long total_bad = 0;

@@ -185,6 +185,9 @@ def targets(samples, meta):
         return median(plot.nbytes(samples, run, mode, "model", phase)) if run else None
 
     extra, read = mem("transfer-replay", "mem.extra"), mem("transfer-replay", "mem.read")
+
+    def cpu_of(mode):  # median over the reps of the model's CPU seconds per cycle
+        return median(seconds(samples, run, mode, "model", "cpu", agg="max")) if run else None
     raw_replay, raw_plain = of("transfer-replay", "mpi-raw"), of("transfer", "mpi-raw")
     sync_replay, sync_raw = of("transfer-replay", "file-sync"), of("mpi-raw", "file-sync")
     want_sync = None if sync_raw is None else 0.9 * sync_raw
@@ -207,6 +210,11 @@ def targets(samples, meta):
         "to the system) counts too, so each figure is an upper bound. All modes: " + ", ".join(
             f"{m} {mib(mem(m, 'mem.extra'))}" for m in MODES if mem(m, "mem.extra") is not None)
         + f"; bytes the assimilation reads from one model rank per cycle: {mib(read)}.", "",
+    ] + ([
+        "CPU time per cycle of the busiest model rank (user + system, the timed part of cycles 1 ..) "
+        "against the median cycle time, to show whether waiting ranks spin (Open MPI's own waits do): "
+        + ", ".join(f"{m} {ms(cpu_of(m))} of {ms(median(cycle_times(samples, run, m)))} ms"
+                    for m in MODES if cpu_of(m) is not None) + ".", ""] if any(map(cpu_of, MODES)) else []) + [
         "Not measured by this benchmark yet: I/O left visible after a compute phase with the progress "
         "thread (experimental, off by default). Planning 10^6 requests (target: < 1 s, any "
         "decomposition): see [Planning](#planning).", ""] + where_the_time_goes(samples, run)

@@ -441,16 +441,14 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws) {
 
 namespace {
 
-// Wait until the epoch being served (if any) is served; a failure while serving in the background
-// is reported here, once.
 // Whether a replayed epoch's data is with the readers: its pushed messages and final header are sent
 // and complete, so it needs neither the application's buffers nor its time any more. What is left
 // (the readers' ReaderDone, the matcher's finish) is bookkeeping that any later wait, or
 // dtf_finalize, advances.
 bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sent && ws.local->done(ws.sends); }
 
-// Waits until the epoch is served (or, with until_delivered, its data delivered); then reports an
-// error of the session.
+// Waits until the epoch being served (if any) is served, or with until_delivered until its data is
+// delivered; a failure while serving in the background is reported here, once.
 void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
     if (ws.serving)
         rt.wait_until([&] { return !ws.serving || (until_delivered && delivered(ws)); },
@@ -525,7 +523,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (ws.is_matcher()) { // keep this session's match results for the next one
         auto &memos = rt.match_memos();
         if (ws.epoch == 1 && ws.memo_new && !ws.error) {
-            ws.memo_new->writes = ws.group_writes;
+            ws.memo_new->writes = std::move(ws.group_writes); // the session is over
             if (memos.size() >= Runtime::kMemos && !memos.count(ws.plan_key)) memos.erase(memos.begin());
             memos[ws.plan_key] = std::move(ws.memo_new);
         } else {
