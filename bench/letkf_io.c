@@ -677,6 +677,14 @@ static double read_from_me(const Ctx *c, int model) {
     return elems * (double)blk_size(c->mine) * sizeof(float);
 }
 
+/* One row of the CSV (columns: see main). */
+static void csv_row(FILE *csv, const Ctx *c, const char *mode, int rep, int cycle, const char *agg, const char *phase,
+                    double bytes, double seconds) {
+    fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%s,%s,%.0f,%.6f\n", c->o.label, c->M, c->o.px, c->o.py,
+            c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep, cycle,
+            strcmp(c->o.role, "model") ? "assim" : "model", agg, phase, bytes, seconds);
+}
+
 /* Reduce the samples of one (mode, rep) over the role's ranks; rank 0 appends the rows to the CSV,
  * and two rows for the last cycle about memory: `mem.extra`, how far this rank's resident size rose
  * during the mode above the program's own (its arrays allocated and touched, before any I/O; max
@@ -696,27 +704,25 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
     MPI(MPI_Reduce(s, smax, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     MPI(MPI_Reduce(s, ssum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
     MPI(MPI_Reduce(b, bsum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+    char phase[64];
     if (g_rank == 0 && csv) {
         const int nphases = is_transfer(mode) ? P_ALL : P_APP;
         for (int i = 0; i < c->o.cycles; ++i)
             for (int p = 0; p < nphases; ++p)
                 for (int agg = 0; agg < 2; ++agg) {
                     const int k = i * P_ALL + p;
-                    fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%s,%s%s,%.0f,%.6f\n", c->o.label, c->M,
-                            c->o.px, c->o.py, c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep,
-                            i, model ? "model" : "assim", agg ? "mean" : "max", p < P_APP ? "" : "dtf.",
-                            p < P_APP ? app_phase[p] : dtf_phase_name(p - P_DTF), bsum[k],
-                            agg ? ssum[k] / size : smax[k]);
+                    snprintf(phase, sizeof phase, "%s%s", p < P_APP ? "" : "dtf.",
+                             p < P_APP ? app_phase[p] : dtf_phase_name(p - P_DTF));
+                    csv_row(csv, c, mode, rep, i, agg ? "mean" : "max", phase, bsum[k], agg ? ssum[k] / size : smax[k]);
                 }
     }
     double mem[3] = {extra, read_from_me(c, model), cpu}, memmax[3];
     MPI(MPI_Reduce(mem, memmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     if (g_rank == 0 && csv) {
-        static const char *const name[3] = {"mem.extra", "mem.read", "cpu"};
-        for (int k = 0; k < 3; ++k)
-            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,max,%s,%.0f,%.6f\n", c->o.label, c->M, c->o.px,
-                    c->o.py, c->NX / c->o.px, c->NY / c->o.py, c->o.kmax, c->M * c->P, c->A, mode, rep,
-                    c->o.cycles - 1, model ? "model" : "assim", name[k], k < 2 ? memmax[k] : 0, k < 2 ? 0 : memmax[k]);
+        const int last = c->o.cycles - 1;
+        csv_row(csv, c, mode, rep, last, "max", "mem.extra", memmax[0], 0);
+        csv_row(csv, c, mode, rep, last, "max", "mem.read", memmax[1], 0);
+        csv_row(csv, c, mode, rep, last, "max", "cpu", 0, memmax[2]);
         fflush(csv);
     }
     free(s), free(b), free(smax), free(ssum), free(bsum);

@@ -87,8 +87,8 @@ private:
     }
 
     // Orders ids_[begin, end) into slabs by hull centre in dimension d (centres[id * nd + d]), then
-    // each slab recursively by the following dimensions. Ties are broken by the next dimensions so that, e.g., columns that
-    // all span dimension 0 are ordered by dimension 1.
+    // each slab recursively by the following dimensions. Ties are broken by the next dimensions, so
+    // that e.g. columns that all span dimension 0 are ordered by dimension 1.
     void tile(const std::vector<int64_t> &centres, size_t begin, size_t end, int d) {
         const size_t n = end - begin;
         if (d >= nd_ || n <= kFan) return;

@@ -25,7 +25,6 @@ const char *kind_name(WireKind k) {
 class Writer : public ByteWriter {
 public:
     using ByteWriter::ByteWriter;
-    void u(uint64_t v, int bytes) { le(v, bytes); }
     void box(const Box &b) {
         for (int d = 0; d < b.ndims(); ++d) i64(b.start[d]), i64(b.count[d]), i64(b.stride[d]);
     }
@@ -37,9 +36,9 @@ template <class Req> std::vector<char> encode_requests(const std::vector<Req> &r
     size_t bytes = kHeaderBytes;
     for (const Req &q : reqs) bytes += kRequestBytes + dims_bytes(q.box);
     Writer w(bytes);
-    w.u(kWireMagic, 4), w.u(kWireVersion, 2), w.u(static_cast<uint16_t>(kind), 2), w.u(reqs.size(), 8);
+    w.le(kWireMagic, 4), w.le(kWireVersion, 2), w.le(static_cast<uint16_t>(kind), 2), w.le(reqs.size(), 8);
     for (const Req &q : reqs) {
-        w.i32(q.rank), w.i32(q.varid), w.u(q.id, 8), w.u(static_cast<uint32_t>(q.box.ndims()), 4);
+        w.i32(q.rank), w.i32(q.varid), w.le(q.id, 8), w.le(static_cast<uint32_t>(q.box.ndims()), 4);
         w.box(q.box);
     }
     return w.take();
@@ -148,11 +147,11 @@ std::vector<char> encode(const std::vector<Piece> &pieces) {
     size_t bytes = kHeaderBytes;
     for (const Piece &p : pieces) bytes += kPieceBytes + dims_bytes(p.region);
     Writer w(bytes);
-    w.u(kWireMagic, 4), w.u(kWireVersion, 2), w.u(static_cast<uint16_t>(WireKind::Pieces), 2);
-    w.u(pieces.size(), 8);
+    w.le(kWireMagic, 4), w.le(kWireVersion, 2), w.le(static_cast<uint16_t>(WireKind::Pieces), 2);
+    w.le(pieces.size(), 8);
     for (const Piece &p : pieces) {
-        w.i32(p.writer), w.i32(p.reader), w.i32(p.varid), w.u(static_cast<uint32_t>(p.region.ndims()), 4);
-        w.u(p.write_id, 8), w.u(p.read_id, 8);
+        w.i32(p.writer), w.i32(p.reader), w.i32(p.varid), w.le(static_cast<uint32_t>(p.region.ndims()), 4);
+        w.le(p.write_id, 8), w.le(p.read_id, 8);
         w.box(p.region);
     }
     return w.take();

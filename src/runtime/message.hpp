@@ -65,7 +65,10 @@ public:
         i32(static_cast<int32_t>(v.size()));
         for (int x : v) i32(x);
     }
-    void str(const std::string &s) { bytes(std::vector<char>(s.begin(), s.end())); }
+    void str(const std::string &s) {
+        i64(static_cast<int64_t>(s.size()));
+        out_.raw(s.data(), s.size());
+    }
     std::vector<char> take() { return out_.take(); }
 
 private:

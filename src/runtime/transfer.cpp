@@ -323,6 +323,21 @@ void collect_metadata(WriterSession &ws) {
     }
 }
 
+// Root: HeaderFinal to every reader rank: the replayed plan's session and path (0: none, -1: the
+// writers cannot replay to these readers), then the header with the final record count.
+void send_header_final(Runtime &rt, WriterSession &ws, int replayed, const std::string &replayed_path) {
+    if (ws.rank == 0) {
+        PayloadWriter p;
+        p.i32(replayed);
+        p.str(replayed_path);
+        p.bytes(ws.final_header);
+        const std::vector<char> payload = p.take();
+        for (int r : ws.reader_ranks)
+            rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
+    }
+    ws.header_sent = true;
+}
+
 // The matcher serves the requests of the epoch; once every reader rank is done it tells its group
 // (after the orders, on the same tag, so they arrive first).
 void serve_requests(Runtime &rt, WriterSession &ws) {
@@ -382,33 +397,15 @@ bool step(Runtime &rt, WriterSession &ws) {
             }
         } else if (ws.packing == WriterSession::Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
-            if (ws.rank == 0) {
-                PayloadWriter p;
-                p.i32(-1);
-                p.str("");
-                p.bytes(ws.final_header);
-                const std::vector<char> payload = p.take();
-                for (int r : ws.reader_ranks)
-                    rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
-            }
-            ws.header_sent = true;
+            send_header_final(rt, ws, -1, std::string());
             fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
                  "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
                  "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan).c_str());
         }
     }
-    if (readers_known && !ws.header_sent) {
-        if (ws.rank == 0) {
-            PayloadWriter p; // the plan replayed (session 0: none), then the header with the final record count
-            p.i32(ws.replay == 1 ? ws.plan->session : 0);
-            p.str(ws.replay == 1 ? ws.plan->path : std::string());
-            p.bytes(ws.final_header);
-            const std::vector<char> payload = p.take();
-            for (int r : ws.reader_ranks)
-                rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
-        }
-        ws.header_sent = true;
-    }
+    if (readers_known && !ws.header_sent)
+        send_header_final(rt, ws, ws.replay == 1 ? ws.plan->session : 0,
+                          ws.replay == 1 ? ws.plan->path : std::string());
     collect_metadata(ws);
     if (ws.is_matcher() && readers_known && ws.meta_expected == 0) serve_requests(rt, ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
