@@ -45,7 +45,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544604; // "DTF" + wire version 4 (little-endian; plan paths)
+constexpr uint32_t kMessageMagic = 0x44544605; // "DTF" + wire version 5 (little-endian; plan stamps)
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.

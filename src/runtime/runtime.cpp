@@ -344,6 +344,7 @@ bool Runtime::progress() {
             serving_.erase(serving_.begin() + static_cast<long>(i));
             if (ws->closed && ws->error) writer_plans_.drop(ws->plan_key, ws->plan);
             else if (ws->closed) end_writer_session(*this, *ws);
+            if (ws->closed) forget_finished(ws->path);
             happened = true;
         } else {
             ++i;
@@ -369,7 +370,7 @@ bool Runtime::serving_key(const std::string &plan_key) const {
 
 bool Runtime::serving(const std::string &path, int session) const {
     for (const auto &ws : serving_)
-        if (ws->path == path && ws->session == session) return true;
+        if (ws->path == path && (session == 0 || ws->session == session)) return true;
     return false;
 }
 
@@ -387,7 +388,7 @@ void Runtime::apply(Message &&m) {
     if (m.kind == MessageKind::FileWithdrawn) { // sent after the FileDefined it withdraws (same sender)
         for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
             if (it->kind == MessageKind::FileDefined && it->path == m.path && it->session == m.session &&
-                it->from_component == m.from_component) {
+                it->from_component == m.from_component && it->source == m.source) {
                 inbox_.erase(it);
                 break;
             }
@@ -408,6 +409,19 @@ bool Runtime::session_closed(const Message &m) const {
         return it->second.my_writes >= m.session && !serving(m.path, m.session);
     default: return false;
     }
+}
+
+void Runtime::forget_finished(const std::string &path) {
+    auto it = counters_.find(path);
+    if (it == counters_.end()) return;
+    const config::FileRule *rule = config_.match(path);
+    if (!rule || rule->mode != config::Mode::Transfer ||
+        it->second.my_writes + it->second.my_reads < rule->num_sessions)
+        return;
+    for (const auto &[ncid, vf] : virtual_files_)
+        if (vf->path == path) return;
+    if (serving(path)) return;
+    counters_.erase(it);
 }
 
 void Runtime::discard_closed_sessions() {
@@ -546,11 +560,11 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[11] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    long counts[12] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
-                       s.requests_matched, s.requests_reused}, csum[11];
+                       s.requests_matched, s.requests_reused, s.path_records}, csum[12];
     MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 11, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 12, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -561,9 +575,9 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
                  "received, %ld never used; %ld get batches replayed, %ld matched; requests served %ld by matching, "
                  "%ld with the last session's result; put values: %ld bytes copied, %ld referenced; progress "
-                 "thread %s\n",
+                 "thread %s; %ld path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[5], csum[6], csum[9], csum[10], csum[7], csum[8], thread.c_str());
+                 csum[5], csum[6], csum[9], csum[10], csum[7], csum[8], thread.c_str(), csum[11]);
 }
 } // namespace
 
@@ -618,6 +632,7 @@ void Runtime::teardown(bool orderly) {
         }
         // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
         stats_.unused_messages = static_cast<long>(inbox_.size());
+        stats_.path_records = static_cast<long>(counters_.size());
         for (const auto &m : inbox_)
             log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
                       kind_name(m.kind), m.path.c_str(), m.session, config_.components[static_cast<size_t>(m.from_component)].c_str());

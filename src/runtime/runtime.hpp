@@ -138,6 +138,7 @@ struct Stats {
     long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
     long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
     long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
+    long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)
 };
 
 class Runtime {
@@ -164,6 +165,13 @@ public:
 
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
+    // Transfer mode: forget what this rank knows of `path` once its sessions there reach the rule's
+    // num_sessions and none of them is open or still being served. By then no message about them can
+    // come any more (each kind's last one was taken: see the reader's close), so the next session of
+    // the path starts again at 1 on both sides, with nothing left over.
+    void forget_finished(const std::string &path);
+    // A number no other writer session of the run has (WriterSession::stamp).
+    int64_t new_stamp() { return (int64_t{self_} << 48) | (int64_t{rank_} << 32) | ++stamps_; }
     std::map<int, OpenFile> &open_files() { return open_files_; }
     std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
     VirtualFile *virtual_file(int ncid);
@@ -203,7 +211,7 @@ public:
     void serve(const std::shared_ptr<WriterSession> &ws);
     bool serving_key(const std::string &plan_key) const; // a session of that plan_key is being served
     // Whether a writer session of `path` numbered `session` is still being served here.
-    bool serving(const std::string &path, int session) const;
+    bool serving(const std::string &path, int session = 0) const; // 0: any session
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
@@ -243,6 +251,7 @@ private:
     MPI_Comm world_ = MPI_COMM_NULL;
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
+    uint32_t stamps_ = 0;
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;

@@ -68,8 +68,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws);
 // its ReaderOpened came.
 bool plan_confirmed(Runtime &rt, WriterSession &ws) {
     const WriterPlan &plan = *ws.plan;
-    return learn_readers(rt, ws) && ws.reader_ranks == plan.reader_ranks && ws.reader_plan == plan.session &&
-           ws.reader_plan_path == plan.path;
+    return learn_readers(rt, ws) && ws.reader_ranks == plan.reader_ranks && ws.reader_plan == plan.stamp;
 }
 
 std::vector<int> matcher_ranks(int size, int group_size) {
@@ -113,6 +112,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     p.bytes(vf.header.encode());
     p.ints(vf.ranks);
     p.ints(matchers);
+    p.i64(vf.ws->stamp);
     rt.notify(vf.peer, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
 }
 
@@ -138,6 +138,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
+    if (vf.rank == 0) ws->stamp = rt.new_stamp(); // the other ranks learn it at the first dtf_transfer
     // The last session of this pattern may still be finishing (a replayed epoch returns once its
     // data is delivered): its outcome decides the plan and the memo this one starts from.
     rt.wait_until([&] { return !rt.serving_key(ws->plan_key); }, [&] {
@@ -293,8 +294,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
     if (!m) return false;
     PayloadReader r(m->payload, "reader-opened");
     ws.reader_ranks = r.ints(1 << 24);
-    ws.reader_plan = r.i32();
-    ws.reader_plan_path = r.str();
+    ws.reader_plan = r.i64();
     if (ws.reader_ranks.empty()) fail(DTF_ERR_PEER, "'%s': component %d opened it with no rank", ws.path.c_str(), ws.peer);
     if (ws.rank == 0) {
         std::vector<bool> reads(static_cast<size_t>(rt.peer(ws.peer).remote_size), false);
@@ -323,13 +323,15 @@ void collect_metadata(WriterSession &ws) {
     }
 }
 
-// Root: HeaderFinal to every reader rank: the replayed plan's session and path (0: none, -1: the
-// writers cannot replay to these readers), then the header with the final record count.
-void send_header_final(Runtime &rt, WriterSession &ws, int replayed, const std::string &replayed_path) {
+// Root: HeaderFinal to every reader rank: the replayed plan's stamp (0: none, -1: the writers cannot
+// replay to these readers) and, for messages, its session and path; then the header with the final
+// record count.
+void send_header_final(Runtime &rt, WriterSession &ws, const WriterPlan *replayed, bool cannot = false) {
     if (ws.rank == 0) {
         PayloadWriter p;
-        p.i32(replayed);
-        p.str(replayed_path);
+        p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
+        p.i32(replayed ? replayed->session : 0);
+        p.str(replayed ? replayed->path : std::string());
         p.bytes(ws.final_header);
         const std::vector<char> payload = p.take();
         for (int r : ws.reader_ranks)
@@ -383,8 +385,7 @@ bool step(Runtime &rt, WriterSession &ws) {
         // Replay: every writer rank's writes are the plan's (agreed), and the readers are the same
         // ranks holding the same plan: push the plan's data without waiting for requests.
         const WriterPlan *plan = ws.plan.get();
-        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->session &&
-                    ws.reader_plan_path == plan->path;
+        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->stamp;
         if (ws.replay == 1) {
             transport::Channel &channel = *rt.peer_link(ws.peer).channel;
             // Packed at put, or (the plan was confirmed after the first put) gathered now from the
@@ -397,15 +398,14 @@ bool step(Runtime &rt, WriterSession &ws) {
             }
         } else if (ws.packing == WriterSession::Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
-            send_header_final(rt, ws, -1, std::string());
+            send_header_final(rt, ws, nullptr, true);
             fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
                  "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
                  "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan).c_str());
         }
     }
     if (readers_known && !ws.header_sent)
-        send_header_final(rt, ws, ws.replay == 1 ? ws.plan->session : 0,
-                          ws.replay == 1 ? ws.plan->path : std::string());
+        send_header_final(rt, ws, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
     if (ws.is_matcher() && readers_known && ws.meta_expected == 0) serve_requests(rt, ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
@@ -463,7 +463,8 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
 void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     using Packing = WriterSession::Packing;
-    long long mine[3] = {vf.header.numrecs(), 0, 0}, all[3] = {0, 0, 0};
+    // [3]: the root's stamp, which the other ranks learn here
+    long long mine[4] = {vf.header.numrecs(), 0, 0, ws.stamp}, all[4] = {0, 0, 0, 0};
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
@@ -475,9 +476,10 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
     {
         transport::Blocking blocking;
-        check_mpi(MPI_Allreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
+        check_mpi(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
     }
     vf.header.set_numrecs(all[0]);
+    ws.stamp = all[3];
     ws.replay_candidate = ws.plan && all[1] == 0;
     if (ws.plan && all[1] != 0 && all[2] != 0) { // some values were dropped, yet the pattern changed
         const std::string replayed = origin(*ws.plan);
@@ -535,6 +537,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     }
     if (ws.replay == 1) return; // every reader followed the plan: it holds
     auto plan = std::make_shared<WriterPlan>();
+    plan->stamp = ws.stamp;
     plan->path = ws.path;
     plan->session = ws.session;
     plan->ranks = ws.ranks;
@@ -555,25 +558,26 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
                       vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     PayloadReader r(m.payload, "header-final");
-    const int replayed = r.i32();
+    const int64_t replayed = r.i64();
+    const int replayed_session = r.i32();
     const std::string replayed_path = r.str();
     const std::vector<char> header = r.bytes();
     int rc = model::Header::decode(header.data(), header.size(), &vf.header);
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
     vf.header_final = true;
+    vf.header_final_epoch = m.epoch;
     if (vf.replay >= 0) return; // decided at the first epoch
     if (replayed < 0)
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
              "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
              "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     vf.replay = replayed != 0;
-    // The writer pushed the data of the plan recorded in session `replayed`; this rank must hold the
-    // same plan to take it (the reader root said it does, and all ranks record alike).
-    if (vf.replay && (!vf.plan || vf.plan->session != replayed || vf.plan->path != replayed_path ||
-                      vf.plan->writer_ranks != vf.writer_ranks))
+    // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
+    // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
+    if (vf.replay && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
         fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
              "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed, replayed_path.c_str(),
+             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
              rt.component_rank());
 }
 
@@ -757,6 +761,7 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
         plans.drop(vf.plan_key, vf.plan);
     } else if (vf.replay != 1) {
         auto plan = std::make_shared<ReaderPlan>();
+        plan->stamp = vf.writer_stamp;
         plan->path = vf.path;
         plan->session = vf.session;
         plan->writer_ranks = vf.writer_ranks;

@@ -43,6 +43,13 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
     vf->ranks = rt.component_ranks_of(vf->comm);
+    // A session of the path this rank wrote may still be served; once it is, the path may be forgotten
+    // (num_sessions), and the numbering starts again.
+    rt.wait_until([&] { return !rt.serving(path); }, [&] {
+        return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it",
+                      writer ? "creating" : "opening", path.c_str());
+    });
+    rt.forget_finished(path);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
     return vf;
@@ -100,6 +107,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
             fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
         f.writer_ranks = r.ints(1 << 24);
         f.matchers = r.ints(1 << 24);
+        f.writer_stamp = r.i64();
         f.header.set_read_only(true);
     });
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
@@ -113,8 +121,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     if (f.rank == 0) {
         PayloadWriter p;
         p.ints(f.ranks);
-        p.i32(f.plan ? f.plan->session : 0); // the replay plan this side holds
-        p.str(f.plan ? f.plan->path : std::string());
+        p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
@@ -142,13 +149,29 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         transport::Blocking blocking;
         transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
     }
+    // Every final header of the session has come (the writer root sends one per epoch, in order), so
+    // that none can arrive once the path is forgotten.
+    if (!vf.writer && !abort && vf.header_final_epoch < vf.epoch)
+        rt.wait_message(
+            [&](const Message &m) {
+                return m.kind == MessageKind::HeaderFinal && m.path == vf.path && m.session == vf.session &&
+                       m.epoch == vf.epoch;
+            },
+            [&] {
+                return format("closing '%s' (session %d) waited for the final header of transfer %d from component "
+                              "'%s' (it comes with its dtf_transfer)",
+                              vf.path.c_str(), vf.session, vf.epoch,
+                              rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+            });
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     rt.discard_closed_sessions();
     MPI_Comm_free(&vf.comm);
-    int ncid = vf.ncid;
-    rt.virtual_files().erase(ncid); // vf is gone after this
+    const std::string path = vf.path;
+    const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
+    rt.virtual_files().erase(vf.ncid); // vf is gone after this
+    if (forget) rt.forget_finished(path);
     return rc;
 }
 

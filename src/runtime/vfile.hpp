@@ -76,7 +76,8 @@ struct ReadRecord {
 std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 
 struct WriterPlan {
-    std::string path;               // the session it was recorded in: path and number
+    int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
+    std::string path;               // and that session's path and number (for messages)
     int session = 0;
     std::vector<int> ranks;         // component ranks of the writer's file communicator
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
@@ -90,7 +91,8 @@ struct WriterPlan {
 };
 
 struct ReaderPlan {
-    std::string path; // the session it was recorded in
+    int64_t stamp = 0; // the writer session it was recorded in (WriterSession::stamp)
+    std::string path;  // and that session's path and number (for messages)
     int session = 0;
     std::vector<int> writer_ranks;
     struct Batch {
@@ -117,6 +119,9 @@ struct MatchMemo {
 struct WriterSession {
     std::string path;
     int session = 0, peer = -1;
+    // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
+    // the session's plan on both sides, since session numbers start again once a path is forgotten.
+    int64_t stamp = 0;
     MPI_Comm comm = MPI_COMM_NULL;             // own dup of the file's communicator
     std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
     int rank = 0, size = 1, group = 1;         // group: ranks per matcher (MAX_WORKGROUP_SIZE)
@@ -149,8 +154,7 @@ struct WriterSession {
     int memo_same = -1;
     std::shared_ptr<MatchMemo> memo_new;
     bool replay_candidate = false;           // every writer rank's writes equal the plan's (agreed)
-    int reader_plan = 0;                     // session of the plan the reader root holds (ReaderOpened)
-    std::string reader_plan_path;            // and its path
+    int64_t reader_plan = 0;                 // stamp of the plan the reader root holds (ReaderOpened)
     int replay = -1;                         // -1 undecided, 0 no, 1 the plan's data was pushed
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
@@ -204,7 +208,9 @@ struct VirtualFile {
     // reader
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
     std::vector<int> matchers;     // component ranks (peer component) of the writer side's matchers
+    int64_t writer_stamp = 0;      // the writer session's stamp (WriterSession::stamp)
     bool header_final = false;
+    int header_final_epoch = 0;    // epoch of the last final header taken
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
     struct PendingPut {
         std::vector<WriteRecord> records; // one per box (several for varn); bput: copied at once

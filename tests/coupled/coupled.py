@@ -31,6 +31,7 @@ comp1="model"
 comp2="assim"
 mode="{mode}"
 replay_io={replay}
+num_sessions={state_sessions}
 [FILE]
 filename="hist.%.nc"
 comp1="model"
@@ -43,9 +44,12 @@ REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+)
 REUSED = re.compile(r"\[dtf (\w+)\] stats .* requests served (\d+) by matching, (\d+) with the last session's result")
 
 
-def write_config(path, mode="file", hist_mode="file", replay=False):
+KEPT = re.compile(r"\[dtf (\w+)\] stats over (\d+) ranks: .*; (\d+) path records kept")
+
+
+def write_config(path, mode="file", hist_mode="file", replay=False, state_sessions=1):
     with open(path, "w") as f:
-        f.write(CONFIG.format(mode=mode, hist_mode=hist_mode, replay=int(replay)))
+        f.write(CONFIG.format(mode=mode, hist_mode=hist_mode, replay=int(replay), state_sessions=state_sessions))
 
 
 def launch(args, components, env_extra=None, walltime=90):
@@ -74,10 +78,11 @@ def expect(cond, message):
 
 def scenario_pair(args, work):
     ini = os.path.join(work, "dtf.ini")
-    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode, replay=bool(args.replay))
+    write_config(ini, mode=args.state_mode, hist_mode=args.hist_mode, replay=bool(args.replay),
+                 state_sessions=args.num_sessions)
     data = os.path.join(work, "data")
     os.mkdir(data)
-    env = {"DTF_TIMEOUT": "30"}
+    env = {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "1"}
     if args.replay == "rematch":
         # Both sides change their pattern at cycle 4: the writers notice at their first put, before
         # any value was dropped, and the session is matched again; replays before and after.
@@ -131,6 +136,16 @@ def scenario_pair(args, work):
         matched, reused = served.get("model", (0, 0))
         expect(matched > 0 and reused >= (args.cycles - 1) * matched,
                f"the model's matchers must reuse the first cycle's results in every later cycle: {served}")
+    # What each rank still knows of the paths at the end. Transfer mode forgets a path after its
+    # num_sessions sessions (state.nc: every rank takes part in two per cycle, writing and reading;
+    # each hist file has one, and the default num_sessions=1); file mode keeps every path.
+    kept = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in KEPT.finditer(out)}
+    for comp, (ranks, records) in sorted(kept.items()):
+        state = ranks * (args.state_mode == "file" or (2 * args.cycles) % args.num_sessions != 0)
+        hist = ranks * args.cycles * (args.hist_mode == "file")
+        expect(records == state + hist, f"{comp}: {records} path records kept at the end, expected {state + hist} "
+               f"(state.nc: {state}, hist files: {hist})")
+    expect(sorted(kept) == ["assim", "model"], f"both components must print their statistics: {sorted(kept)}")
     if args.state_mode == "transfer":
         expect("state.nc" not in os.listdir(data), "transfer-mode state.nc reached the file system")
     if args.hist_mode == "transfer":
@@ -196,6 +211,9 @@ def main():
                    help="the same pattern every cycle (vara), without replay: the matchers must reuse results")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",
                    help="mode of state.nc (written by both components in turn)")
+    p.add_argument("--num-sessions", type=int, default=1,
+                   help="num_sessions of state.nc: the path is forgotten (and its sessions numbered from 1 again) "
+                        "after that many")
     p.add_argument("--stale", action="store_true")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()

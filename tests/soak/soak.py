@@ -9,7 +9,7 @@ communicator handle index over their ranks (DEMO_RESOURCES=1, see examples/C/dem
 the warm-up cycles, resident memory may grow by less than K KiB (default 1024) and the descriptors
 and the communicator index must not change. And no control message may be left unused at
 dtf_finalize (DTF_PRINT_STATS=1 counts them): one per cycle is a leak too small for RSS to show
-in 50 cycles. CI runs 50 cycles; the full soak is
+in 50 cycles. In transfer mode no per-path record may be left either (num_sessions). CI runs 50 cycles; the full soak is
 `tests/soak/soak.py build --cycles 1000` (a few minutes).
 """
 import argparse
@@ -21,6 +21,7 @@ import tempfile
 
 LINE = re.compile(r"^\[(\w+)\] resources (\w+) cycle (\d+): rss_kib (\d+) fds (\d+) comm_index (\d+)$")
 UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used(;.*)?$")
+KEPT = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .*; (\d+) path records kept$")
 
 
 def main():
@@ -56,12 +57,15 @@ def main():
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180 + a.cycles)
     samples = {}  # component -> {cycle: (rss, fds, comm)}
     unused = {}  # component -> control messages never used
+    kept = {}  # component -> path records left at dtf_finalize
     for line in run.stdout.splitlines():
-        m, u = LINE.match(line), UNUSED.match(line)
+        m, u, k = LINE.match(line), UNUSED.match(line), KEPT.match(line)
         if m:
             samples.setdefault(m[2], {})[int(m[3])] = tuple(map(int, m.group(4, 5, 6)))
         elif u:
             unused[u[1]] = int(u[2])
+            if k:
+                kept[k[1]] = int(k[2])
         elif "resources" not in line and "cycle" not in line:
             print(line)
     if run.returncode != 0:
@@ -91,6 +95,10 @@ def main():
         if unused.get(comp) != 0:
             failures.append(f"{comp}: {unused.get(comp, 'an unknown number of')} control messages were never used "
                             "(DTF_VERBOSE_LEVEL=1 lists them)")
+        # Transfer mode forgets each path after its sessions (num_sessions=1): nothing per path is left.
+        if a.mode == "transfer" and kept.get(comp) != 0:
+            failures.append(f"{comp}: {kept.get(comp, 'an unknown number of')} path records kept at the end; "
+                            "transfer mode must forget every path after its num_sessions sessions")
     for f in failures:
         print("FAIL: " + f)
     if failures:
