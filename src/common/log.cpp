@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 
 #include "common/error.hpp"
@@ -14,11 +15,19 @@ std::atomic<int> g_level{0};
 std::mutex g_mutex;
 std::string g_context = "[dtf]";
 
-void emit(const char *tag, const char *fmt, va_list ap) noexcept {
+void emit(const char *tag, const char *fmt, va_list ap, bool timed = false) noexcept {
     try {
         std::string body = vformat(fmt, ap);
+        // Debug lines carry the machine's monotonic clock (seconds), the same in every process on a
+        // node, so that the lines of all ranks of both components merge into one timeline.
+        char when[32] = "";
+        if (timed) {
+            timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            std::snprintf(when, sizeof when, "%.6f ", static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec));
+        }
         std::lock_guard<std::mutex> lock(g_mutex);
-        std::fprintf(stderr, "%s %s%s\n", g_context.c_str(), tag, body.c_str());
+        std::fprintf(stderr, "%s %s%s%s\n", g_context.c_str(), when, tag, body.c_str());
         std::fflush(stderr);
     } catch (...) {
     }
@@ -35,18 +44,18 @@ void set_context(const std::string &component, int rank) {
 
 bool enabled(int lvl) noexcept { return level() >= lvl; }
 
-#define DTF_LOG_FN_(fn, lvl, tag)                                                                 \
+#define DTF_LOG_FN_(fn, lvl, tag, timed)                                                          \
     void fn(const char *fmt, ...) noexcept {                                                       \
         if (!enabled(lvl)) return;                                                                 \
         va_list ap;                                                                                \
         va_start(ap, fmt);                                                                         \
-        emit(tag, fmt, ap);                                                                        \
+        emit(tag, fmt, ap, timed);                                                                 \
         va_end(ap);                                                                                \
     }
-DTF_LOG_FN_(error, kError, "error: ")
-DTF_LOG_FN_(warn, kWarn, "warning: ")
-DTF_LOG_FN_(info, kInfo, "")
-DTF_LOG_FN_(debug, kDebug, "debug: ")
+DTF_LOG_FN_(error, kError, "error: ", false)
+DTF_LOG_FN_(warn, kWarn, "warning: ", false)
+DTF_LOG_FN_(info, kInfo, "", false)
+DTF_LOG_FN_(debug, kDebug, "debug: ", true)
 #undef DTF_LOG_FN_
 
 } // namespace dtf::log

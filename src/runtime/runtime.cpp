@@ -1,5 +1,7 @@
 #include "runtime/runtime.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -182,6 +184,17 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(world_, &rank_);
     MPI_Comm_size(world_, &size_);
+    {
+        // More ranks of this component on this node than cores (the other components' are not
+        // known here): waits back off from the start (wait_until).
+        MPI_Comm node;
+        int local = 1;
+        if (MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+            MPI_Comm_size(node, &local);
+            MPI_Comm_free(&node);
+        }
+        crowded_ = local > sysconf(_SC_NPROCESSORS_ONLN);
+    }
     transport::on_all(world_, [&] { settings_ = config::settings_from_process_env(); });
     log::set_level(settings_.verbose);
     if (settings_.print_stats) phase::enable(true);
@@ -297,6 +310,10 @@ PeerLink &Runtime::peer_link(int component) { return const_cast<PeerLink &>(peer
 
 void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
     message.from_component = self_;
+    if (log::enabled(log::kDebug))
+        log::debug("sending %s session %d epoch %d of '%s' to %zu rank(s) of '%s' (first %d)", kind_name(message.kind),
+                   message.session, message.epoch, message.path.c_str(), ranks.size(),
+                   config_.components[static_cast<size_t>(peer)].c_str(), ranks.empty() ? -1 : ranks[0]);
     peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(message), "sending a control message");
     stats_.notices_sent += static_cast<long>(ranks.size());
 }
@@ -475,7 +492,9 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         if (deadline.expired())
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_,
                  self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
-        pause(backoff.next());
+        // Look again after 2% of the time waited so far (20 us .. 2 ms): the answer is seen at most that
+        // late, and a long wait costs little CPU. A crowded node backs off from the start instead.
+        pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3));
     }
 }
 

@@ -252,6 +252,7 @@ private:
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
     uint32_t stamps_ = 0;
+    bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;
