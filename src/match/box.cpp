@@ -91,8 +91,8 @@ void check_same_ndims(const Box &a, const Box &b, const char *what) {
 
 } // namespace
 
-Box Box::vara(std::vector<int64_t> start, std::vector<int64_t> count) {
-    std::vector<int64_t> stride(start.size(), 1);
+Box Box::vara(Dims start, Dims count) {
+    Dims stride(start.size(), 1);
     return Box{std::move(start), std::move(count), std::move(stride)};
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "match/dims.hpp"
+
 namespace dtf::match {
 
 // Largest number of dimensions a box may have (netCDF allows NC_MAX_VAR_DIMS = 1024).
@@ -18,10 +20,10 @@ constexpr int kMaxDims = 1024;
 // request has stride 1 everywhere. Element order is row-major (last dimension fastest); a buffer
 // "laid out as" a box holds its size() elements densely in that order.
 struct Box {
-    std::vector<int64_t> start, count, stride;
+    Dims start, count, stride;
 
     // A box with stride 1 in every dimension.
-    static Box vara(std::vector<int64_t> start, std::vector<int64_t> count);
+    static Box vara(Dims start, Dims count);
 
     int ndims() const { return static_cast<int>(start.size()); }
     // Number of elements: product of counts (1 for 0-D, 0 if any count is 0). Saturates at

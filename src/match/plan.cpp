@@ -21,41 +21,45 @@ using ull = unsigned long long;
 int64_t hull_lo(const Box &b, int d) { return b.start[d]; }
 int64_t hull_hi(const Box &b, int d) { return b.start[d] + (b.count[d] - 1) * b.stride[d]; } // valid: no overflow
 
-// Static R-tree over the hulls of non-empty boxes, bulk-loaded by sort-tile-recursive packing: the
-// boxes are ordered in slabs (by hull centre in dimension 0, each slab by dimension 1, ...), leaves
-// hold kFan consecutive boxes, and each level above groups kFan consecutive nodes. A query descends
-// only into nodes whose hull meets the query box in every dimension, so it costs O(log n + k) when
-// the hulls tile the array (blocks along any dimensions, element-wise, mixed sizes), k being the
-// number of boxes whose hull meets the query. Build: O(n log n) sorting, O(n n_dims) memory.
+// Static R-tree over the hulls of non-empty boxes, bulk-loaded by sort-tile-recursive packing at
+// every level: the entries of a level are ordered in slabs (by hull centre in dimension 0, each slab
+// by dimension 1, ...) and groups of kFan consecutive entries become the nodes of the level above,
+// whose entries are packed the same way. A query descends only into nodes whose hull meets the query
+// box in every dimension, so it costs O(log n + k) when the hulls tile the array (blocks along any
+// dimensions, element-wise, mixed sizes), k being the number of boxes whose hull meets the query.
+// Build: O(n log n) sorting, O(n n_dims) memory.
 class BoxIndex {
 public:
     BoxIndex(const std::vector<const Box *> &boxes, int ndims) : nd_(ndims) {
         const size_t n = boxes.size();
-        std::vector<int64_t> lo(n * nd_), hi(n * nd_);
-        for (size_t i = 0; i < n; ++i)
-            for (int d = 0; d < nd_; ++d) lo[i * nd_ + d] = hull_lo(*boxes[i], d), hi[i * nd_ + d] = hull_hi(*boxes[i], d);
-        ids_.resize(n);
-        std::iota(ids_.begin(), ids_.end(), 0);
-        std::vector<int64_t> centres(n * nd_);
-        for (size_t i = 0; i < centres.size(); ++i) centres[i] = lo[i] + (hi[i] - lo[i]) / 2;
-        tile(centres, 0, n, 0);
-        Level leaves; // level 0: the boxes themselves, in packed order
-        leaves.lo.resize(n * nd_), leaves.hi.resize(n * nd_);
+        Level leaves; // level 0: the boxes themselves; node i is box ids_[i]
+        leaves.count = n;
+        leaves.bounds.resize(2 * n * nd_);
         for (size_t i = 0; i < n; ++i)
             for (int d = 0; d < nd_; ++d)
-                leaves.lo[i * nd_ + d] = lo[ids_[i] * nd_ + d], leaves.hi[i * nd_ + d] = hi[ids_[i] * nd_ + d];
+                leaves.bounds[2 * (i * nd_ + d)] = hull_lo(*boxes[i], d), leaves.bounds[2 * (i * nd_ + d) + 1] = hull_hi(*boxes[i], d);
+        ids_.resize(n);
+        std::iota(ids_.begin(), ids_.end(), 0);
+        pack(leaves, ids_);
         levels_.push_back(std::move(leaves));
-        while (entries(levels_.size() - 1) > 1) {
-            const size_t count = entries(levels_.size() - 1), m = (count + kFan - 1) / kFan;
+        while (levels_.back().count > 1) {
             const Level &below = levels_.back();
-            Level up;
-            up.lo.assign(m * nd_, std::numeric_limits<int64_t>::max());
-            up.hi.assign(m * nd_, std::numeric_limits<int64_t>::min());
-            for (size_t j = 0; j < count; ++j)
+            Level up; // node j: the entries first[j] .. first[j] + kFan - 1 (at most) of the level below
+            up.count = (below.count + kFan - 1) / kFan;
+            up.first.resize(up.count);
+            up.bounds.resize(2 * up.count * nd_);
+            for (size_t j = 0; j < up.count; ++j) {
+                up.first[j] = static_cast<uint32_t>(j * kFan);
                 for (int d = 0; d < nd_; ++d) {
-                    int64_t &l = up.lo[j / kFan * nd_ + d], &h = up.hi[j / kFan * nd_ + d];
-                    l = std::min(l, below.lo[j * nd_ + d]), h = std::max(h, below.hi[j * nd_ + d]);
+                    int64_t *u = &up.bounds[2 * (j * nd_ + d)];
+                    u[0] = std::numeric_limits<int64_t>::max(), u[1] = std::numeric_limits<int64_t>::min();
+                    for (size_t c = j * kFan; c < std::min(below.count, (j + 1) * kFan); ++c) {
+                        const int64_t *b = &below.bounds[2 * (c * nd_ + d)];
+                        u[0] = std::min(u[0], b[0]), u[1] = std::max(u[1], b[1]);
+                    }
                 }
+            }
+            pack(up, up.first);
             levels_.push_back(std::move(up));
         }
     }
@@ -64,60 +68,77 @@ public:
     // false if stopped. ids index the `boxes` given to the constructor.
     template <class F> bool candidates(const Box &b, F &&f) const {
         if (ids_.empty()) return true;
-        int64_t small[2 * 8];
+        int64_t small[2 * 8]; // the query's hull, laid out as a node's bounds
         std::vector<int64_t> large(nd_ > 8 ? 2 * nd_ : 0);
-        int64_t *qlo = nd_ > 8 ? large.data() : small, *qhi = qlo + nd_;
-        for (int d = 0; d < nd_; ++d) qlo[d] = hull_lo(b, d), qhi[d] = hull_hi(b, d);
-        return visit(levels_.size() - 1, 0, qlo, qhi, f);
+        int64_t *q = nd_ > 8 ? large.data() : small;
+        for (int d = 0; d < nd_; ++d) q[2 * d] = hull_lo(b, d), q[2 * d + 1] = hull_hi(b, d);
+        return visit(levels_.size() - 1, 0, q, f);
     }
 
 private:
     static constexpr size_t kFan = 8;
     struct Level {
-        std::vector<int64_t> lo, hi; // node i, dimension d at [i * nd + d]
+        size_t count = 0;            // nodes
+        std::vector<int64_t> bounds; // node i, dimension d: lo at [2 (i nd + d)], hi next to it
+        std::vector<uint32_t> first; // above level 0: node i's first child in the level below
     };
     int nd_;
-    std::vector<int> ids_;      // box ids in packed order (the entries of level 0)
+    std::vector<int> ids_;      // level 0's node i is box ids_[i]
     std::vector<Level> levels_; // levels_[0]: the boxes; levels_.back(): the root
-    // Number of nodes of a level (counted from ids_: for 0-D boxes the levels hold no bounds).
-    size_t entries(size_t level) const {
-        size_t n = ids_.size();
-        for (size_t l = 0; l < level; ++l) n = (n + kFan - 1) / kFan;
-        return n;
+
+    // Reorders the nodes of `l` (their bounds, and `payload`, one value per node) in STR order, so
+    // that kFan consecutive nodes are close together.
+    template <class T> void pack(Level &l, std::vector<T> &payload) const {
+        if (l.count <= kFan || nd_ == 0) return;
+        std::vector<int64_t> centres(l.count * nd_);
+        for (size_t i = 0; i < centres.size(); ++i)
+            centres[i] = l.bounds[2 * i] + (l.bounds[2 * i + 1] - l.bounds[2 * i]) / 2;
+        std::vector<int> order(l.count);
+        std::iota(order.begin(), order.end(), 0);
+        tile(centres, order, 0, l.count, 0);
+        std::vector<int64_t> bounds(l.bounds.size());
+        std::vector<T> moved(payload.size());
+        for (size_t i = 0; i < l.count; ++i) {
+            std::copy_n(&l.bounds[2 * order[i] * nd_], 2 * nd_, &bounds[2 * i * nd_]);
+            moved[i] = payload[order[i]];
+        }
+        l.bounds.swap(bounds), payload.swap(moved);
     }
 
-    // Orders ids_[begin, end) into slabs by hull centre in dimension d (centres[id * nd + d]), then
-    // each slab recursively by the following dimensions. Ties are broken by the next dimensions, so
-    // that e.g. columns that all span dimension 0 are ordered by dimension 1.
-    void tile(const std::vector<int64_t> &centres, size_t begin, size_t end, int d) {
+    // Orders order[begin, end) into slabs by centre in dimension d (centres[i * nd + d]), then each
+    // slab recursively by the following dimensions. Ties are broken by the next dimensions, so that
+    // e.g. columns that all span dimension 0 are ordered by dimension 1.
+    void tile(const std::vector<int64_t> &centres, std::vector<int> &order, size_t begin, size_t end, int d) const {
         const size_t n = end - begin;
         if (d >= nd_ || n <= kFan) return;
         const int64_t *c = centres.data();
         const int nd = nd_;
-        std::sort(ids_.begin() + begin, ids_.begin() + end, [c, d, nd](int a, int b) {
+        std::sort(order.begin() + begin, order.begin() + end, [c, d, nd](int a, int b) {
             const int64_t *x = c + static_cast<size_t>(a) * nd, *y = c + static_cast<size_t>(b) * nd;
             for (int e = d; e < nd; ++e)
                 if (x[e] != y[e]) return x[e] < y[e];
             return a < b;
         });
         if (d == nd_ - 1) return;
-        const size_t leaves = (n + kFan - 1) / kFan;
-        const auto slabs = static_cast<size_t>(std::ceil(std::pow(static_cast<double>(leaves), 1.0 / (nd_ - d))));
-        const size_t per_slab = kFan * ((leaves + slabs - 1) / slabs);
-        for (size_t s = begin; s < end; s += per_slab) tile(centres, s, std::min(end, s + per_slab), d + 1);
+        const size_t groups = (n + kFan - 1) / kFan;
+        const auto slabs = static_cast<size_t>(std::ceil(std::pow(static_cast<double>(groups), 1.0 / (nd_ - d))));
+        const size_t per_slab = kFan * ((groups + slabs - 1) / slabs);
+        for (size_t s = begin; s < end; s += per_slab) tile(centres, order, s, std::min(end, s + per_slab), d + 1);
     }
 
-    bool meets(const Level &l, size_t i, const int64_t *qlo, const int64_t *qhi) const {
-        for (int d = 0; d < nd_; ++d)
-            if (l.hi[i * nd_ + d] < qlo[d] || qhi[d] < l.lo[i * nd_ + d]) return false;
+    bool meets(const Level &l, size_t i, const int64_t *q) const {
+        const int64_t *b = &l.bounds[2 * i * nd_];
+        for (int d = 0; d < 2 * nd_; d += 2)
+            if (b[d + 1] < q[d] || q[d + 1] < b[d]) return false;
         return true;
     }
-    template <class F> bool visit(size_t level, size_t i, const int64_t *qlo, const int64_t *qhi, F &f) const {
-        if (!meets(levels_[level], i, qlo, qhi)) return true;
+    template <class F> bool visit(size_t level, size_t i, const int64_t *q, F &f) const {
+        if (!meets(levels_[level], i, q)) return true;
         if (level == 0) return f(ids_[i]);
-        const size_t last = std::min(entries(level - 1), (i + 1) * kFan);
-        for (size_t j = i * kFan; j < last; ++j)
-            if (!visit(level - 1, j, qlo, qhi, f)) return false;
+        const size_t first = levels_[level].first[i];
+        const size_t last = std::min(levels_[level - 1].count, first + kFan);
+        for (size_t j = first; j < last; ++j)
+            if (!visit(level - 1, j, q, f)) return false;
         return true;
     }
 };
@@ -284,8 +305,15 @@ std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<
     std::vector<Piece> pieces;
     pieces.reserve(reads.size()); // at least one piece per read in a complete transfer
     std::vector<int> scratch;
-    for (int i : sorted_order(reads, "read", false)) {
-        const ReadReq &r = reads[i];
+    const std::vector<int> order = sorted_order(reads, "read", false);
+    for (size_t k = 0; k < order.size(); ++k) {
+        // Once 1/64 of the reads are matched, reserve for all at that rate (+1/8): growing a vector of
+        // 10^6 pieces by doubling would copy them and touch twice the memory.
+        if (k == order.size() / 64 && k >= 64) {
+            const auto want = static_cast<size_t>(1.125 * static_cast<double>(pieces.size()) * order.size() / k);
+            if (want > pieces.capacity()) pieces.reserve(want);
+        }
+        const ReadReq &r = reads[order[k]];
         auto v = std::lower_bound(vars.begin(), vars.end(), r.varid,
                                   [](const VarWrites &x, int varid) { return x.varid < varid; });
         if (v == vars.end() || v->varid != r.varid) continue; // nobody wrote this variable

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "match/box.hpp"
@@ -37,11 +38,12 @@ struct ReadReq {
 // read (reader, read_id). Pack with for_each_run(write box, region), unpack with
 // for_each_run(read box, region).
 struct Piece {
-    int writer;
-    uint64_t write_id;
-    int reader;
-    uint64_t read_id;
-    int varid;
+    Piece() = default;
+    Piece(int writer, uint64_t write_id, int reader, uint64_t read_id, int varid, Box region)
+        : write_id(write_id), read_id(read_id), writer(writer), reader(reader), varid(varid),
+          region(std::move(region)) {}
+    uint64_t write_id = 0, read_id = 0; // (members ordered to pack: a plan holds millions of pieces)
+    int writer = 0, reader = 0, varid = 0;
     Box region;
     bool operator==(const Piece &o) const {
         return writer == o.writer && write_id == o.write_id && reader == o.reader &&
