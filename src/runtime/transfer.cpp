@@ -562,8 +562,12 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     const int replayed_session = r.i32();
     const std::string replayed_path = r.str();
     const std::vector<char> header = r.bytes();
+    // The final header replaces the definitions; the data mode is this rank's own (begin_indep_data
+    // may have come before the first read that needed the final header).
+    const bool indep = vf.header.in_indep_mode();
     int rc = model::Header::decode(header.data(), header.size(), &vf.header);
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    if (indep) vf.header.begin_indep_data();
     vf.header_final = true;
     vf.header_final_epoch = m.epoch;
     if (vf.replay >= 0) return; // decided at the first epoch

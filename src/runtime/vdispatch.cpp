@@ -419,8 +419,9 @@ int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses) {
 }
 
 // ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a write of the fill value over the
-// record, so data any other rank writes there wins (higher rank), as do rank 0's own later puts.
-int vfile_fill_record(VirtualFile &vf, int varid, MPI_Offset recno) {
+// record, so data any other rank writes there wins (higher rank), as do rank 0's own later puts. It is
+// a put like any other (record_values): a replayed session keeps only the pieces the readers read.
+int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno) {
     if (!vf.writer) return NC_EPERM;
     if (vf.header.in_define_mode()) return NC_EINDEFINE;
     if (varid < 0 || varid >= static_cast<int>(vf.header.vars().size())) return NC_ENOTVAR;
@@ -435,12 +436,11 @@ int vfile_fill_record(VirtualFile &vf, int varid, MPI_Offset recno) {
     const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
     const size_t n = static_cast<size_t>(box.size()), es = types::type_size(xtype);
     if (vf.rank != 0 || n == 0) return NC_NOERR;
-    WriteRecord w;
-    w.meta = match::WriteReq{vf.rank, 0, varid, box};
     const std::vector<char> fill = fill_of(vf, varid, xtype);
-    w.data.resize(n * es);
-    for (size_t i = 0; i < n; ++i) std::memcpy(w.data.data() + i * es, fill.data(), es);
-    record_write(vf, std::move(w));
+    std::vector<char> values = rt.buffers().take(n * es);
+    for (size_t i = 0; i < n; ++i) std::memcpy(values.data() + i * es, fill.data(), es);
+    const char *data = values.data();
+    record_values(rt, vf, varid, {box}, data, std::move(values));
     return NC_NOERR;
 }
 

@@ -18,7 +18,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf);
 int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses);
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
-int vfile_fill_record(VirtualFile &vf, int varid, MPI_Offset recno);
+int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
 int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses);
 
 namespace {
@@ -345,7 +345,7 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     }
     case DTF_FN_ncmpi_cancel:
         return vfile_cancel(vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
-    case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
+    case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(rt, vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
     case DTF_FN_ncmpi_inq_nreqs: {
         int *n = arg<int *>(args, 1);
         if (n) *n = static_cast<int>(vf.pending.size() + vf.pending_puts.size());

@@ -3,7 +3,7 @@
 
 usage: prop.py --dtfrun PATH --exe PATH [--writer-exe PATH] [--cases N] [--seed S|fixed] [--first K]
                [--shape MxN] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
-               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [-v]
+               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [--repeat R] [--replay] [-v]
 
 Each case is a random scenario (tests/transfer/scenario.c) generated from (seed, case number): a CDF-5
 file with 1..3 variables of every external type, 0-D to 4-D, with and without a record dimension,
@@ -72,6 +72,7 @@ filename="case.%.nc"
 comp1="writer"
 comp2="reader"
 mode="{mode}"
+replay_io={replay_io}
 """
 
 
@@ -86,7 +87,7 @@ def launch(args, run, work, extra_env=None):
     os.makedirs(run.dir, exist_ok=True)
     ini = os.path.join(work, f"dtf.{run.mode}.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data))
+        f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay)))
     M, N = args.M, args.N
     common = [args.seed, str(args.first), str(args.cases), str(M), str(N)]
     cmd = [args.dtfrun, "--walltime", str(args.walltime),
@@ -99,6 +100,7 @@ def launch(args, run, work, extra_env=None):
     if args.avoid:
         env["XFER_AVOID"] = args.avoid
     env["DTF_PRINT_STATS"] = "1"  # the writer's stats say how put values were kept
+    env["XFER_REPEAT"] = str(args.repeat)
     env.update(extra_env or {})
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -121,6 +123,25 @@ def launch(args, run, work, extra_env=None):
 
 
 STATS = re.compile(r"\[dtf writer\] stats .* put values: (\d+) bytes copied, (\d+) referenced")
+REPLAYED = re.compile(r"\[dtf reader\] stats .* (\d+) get batches replayed, (\d+) matched")
+
+
+def replayed_as_configured(args, run):
+    """With --replay the readers' stats must show replayed batches (repeats 2.. of each case), so
+    that the test cannot pass without replay at work; without it, none."""
+    if run.mode != "transfer":
+        return True
+    m = REPLAYED.search(run.output)
+    if not m:
+        print(f"FAIL: no reader stats line with get batches in the {run.label} run")
+        return False
+    replayed, matched = int(m.group(1)), int(m.group(2))
+    print(f"   get batches: {replayed} replayed, {matched} matched (replay_io={int(args.replay)}, "
+          f"{args.repeat} runs of each case)")
+    if (replayed > 0) != (args.replay and args.repeat > 1):
+        print(f"FAIL: replay_io={int(args.replay)} with {args.repeat} runs per case but {replayed} batches replayed")
+        return False
+    return True
 
 
 def kept_as_configured(args, run):
@@ -266,6 +287,12 @@ def main():
     p.add_argument("--buffer-data", type=int, choices=[0, 1], default=1,
                    help="buffer_data= in [INFO]; with 0 (writes refer to the put buffers until close) the "
                         "transfer run must report referenced bytes")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run every case this many times in a row on one file (sessions 1..R of one path; "
+                        "the files are then named case.<letters>.nc, one replay plan per case)")
+    p.add_argument("--replay", action="store_true",
+                   help="replay_io=1: with --repeat R > 1 the transfer run must replay the runs 2..R of "
+                        "each case (checked from the readers' statistics)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)
@@ -301,7 +328,7 @@ def main():
             launch(args, run, work, {"XFER_INJECT": args.inject} if args.inject and i == 1 else None)
             if args.inject and i == 1:
                 continue  # judged below
-            ok &= report_check_fails(args, run) and kept_as_configured(args, run)
+            ok &= report_check_fails(args, run) and kept_as_configured(args, run) and replayed_as_configured(args, run)
             if run.status != 0 and not run.check_fails:
                 print(f"FAIL: the {run.label} run exited with status {run.status}")
                 ok = False

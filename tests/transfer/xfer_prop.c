@@ -28,6 +28,11 @@
 #include "scenario.h"
 
 static int rank, nranks, is_writer, kase, use_dtf = 1;
+/* XFER_REPEAT=R: every case runs R times in a row on one file (sessions 1..R of one path), for replay
+ * (replay_io=1). The file is then named after the case in letters (case.<letters>.nc), so that no
+ * two cases share a replay plan (dtf wildcards the digits of names), and each repeat's dump is
+ * appended to the case's dump. */
+static int repeat = 1, rep;
 static const char *role;
 static long nfail, case_fails;
 static int trace_calls; /* XFER_TRACE=1: print every data call before it is made (to find hangs) */
@@ -677,18 +682,35 @@ static void run_phases(int ncid, const scen_t *s, sbuf_t *d, const req_t *reqs, 
 }
 
 static void write_file(const char *path, const char *text, size_t n) {
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, rep > 0 ? "a" : "w");
     if (!f || fwrite(text, 1, n, f) != n || fclose(f) != 0) {
         fprintf(stderr, "%s rank %d: cannot write %s\n", role, rank, path);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
 }
 
+/* The file of the current case. */
+static void case_path(char *path, size_t size, const char *dir) {
+    if (repeat == 1) {
+        snprintf(path, size, "%s/case.%04d.nc", dir, kase);
+        return;
+    }
+    char letters[16];
+    int n = 0;
+    for (int k = kase;; k /= 26) {
+        letters[n++] = (char)('a' + k % 26);
+        if (k < 26) break;
+    }
+    letters[n] = 0;
+    snprintf(path, size, "%s/case.%s.nc", dir, letters);
+}
+
 static void writer_case(const scen_t *s, const char *dir) {
     char path[4096], dpath[4096];
-    snprintf(path, sizeof path, "%s/case.%04d.nc", dir, kase);
+    case_path(path, sizeof path, dir);
     sbuf_t d = {0};
     sb_printf(&d, "case %d writer rank %d of %d\n", kase, rank, nranks);
+    if (repeat > 1) sb_printf(&d, "repeat %d\n", rep);
     int ncid, rc, old;
     /* no ROMIO data sieving for independent writes: its read-modify-write of a whole extent loses
      * the concurrent independent writes of other ranks to elements inside that extent */
@@ -902,9 +924,10 @@ static void inquire(int ncid, const scen_t *s, sbuf_t *d) {
 
 static void reader_case(const scen_t *s, const char *dir) {
     char path[4096], dpath[4096];
-    snprintf(path, sizeof path, "%s/case.%04d.nc", dir, kase);
+    case_path(path, sizeof path, dir);
     sbuf_t d = {0};
     sb_printf(&d, "case %d reader rank %d of %d\n", kase, rank, nranks);
+    if (repeat > 1) sb_printf(&d, "repeat %d\n", rep);
     int ncid;
     int rc = rec_rc(&d, ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid), NC_NOERR, "open");
     if (rc == NC_NOERR) {
@@ -1148,6 +1171,8 @@ int main(int argc, char **argv) {
     }
     role = argv[1];
     trace_calls = getenv("XFER_TRACE") && atoi(getenv("XFER_TRACE"));
+    if (getenv("XFER_REPEAT")) repeat = atoi(getenv("XFER_REPEAT"));
+    if (repeat < 1) repeat = 1;
     const char *inj = getenv("XFER_INJECT");
     if (inj && *inj) {
         inject_kind = strncmp(inj, "value:", 6) == 0 ? 1 : strncmp(inj, "padding:", 8) == 0 ? 2 : 0;
@@ -1176,8 +1201,11 @@ int main(int argc, char **argv) {
     for (kase = first; kase < first + ncases; kase++) {
         scen_t *s = scen_make(seed, kase, M, N, fixed);
         case_fails = 0;
-        if (is_writer) writer_case(s, dir);
-        else reader_case(s, dir);
+        for (rep = 0; rep < repeat; rep++) {
+            if (is_writer) writer_case(s, dir);
+            else reader_case(s, dir);
+        }
+        rep = 0;
         if (case_fails) failed_cases++;
         scen_free(s);
     }
