@@ -126,16 +126,24 @@ STATS = re.compile(r"\[dtf writer\] stats .* put values: (\d+) bytes copied, (\d
 REPLAYED = re.compile(r"\[dtf reader\] stats .* (\d+) get batches replayed, (\d+) matched")
 
 
+def stats_numbers(run, pattern, what):
+    """The two numbers `pattern` captures in dtf's statistics of `run`, or None (and a FAIL line)."""
+    m = pattern.search(run.output)
+    if not m:
+        print(f"FAIL: no {what} in the {run.label} run")
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
 def replayed_as_configured(args, run):
     """With --replay the readers' stats must show replayed batches (repeats 2.. of each case), so
     that the test cannot pass without replay at work; without it, none."""
     if run.mode != "transfer":
         return True
-    m = REPLAYED.search(run.output)
-    if not m:
-        print(f"FAIL: no reader stats line with get batches in the {run.label} run")
+    numbers = stats_numbers(run, REPLAYED, "reader stats line with get batches")
+    if not numbers:
         return False
-    replayed, matched = int(m.group(1)), int(m.group(2))
+    replayed, matched = numbers
     print(f"   get batches: {replayed} replayed, {matched} matched (replay_io={int(args.replay)}, "
           f"{args.repeat} runs of each case)")
     if (replayed > 0) != (args.replay and args.repeat > 1):
@@ -149,11 +157,10 @@ def kept_as_configured(args, run):
     none with 1 (so that the option cannot silently lose its effect)."""
     if run.mode != "transfer":
         return True
-    m = STATS.search(run.output)
-    if not m:
-        print(f"FAIL: no writer stats line with put values in the {run.label} run")
+    numbers = stats_numbers(run, STATS, "writer stats line with put values")
+    if not numbers:
         return False
-    copied, referenced = int(m.group(1)), int(m.group(2))
+    copied, referenced = numbers
     print(f"   put values: {copied} bytes copied, {referenced} referenced (buffer_data={args.buffer_data})")
     if (referenced > 0) != (args.buffer_data == 0):
         print(f"FAIL: buffer_data={args.buffer_data} but {referenced} bytes were referenced")
