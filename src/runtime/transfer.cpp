@@ -365,6 +365,7 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->header_sent = ws->finished = false;
     ws->readers_done = 0;
     ws->sends.clear();
+    ws->pushed_sends.clear();
     ws->final_header = header.encode();
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
@@ -394,8 +395,9 @@ bool step(Runtime &rt, WriterSession &ws) {
             for (size_t o = 0; o < plan->orders.size(); ++o) {
                 std::vector<char> bytes = packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces);
                 phase::add_bytes(phase::Transfer, bytes.size());
-                ws.sends.push_back(channel.send(plan->orders[o].reader, Tag::Data, std::move(bytes), "sending data"));
+                ws.pushed_sends.push_back(channel.send(plan->orders[o].reader, Tag::Data, std::move(bytes), "sending data"));
             }
+            ws.sends.insert(ws.sends.end(), ws.pushed_sends.begin(), ws.pushed_sends.end());
         } else if (ws.packing == WriterSession::Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
             send_header_final(rt, ws, nullptr, true);
@@ -440,9 +442,11 @@ namespace {
 
 // Whether a replayed epoch's data is with the readers: its pushed messages and final header are sent
 // and complete, so it needs neither the application's buffers nor its time any more. What is left
-// (the readers' ReaderDone, the matcher's finish) is bookkeeping that any later wait, or
-// dtf_finalize, advances.
-bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sent && ws.local->done(ws.sends); }
+// (the readers' ReaderDone, the matcher's finish, and the write metadata to the matcher) is
+// bookkeeping that any later wait, or dtf_finalize, advances. Not the metadata: a message over 4 KiB
+// completes only once the matcher receives it, and a matcher whose own data is delivered may have
+// returned to a collective of the program that waits for this rank.
+bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sent && ws.local->done(ws.pushed_sends); }
 
 // Waits until the epoch being served (if any) is served, or with until_delivered until its data is
 // delivered; a failure while serving in the background is reported here, once.

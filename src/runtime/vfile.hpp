@@ -140,7 +140,8 @@ struct WriterSession {
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     size_t readers_done = 0;          // matcher: reader ranks done with this epoch
     bool finished = false;            // the matcher said every reader is done
-    std::vector<transport::Ticket> sends;
+    std::vector<transport::Ticket> sends;   // every send of the epoch (served once all are done)
+    std::vector<transport::Ticket> pushed_sends; // replay: the data messages to the readers, among `sends`
     std::unique_ptr<Error> error;     // a failure while serving in the background
 
     // Replay.
