@@ -515,7 +515,14 @@ int serve(Runtime &rt, VirtualFile &vf) {
 
 bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
-    if (ws.epoch == 0 || ws.writes_announced < ws.writes.size()) serve(rt, vf);
+    // One more epoch if no dtf_transfer came, or if any writer rank wrote since the last one: agreed,
+    // since serve() is collective (a put of one rank after dtf_transfer is enough).
+    int wrote = ws.epoch == 0 || ws.writes_announced < ws.writes.size(), any = wrote;
+    if (ws.epoch > 0) {
+        transport::Blocking blocking;
+        check_mpi(MPI_Allreduce(&wrote, &any, 1, MPI_INT, MPI_MAX, vf.comm), "MPI_Allreduce (writes after transfer)");
+    }
+    if (any) serve(rt, vf);
     if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws, true);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);

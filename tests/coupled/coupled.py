@@ -99,6 +99,11 @@ def scenario_pair(args, work):
         # Only the readers change, at cycle 3, while the writers replay and kept only what the old
         # pattern reads: the readers' gets must fail, saying so, never return other values.
         env.update(FILEMODE_WRITE_VARN="0000000", FILEMODE_READ_VARN="0010000")
+    if args.late_put:
+        # One writer rank writes after dtf_transfer, the others do not, and the readers close after
+        # their one dtf_transfer. The late row can reach no reader (their gets were answered at the
+        # transfer): the writers' close must say so after DTF_TIMEOUT, not hang in a collective.
+        env.update(FILEMODE_LATE_PUT="1", DTF_TIMEOUT="5")
     if args.rendezvous == "file":
         env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
         if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
@@ -110,6 +115,12 @@ def scenario_pair(args, work):
     status, out, _ = launch(args, [
         (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
+    if args.late_put:
+        expect(status != 0, "a write no reader can take must fail the writer's close")
+        expect(re.search(r"rank 0 \(model\): dtf_transfer of '[^']*state.nc' \(session 1, writer rank 0\) waited for "
+                         r"component 'assim': 0 of 3 reader ranks done", out),
+               "the writer's close must time out naming the readers it waited for")
+        return
     if args.replay == "break":
         expect(status != 0, "a reader that leaves the replayed pattern must fail")
         expect(re.search(r"is not the one of session 1 of '[^']*state.nc', whose transfer pattern the writers replay", out) and
@@ -214,6 +225,8 @@ def main():
     p.add_argument("--num-sessions", type=int, default=1,
                    help="num_sessions of state.nc: the path is forgotten (and its sessions numbered from 1 again) "
                         "after that many")
+    p.add_argument("--late-put", action="store_true",
+                   help="writer rank 0 writes its last row after dtf_transfer (independent put), the others nothing")
     p.add_argument("--stale", action="store_true")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()

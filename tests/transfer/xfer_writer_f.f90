@@ -9,13 +9,14 @@
 !     default-integer buffer (conversion), row 4 is never written; wait_all;
 !   name(y,nchar) char: rank 0 bputs all of it; total int64 scalar: rank M-1, independent mode.
 ! Element idx (C row-major) of variable v holds mod(v*29 + idx*7 + salt, 101) ('A' + that mod 26
-! for name). Phases are separated by barriers, like the C writer's.
+! for name). Phases are separated by barriers, like the C writer's. XFER_REPEAT=R: every case R times
+! on one file named case.<K in letters>.nc, as the C writer does (replay property test).
 program xfer_writer_f
   use mpi
   use pnetcdf
   use dtf
   implicit none
-  integer :: provided, ierr, rank, nranks, first, ncases, m, n, k, nfail, allfail, info
+  integer :: provided, ierr, rank, nranks, first, ncases, m, n, k, nfail, allfail, info, repeat, r, st
   logical :: use_dtf
   character(len=4096) :: config, dir, arg, path
   double precision :: t0
@@ -62,11 +63,20 @@ program xfer_writer_f
   end if
   call MPI_Info_create(info, ierr)
   call MPI_Info_set(info, 'romio_ds_write', 'disable', ierr)   ! see xfer_prop.c
+  repeat = 1
+  call get_environment_variable('XFER_REPEAT', arg, status=st)
+  if (st == 0) read(arg, *) repeat
   nfail = 0
   t0 = MPI_Wtime()
   do k = first, first + ncases - 1
-    write(path, '(A,"/case.",I4.4,".nc")') trim(dir), k
-    call write_case(trim(path), k)
+    if (repeat > 1) then
+      path = trim(dir) // '/case.' // letters(k) // '.nc'
+    else
+      write(path, '(A,"/case.",I4.4,".nc")') trim(dir), k
+    end if
+    do r = 1, max(repeat, 1)
+      call write_case(trim(path), k)
+    end do
   end do
   call MPI_Info_free(info, ierr)
   if (use_dtf) then
@@ -87,6 +97,20 @@ program xfer_writer_f
   if (allfail /= 0) stop 1
 
 contains
+
+  ! K in base 26, least significant first, 'a' = 0 (the C writer's case_path).
+  function letters(kase) result(s)
+    integer, intent(in) :: kase
+    character(len=:), allocatable :: s
+    integer :: kk
+    s = ''
+    kk = kase
+    do
+      s = s // achar(iachar('a') + mod(kk, 26))
+      if (kk < 26) exit
+      kk = kk / 26
+    end do
+  end function
 
   integer function val(v, idx, salt)
     integer, intent(in) :: v, salt
