@@ -534,7 +534,11 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
         auto &memos = rt.match_memos();
         if (ws.epoch == 1 && ws.memo_new && !ws.error) {
             ws.memo_new->writes = std::move(ws.group_writes); // the session is over
-            if (memos.size() >= Runtime::kMemos && !memos.count(ws.plan_key)) memos.erase(memos.begin());
+            ws.memo_new->kept = rt.new_stamp();
+            if (memos.size() >= Runtime::kMemos && !memos.count(ws.plan_key))
+                memos.erase(std::min_element(memos.begin(), memos.end(), [](const auto &a, const auto &b) {
+                    return a.second->kept < b.second->kept;
+                }));
             memos[ws.plan_key] = std::move(ws.memo_new);
         } else {
             memos.erase(ws.plan_key);

@@ -107,6 +107,7 @@ struct ReaderPlan {
 // the reads and the pieces. The next session with the same plan_key reuses a result when its writes
 // and a request's reads are equal to those (match() is a function of them), with or without replay.
 struct MatchMemo {
+    int64_t kept = 0; // Runtime::new_stamp() when it was kept: the oldest goes first
     std::vector<match::WriteReq> writes;
     std::vector<std::pair<std::vector<match::ReadReq>, std::vector<match::Piece>>> results;
 };
