@@ -127,7 +127,7 @@ private:
     }
 
     bool meets(const Level &l, size_t i, const int64_t *q) const {
-        const int64_t *b = &l.bounds[2 * i * nd_];
+        const int64_t *b = l.bounds.data() + 2 * i * nd_; // (0-D: no bounds at all)
         for (int d = 0; d < 2 * nd_; d += 2)
             if (b[d + 1] < q[d] || q[d + 1] < b[d]) return false;
         return true;
