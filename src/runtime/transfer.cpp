@@ -283,6 +283,8 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
     if (ws.record && ws.replay != 1) ws.orders_log.push_back(WriterPlan::Order{reader_rank, pieces});
     std::vector<char> bytes = gather_pieces(rt, ws, pieces);
     phase::add_bytes(phase::Transfer, bytes.size());
+    log::debug("sending %zu data bytes of '%s' session %d epoch %d to reader rank %d", bytes.size(), ws.path.c_str(),
+               ws.session, ws.epoch, reader_rank);
     ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
 }
 
