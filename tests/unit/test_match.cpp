@@ -105,6 +105,47 @@ std::set<Index> element_set(const std::optional<Box> &b) {
 // ---------------------------------------------------------------------------------------------
 // Box basics
 
+// Dims behaves as the std::vector<int64_t> it replaces, inline (up to kInline values) and on the heap.
+void test_dims() {
+    int bad = 0;
+    for (int c = 0; c < g_cases * 10; ++c) {
+        Dims d;
+        Index v;
+        for (int op = 0; op < 12; ++op) {
+            switch (rnd(0, 4)) {
+            case 0: {
+                const int64_t x = rnd(-9, 9);
+                d.push_back(x), v.push_back(x);
+                break;
+            }
+            case 1: {
+                const size_t n = static_cast<size_t>(rnd(0, 9));
+                const int64_t x = rnd(-9, 9);
+                d.resize(n, x), v.resize(n, x);
+                break;
+            }
+            case 2: { // copy, then move, through a temporary
+                Dims copy(d);
+                Dims moved(std::move(copy));
+                d = moved;
+                break;
+            }
+            case 3: { // move-assign from a vector-built Dims
+                Dims other(v);
+                d = std::move(other);
+                break;
+            }
+            default:
+                if (!v.empty()) d[0] = v[0] = rnd(-9, 9);
+            }
+            if (d.vec() != v || d.size() != v.size() || d.empty() != v.empty() || !(d == Dims(v))) ++bad;
+        }
+    }
+    CHECK("random Dims operations match std::vector", bad == 0);
+    const bool constructors = Dims(3, 7).vec() == Index({7, 7, 7}) && Dims{3, 7}.vec() == Index({3, 7});
+    CHECK("Dims(n, value) is not a list", constructors);
+}
+
 void test_box_basics() {
     const Box b = box({0, 2}, {4, 3}, {1, 2});
     CHECK_EQ("to_string", b.to_string(), "[0:4:1, 2:3:2]");
@@ -271,7 +312,8 @@ void test_runs() {
 
     int bad = 0;
     for (int c = 0; c < g_cases * 5; ++c) {
-        const Box o = random_box(static_cast<int>(rnd(0, 4)), 5, 3);
+        const int n = static_cast<int>(rnd(0, 6)); // beyond Dims::kInline (4) too: values on the heap
+        const Box o = random_box(n, n > 4 ? 3 : 5, 3);
         const Box s = random_sub(o);
         std::vector<std::pair<int64_t, int64_t>> want;
         int64_t k = 0;
@@ -716,6 +758,7 @@ int main(int argc, char **argv) {
     }
     std::printf("seed %llu, %d cases\n", static_cast<unsigned long long>(g_seed), g_cases);
     g_rng.seed(g_seed);
+    test_dims();
     test_box_basics();
     test_intersect_fixed();
     test_intersect_random();
