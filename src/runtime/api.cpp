@@ -85,6 +85,7 @@ DTF_API int dtf_intercomm(const char *component, MPI_Comm *comm) {
         if (c < 0 || !rt->connected_to(c))
             dtf::fail(DTF_ERR_ARG, "dtf_intercomm('%s'): component '%s' is not connected to '%s' (no [FILE] section "
                       "names both)", component, rt->self_name().c_str(), component);
+        dtf::transport::Blocking unlocked; // collective over both components
         dtf::transport::check_mpi(MPI_Comm_dup(rt->peer(c).inter, comm), "MPI_Comm_dup (dtf_intercomm)");
         return 0;
     });

@@ -111,7 +111,8 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     f.rule = t.rule;
     f.peer = t.peer;
     f.writer = writer;
-    transport::check_mpi(MPI_Comm_dup(comm, &f.comm), "MPI_Comm_dup");
+    rt.collective(comm, "MPI_Comm_idup", format("%s of '%s'", call, t.path.c_str()),
+                  [&](MPI_Request *r) { return MPI_Comm_idup(comm, &f.comm, r); });
     rt.open_files()[f.ncid] = f;
     set_owned(f.ncid, true);
     log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
@@ -138,7 +139,8 @@ int close_file(Runtime &rt, int fn, int ncid) {
         return rc;
     }
     // Every rank has closed (so the data is in the file) before the other component hears of it.
-    transport::check_mpi(MPI_Barrier(f.comm), "MPI_Barrier (close)");
+    rt.collective(f.comm, "MPI_Ibarrier", format("closing '%s'", f.path.c_str()),
+                  [&](MPI_Request *r) { return MPI_Ibarrier(f.comm, r); });
     int rank;
     MPI_Comm_rank(f.comm, &rank);
     MPI_Comm_free(&f.comm);

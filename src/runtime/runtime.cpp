@@ -185,6 +185,11 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     MPI_Comm_rank(world_, &rank_);
     MPI_Comm_size(world_, &size_);
     {
+        int *ub = nullptr, found = 0;
+        MPI_Comm_get_attr(world_, MPI_TAG_UB, &ub, &found);
+        if (found && ub) tag_ub_ = *ub;
+    }
+    {
         // More ranks of this component on this node than cores (the other components' are not
         // known here): waits back off from the start (wait_until).
         MPI_Comm node;
@@ -231,6 +236,8 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     double t0 = now_s();
     connect_peers();
     stats_.connect_s = now_s() - t0;
+    for (const auto &[index, link] : peers_) // a data tag for each rank of either side
+        for (int c : {self_, index}) data_tag(c, int64_t{(c == self_ ? size_ : link.remote_size) - 1} << 32);
     if (!peers_.empty()) start_progress_thread();
 }
 
@@ -326,6 +333,16 @@ void Runtime::notify(int peer, Message message) {
 
 void Runtime::send(int peer, int remote_rank, Message message) { post(peer, {remote_rank}, std::move(message)); }
 
+transport::Tag Runtime::data_tag(int writer, int64_t stamp) const {
+    const int writer_size = writer == self_ ? size_ : peer(writer).remote_size;
+    const int root = static_cast<int>((stamp >> 32) & 0xffff);
+    auto tag = transport::data_tag(root, static_cast<uint32_t>(stamp), writer_size, tag_ub_);
+    if (!tag)
+        fail(DTF_ERR_MPI, "MPI_TAG_UB (%d) leaves no data message tag for rank %d of the %d ranks of component '%s'",
+             tag_ub_, root, writer_size, config_.components[static_cast<size_t>(writer)].c_str());
+    return *tag;
+}
+
 bool Runtime::progress() {
     bool happened = false;
     for (auto &[comp, link] : peers_) {
@@ -385,10 +402,10 @@ bool Runtime::serving_key(const std::string &plan_key) const {
     return false;
 }
 
-bool Runtime::serving(const std::string &path, int session) const {
+const WriterSession *Runtime::serving(const std::string &path, int session) const {
     for (const auto &ws : serving_)
-        if (ws->path == path && (session == 0 || ws->session == session)) return true;
-    return false;
+        if (ws->path == path && (session == 0 || ws->session == session)) return ws.get();
+    return nullptr;
 }
 
 void Runtime::apply(Message &&m) {
@@ -496,6 +513,23 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         // late, and a long wait costs little CPU. A crowded node backs off from the start instead.
         pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3));
     }
+}
+
+void Runtime::collective(MPI_Comm comm, const char *call, const std::string &context,
+                         const std::function<int(MPI_Request *)> &start) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(start(&req), call);
+    wait_until(
+        [&] {
+            int flag = 0;
+            check_mpi(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), call);
+            return flag != 0;
+        },
+        [&] {
+            int size = 0;
+            MPI_Comm_size(comm, &size);
+            return format("%s: %s over %d ranks waited for the others", context.c_str(), call, size);
+        });
 }
 
 void Runtime::pause(double seconds) {
@@ -621,7 +655,7 @@ void Runtime::teardown(bool orderly) {
     open_files_.clear();
     for (auto &[ncid, vf] : virtual_files_) {
         log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
-        if (vf->comm != MPI_COMM_NULL) MPI_Comm_free(&vf->comm);
+        if (vf->comm != MPI_COMM_NULL && !vf->ws) MPI_Comm_free(&vf->comm); // else the session's (retire())
         if (vf->ws) serving_.erase(std::remove(serving_.begin(), serving_.end(), vf->ws), serving_.end());
     }
     virtual_files_.clear();

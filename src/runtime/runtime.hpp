@@ -172,6 +172,9 @@ public:
     void forget_finished(const std::string &path);
     // A number no other writer session of the run has (WriterSession::stamp).
     int64_t new_stamp() { return (int64_t{self_} << 48) | (int64_t{rank_} << 32) | ++stamps_; }
+    // The tag of the data messages of the writer session stamped `stamp` (transport::data_tag);
+    // `writer` is its writer component.
+    transport::Tag data_tag(int writer, int64_t stamp) const;
     std::map<int, OpenFile> &open_files() { return open_files_; }
     std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
     VirtualFile *virtual_file(int ncid);
@@ -206,19 +209,24 @@ public:
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
+    // One of dtf's own collectives over `comm` (ranks of this component): `start` begins it
+    // nonblocking (e.g. MPI_Iallreduce), and it completes like any wait above: the progress thread
+    // serves meanwhile, nothing spins in MPI, and a rank that never joins ends in DTF_ERR_TIMEOUT
+    // "<context>: <call> over N ranks waited for the others" instead of a hang.
+    void collective(MPI_Comm comm, const char *call, const std::string &context,
+                    const std::function<int(MPI_Request *)> &start);
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);
     bool serving_key(const std::string &plan_key) const; // a session of that plan_key is being served
-    // Whether a writer session of `path` numbered `session` is still being served here.
-    bool serving(const std::string &path, int session = 0) const; // 0: any session
+    // The writer session of `path` numbered `session` (0: any) still being served here, or nullptr.
+    const WriterSession *serving(const std::string &path, int session = 0) const;
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
-    // Free `comm` from an application thread: Open MPI 4.1 allocates communicator ids with a
-    // nonblocking agreement that any thread's progress may advance, and a communicator created or
-    // freed while the progress thread runs MPI can lose messages; so communicators are created and
-    // freed only under the runtime lock by application threads (retired ones at the next entry).
+    // Free `comm` later, from an application thread under the runtime lock (at the next file
+    // opened, or dtf_finalize): a session's communicator outlives its file, and the progress thread,
+    // which ends the session, must not free it (a free is collective in MPI's terms).
     void retire(MPI_Comm comm) { retired_.push_back(comm); }
     void free_retired();
     // Stop the progress thread and serve the writer sessions of closed files to the end.
@@ -252,6 +260,7 @@ private:
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
     uint32_t stamps_ = 0;
+    int tag_ub_ = 32767; // MPI_TAG_UB
     bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid

@@ -127,8 +127,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->path = vf.path;
     ws->session = vf.session;
     ws->peer = vf.peer;
-    check_mpi(MPI_Comm_dup(vf.comm, &ws->comm), "MPI_Comm_dup"); // under the lock: see Runtime::retire
-    MPI_Comm_set_errhandler(ws->comm, MPI_ERRORS_RETURN);
+    ws->comm = vf.comm; // the session owns it from now on (close_file leaves it alone)
     ws->local = rt.channel_over(ws->comm);
     ws->rank = vf.rank;
     ws->size = vf.size;
@@ -285,7 +284,7 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
     phase::add_bytes(phase::Transfer, bytes.size());
     log::debug("sending %zu data bytes of '%s' session %d epoch %d to reader rank %d", bytes.size(), ws.path.c_str(),
                ws.session, ws.epoch, reader_rank);
-    ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, Tag::Data, std::move(bytes), "sending data"));
+    ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes), "sending data"));
 }
 
 // The reader group of the session, once its root said who reads (ReaderOpened). FileDefined went to
@@ -394,10 +393,11 @@ bool step(Runtime &rt, WriterSession &ws) {
             // Packed at put, or (the plan was confirmed after the first put) gathered now from the
             // writes, which were all kept.
             const bool packed = ws.packing == WriterSession::Packing::Packing;
+            const Tag tag = rt.data_tag(rt.self(), ws.stamp);
             for (size_t o = 0; o < plan->orders.size(); ++o) {
                 std::vector<char> bytes = packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces);
                 phase::add_bytes(phase::Transfer, bytes.size());
-                ws.pushed_sends.push_back(channel.send(plan->orders[o].reader, Tag::Data, std::move(bytes), "sending data"));
+                ws.pushed_sends.push_back(channel.send(plan->orders[o].reader, tag, std::move(bytes), "sending data"));
             }
             ws.sends.insert(ws.sends.end(), ws.pushed_sends.begin(), ws.pushed_sends.end());
         } else if (ws.packing == WriterSession::Packing::Packing) {
@@ -433,11 +433,17 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws) {
     if (ws.reader_ranks.empty())
         return format("dtf_transfer of '%s' (session %d) waited for component '%s' to open it", ws.path.c_str(),
                       ws.session, peer.c_str());
-    return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %zu of %zu reader "
-                  "ranks done, %zu bytes not delivered%s",
-                  ws.path.c_str(), ws.session, ws.rank, peer.c_str(), ws.readers_done, ws.reader_ranks.size(),
-                  ws.local->pending_bytes(ws.sends),
-                  ws.meta_expected > 0 ? format(", write metadata of %d ranks of its work group missing", ws.meta_expected).c_str() : "");
+    std::string state;
+    if (ws.is_matcher())
+        state = format("%zu of %zu reader ranks done", ws.readers_done, ws.reader_ranks.size());
+    else
+        state = format("its matcher (writer rank %d) %s every reader rank is done", ws.rank / ws.group * ws.group,
+                       ws.finished ? "said" : "has not yet said");
+    if (ws.meta_expected > 0) state += format(", write metadata of %d ranks of its work group missing", ws.meta_expected);
+    return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %s, %zu bytes not "
+                  "delivered",
+                  ws.path.c_str(), ws.session, ws.rank, peer.c_str(), state.c_str(),
+                  ws.local->pending_bytes(ws.sends));
 }
 
 namespace {
@@ -480,10 +486,8 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
     mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
-    {
-        transport::Blocking blocking;
-        check_mpi(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, vf.comm), "MPI_Allreduce (numrecs)");
-    }
+    rt.collective(vf.comm, "MPI_Iallreduce", format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session),
+                  [&](MPI_Request *r) { return MPI_Iallreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, vf.comm, r); });
     vf.header.set_numrecs(all[0]);
     ws.stamp = all[3];
     ws.replay_candidate = ws.plan && all[1] == 0;
@@ -520,10 +524,9 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     // One more epoch if no dtf_transfer came, or if any writer rank wrote since the last one: agreed,
     // since serve() is collective (a put of one rank after dtf_transfer is enough).
     int wrote = ws.epoch == 0 || ws.writes_announced < ws.writes.size(), any = wrote;
-    if (ws.epoch > 0) {
-        transport::Blocking blocking;
-        check_mpi(MPI_Allreduce(&wrote, &any, 1, MPI_INT, MPI_MAX, vf.comm), "MPI_Allreduce (writes after transfer)");
-    }
+    if (ws.epoch > 0)
+        rt.collective(vf.comm, "MPI_Iallreduce", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
+                      [&](MPI_Request *r) { return MPI_Iallreduce(&wrote, &any, 1, MPI_INT, MPI_MAX, vf.comm, r); });
     if (any) serve(rt, vf);
     if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws, true);
     ws.closed = true;
@@ -619,12 +622,13 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
     if (vf.replay != 1 || vf.fell_back) return;
     vf.fell_back = true;
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     std::vector<std::vector<char>> scratch;
     std::vector<Ticket> recvs;
     for (size_t b = vf.plan_batch; b < vf.plan->batches.size(); ++b)
         for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
             scratch.push_back(rt.buffers().take(n));
-            recvs.push_back(channel.receive(writer, Tag::Data, scratch.back().data(), n, "receiving replayed data"));
+            recvs.push_back(channel.receive(writer, tag, scratch.back().data(), n, "receiving replayed data"));
         }
     vf.plan_batch = vf.plan->batches.size();
     rt.wait_until([&] { return channel.done(recvs); }, [&] {
@@ -693,12 +697,13 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     std::map<int, std::vector<char>> data;
     std::vector<Ticket> recvs;
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     for (auto &[writer, list] : by_writer) {
         size_t n = 0;
         for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id).record->xtype);
         std::vector<char> &buf = data[writer];
         buf = rt.buffers().take(n);
-        recvs.push_back(channel.receive(writer, Tag::Data, buf.data(), n, "receiving data"));
+        recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
     }
     rt.wait_until([&] { return channel.done(recvs); }, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of component '%s'",
@@ -773,10 +778,8 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
 // all keep, replace or drop the plan alike; collective, in place of the barrier at close.
 void end_reader_session(Runtime &rt, VirtualFile &vf) {
     int changed = vf.fell_back || vf.epoch != 1, any = 0;
-    {
-        transport::Blocking blocking;
-        check_mpi(MPI_Allreduce(&changed, &any, 1, MPI_INT, MPI_MAX, vf.comm), "MPI_Allreduce (close)");
-    }
+    rt.collective(vf.comm, "MPI_Iallreduce", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
+                  [&](MPI_Request *r) { return MPI_Iallreduce(&changed, &any, 1, MPI_INT, MPI_MAX, vf.comm, r); });
     auto &plans = rt.reader_plans();
     if (any) {
         plans.drop(vf.plan_key, vf.plan);

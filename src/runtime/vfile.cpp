@@ -38,7 +38,8 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     vf->rule = &rule;
     vf->peer = peer;
     vf->writer = writer;
-    transport::check_mpi(MPI_Comm_dup(comm, &vf->comm), "MPI_Comm_dup");
+    rt.collective(comm, "MPI_Comm_idup", format("%s '%s'", writer ? "creating" : "opening", path.c_str()),
+                  [&](MPI_Request *r) { return MPI_Comm_idup(comm, &vf->comm, r); });
     MPI_Comm_set_errhandler(vf->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(vf->comm, &vf->rank);
     MPI_Comm_size(vf->comm, &vf->size);
@@ -46,8 +47,9 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     // A session of the path this rank wrote may still be served; once it is, the path may be forgotten
     // (num_sessions), and the numbering starts again.
     rt.wait_until([&] { return !rt.serving(path); }, [&] {
-        return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it",
-                      writer ? "creating" : "opening", path.c_str());
+        const WriterSession *ws = rt.serving(path);
+        return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it%s",
+                      writer ? "creating" : "opening", path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
     });
     rt.forget_finished(path);
     PathCounters &c = rt.counters()[path];
@@ -146,8 +148,8 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     if (!vf.writer && vf.rule->replay_io && !abort) {
         end_reader_session(rt, vf); // collective: all ranks have closed when it returns
     } else {
-        transport::Blocking blocking;
-        transport::check_mpi(MPI_Barrier(vf.comm), "MPI_Barrier (close)");
+        rt.collective(vf.comm, "MPI_Ibarrier", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
+                      [&](MPI_Request *r) { return MPI_Ibarrier(vf.comm, r); });
     }
     // Every final header of the session has come (the writer root sends one per epoch, in order), so
     // that none can arrive once the path is forgotten.
@@ -167,7 +169,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     rt.discard_closed_sessions();
-    MPI_Comm_free(&vf.comm);
+    if (!vf.ws) MPI_Comm_free(&vf.comm); // a writer's belongs to its session, which may still be served
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
     rt.virtual_files().erase(vf.ncid); // vf is gone after this

@@ -123,7 +123,7 @@ struct WriterSession {
     // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
     // the session's plan on both sides, since session numbers start again once a path is forgotten.
     int64_t stamp = 0;
-    MPI_Comm comm = MPI_COMM_NULL;             // own dup of the file's communicator
+    MPI_Comm comm = MPI_COMM_NULL;             // the file's (VirtualFile::comm), owned by the session
     std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
     int rank = 0, size = 1, group = 1;         // group: ranks per matcher (MAX_WORKGROUP_SIZE)
     std::vector<int> ranks;                    // component rank of each rank of comm
@@ -196,7 +196,7 @@ struct VirtualFile {
     const config::FileRule *rule = nullptr;
     int peer = -1;
     bool writer = false;
-    MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator
+    MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator (a writer's session owns it)
     int rank = 0, size = 1;
     std::vector<int> ranks; // component rank of each rank of comm
     int session = 0; // 1-based session of this path (counted per writer component)

@@ -23,10 +23,20 @@ enum class Tag : int {
     Control = 0x0d71,   // control messages between components (runtime/message.hpp)
     Meta = 0x0d72,      // writer -> its matcher, within the writer's file communicator: write metadata
     Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
-    Data = 0x0d74,      // writer -> reader: the data of pieces
     Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
     Routes = 0x0d7e,    // one byte per rank pair right after connecting (open_all_routes)
+    // Data (writer -> reader: the data of pieces) has a tag per writer session: data_tag().
 };
+
+// Tags from kDataTagFirst to the MPI_TAG_UB carry data messages, one tag per writer session, so
+// that the messages of two sessions in flight between the same two ranks (a closed file still
+// served while the next one pushes its data) can never be taken for each other's.
+constexpr int kDataTagFirst = 0x1000;
+// The tag of the session whose root is rank `root_rank` of a writer component of `writer_size`
+// ranks, and whose number there is `serial` (the root's count, see Runtime::new_stamp): distinct for
+// the same root until `serial` wraps around (tags / writer_size of them), and distinct between
+// roots. nullopt when the tags below `tag_ub` do not give each rank of the writer component one.
+std::optional<Tag> data_tag(int root_rank, uint32_t serial, int writer_size, int tag_ub);
 
 // A nonblocking operation: done once its bytes have left (send) or arrived (receive).
 using Ticket = uint64_t;

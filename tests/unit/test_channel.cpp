@@ -26,7 +26,38 @@ std::vector<char> bytes(const std::string &s) { return std::vector<char>(s.begin
 std::string text(const std::vector<char> &b) { return std::string(b.begin(), b.end()); }
 } // namespace
 
+// data_tag(): one tag per writer session, within [kDataTagFirst, tag_ub], distinct between roots
+// and between a root's sessions until its serials wrap around.
+void test_data_tags() {
+    const int ub = 32767; // the least MPI_TAG_UB the standard allows
+    std::vector<bool> seen(ub + 1, false);
+    bool distinct = true, in_range = true;
+    for (int root = 0; root < 4; ++root)
+        for (uint32_t serial = 1; serial <= 100; ++serial) {
+            auto t = data_tag(root, serial, 4, ub);
+            const int v = t ? static_cast<int>(*t) : -1;
+            in_range = in_range && v >= kDataTagFirst && v <= ub;
+            if (v < 0) continue;
+            distinct = distinct && !seen[static_cast<size_t>(v)];
+            seen[static_cast<size_t>(v)] = true;
+        }
+    CHECK(in_range && distinct);
+    // A root's serials wrap around after (tags / writer ranks) sessions.
+    const uint32_t per_root = (ub - kDataTagFirst + 1) / 4;
+    CHECK(data_tag(1, 7, 4, ub) == data_tag(1, 7 + per_root, 4, ub));
+    CHECK(data_tag(1, 7, 4, ub) != data_tag(1, 8 + per_root, 4, ub));
+    CHECK(data_tag(3, 0xffffffffu, 4, ub).has_value()); // the largest serial stays in range
+    CHECK(static_cast<int>(*data_tag(3, 0xffffffffu, 4, ub)) <= ub);
+    CHECK(data_tag(0, 1, 1, 0x7fffffff).has_value());
+    // No tag for every rank: more writer ranks than tags; a root outside the component.
+    CHECK(!data_tag(0, 1, ub, ub));
+    CHECK(!data_tag(4, 1, 4, ub));
+    CHECK(!data_tag(0, 1, 4, kDataTagFirst - 1));
+}
+
 int main() {
+    test_data_tags();
+    const Tag data = *data_tag(0, 1, 2, 32767);
     LoopbackNet net;
     const int writers = net.add_group(2), readers = net.add_group(3);
     auto w0 = net.channel(writers, 0, readers), w1 = net.channel(writers, 1, readers);
@@ -35,7 +66,7 @@ int main() {
 
     // Order per (source, tag); tags are kept apart; a send to several ranks reaches each.
     w0->send(0, Tag::Control, bytes("a"), "test");
-    w0->send(0, Tag::Data, bytes("data"), "test");
+    w0->send(0, data, bytes("data"), "test");
     w0->send({0, 2}, Tag::Control, bytes("b"), "test");
     auto m = r0->poll(Tag::Control, "test");
     CHECK(m && m->source == 0 && text(m->bytes) == "a");
@@ -47,26 +78,38 @@ int main() {
 
     // A posted receive takes the next message of its source and tag; poll() leaves it alone.
     char buf[4] = {};
-    Ticket t = r0->receive(0, Tag::Data, buf, 4, "test");
-    CHECK(!r0->poll(Tag::Data, "test"));
+    Ticket t = r0->receive(0, data, buf, 4, "test");
+    CHECK(!r0->poll(data, "test"));
     r0->progress();
     CHECK(r0->done(t) && std::string(buf, 4) == "data");
 
     // A receive posted before the message arrives completes when it does, from that source only.
     char two[2] = {};
-    t = r0->receive(1, Tag::Data, two, 2, "test");
-    w0->send(0, Tag::Data, bytes("xx"), "test");
+    t = r0->receive(1, data, two, 2, "test");
+    w0->send(0, data, bytes("xx"), "test");
     r0->progress();
     CHECK(!r0->done(t) && r0->pending_bytes({t}) == 2);
-    w1->send(0, Tag::Data, bytes("yy"), "test");
+    w1->send(0, data, bytes("yy"), "test");
     r0->progress();
     CHECK(r0->done(t) && std::string(two, 2) == "yy" && r0->pending_bytes({t}) == 0);
-    m = r0->poll(Tag::Data, "test");
+    m = r0->poll(data, "test");
     CHECK(m && m->source == 0 && text(m->bytes) == "xx");
 
+    // Two sessions' data between the same two ranks: each receive takes its own session's message,
+    // whichever was sent first.
+    const Tag later = *data_tag(0, 2, 2, 32767);
+    w1->send(0, data, bytes("first"), "test");
+    w1->send(0, later, bytes("second"), "test");
+    char six[6] = {};
+    t = r0->receive(1, later, six, 6, "test");
+    r0->progress();
+    CHECK(r0->done(t) && std::string(six, 6) == "second");
+    m = r0->poll(data, "test");
+    CHECK(m && text(m->bytes) == "first");
+
     // A message of another size than the receive expects is an error.
-    t = r0->receive(1, Tag::Data, buf, 4, "receiving data");
-    w1->send(0, Tag::Data, bytes("toolong"), "test");
+    t = r0->receive(1, data, buf, 4, "receiving data");
+    w1->send(0, data, bytes("toolong"), "test");
     int code = 0;
     std::string why;
     try {
