@@ -784,7 +784,8 @@ static Opts parse(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int provided; /* MPI_THREAD_MULTIPLE: dtf may run its progress thread (DTF_PROGRESS_THREAD) */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     Ctx c = {0};
     c.o = parse(argc, argv);

@@ -25,6 +25,7 @@ import tempfile
 LINE = re.compile(r"^\[(\w+)\] resources (\w+) cycle (\d+): rss_kib (\d+) fds (\d+) comm_index (\d+)$")
 UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used(;.*)?$")
 KEPT = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .*; (\d+) path records kept$")
+THREAD = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .*; progress thread (on|off[^;]*);")
 
 
 def main():
@@ -61,8 +62,11 @@ def main():
     samples = {}  # component -> {cycle: (rss, fds, comm)}
     unused = {}  # component -> control messages never used
     kept = {}  # component -> path records left at dtf_finalize
+    thread = {}  # component -> whether its progress thread ran
     for line in run.stdout.splitlines():
-        m, u, k = LINE.match(line), UNUSED.match(line), KEPT.match(line)
+        m, u, k, t = LINE.match(line), UNUSED.match(line), KEPT.match(line), THREAD.match(line)
+        if t:
+            thread[t[1]] = t[2]
         if m:
             samples.setdefault(m[2], {})[int(m[3])] = tuple(map(int, m.group(4, 5, 6)))
         elif u:
@@ -98,6 +102,10 @@ def main():
         if second > first:
             failures.append(f"{comp}: the communicator index climbed after warm-up (leaked communicators): up to "
                             f"{first} in cycles {warmup + 1}-{warmup + half}, {second} later")
+        # DTF_PROGRESS_THREAD=1 (the thread's own soak): it must have run (the demo asks for
+        # MPI_THREAD_MULTIPLE).
+        if os.environ.get("DTF_PROGRESS_THREAD") == "1" and thread.get(comp) != "on":
+            failures.append(f"{comp}: DTF_PROGRESS_THREAD=1 but its progress thread was {thread.get(comp, 'not reported')}")
         if unused.get(comp) != 0:
             failures.append(f"{comp}: {unused.get(comp, 'an unknown number of')} control messages were never used "
                             "(DTF_VERBOSE_LEVEL=1 lists them)")

@@ -101,6 +101,8 @@ def launch(args, run, work, extra_env=None):
         env["XFER_AVOID"] = args.avoid
     env["DTF_PRINT_STATS"] = "1"  # the writer's stats say how put values were kept
     env["XFER_REPEAT"] = str(args.repeat)
+    if args.thread:
+        env["DTF_PROGRESS_THREAD"] = "1"
     env.update(extra_env or {})
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -124,6 +126,7 @@ def launch(args, run, work, extra_env=None):
 
 STATS = re.compile(r"\[dtf writer\] stats .* put values: (\d+) bytes copied, (\d+) referenced")
 REPLAYED = re.compile(r"\[dtf reader\] stats .* (\d+) get batches replayed, (\d+) matched")
+THREAD = re.compile(r"\[dtf writer\] stats .* progress thread (on|off[^;]*);")
 
 
 def stats_numbers(run, pattern, what):
@@ -148,6 +151,19 @@ def replayed_as_configured(args, run):
           f"{args.repeat} runs of each case)")
     if (replayed > 0) != (args.replay and args.repeat > 1):
         print(f"FAIL: replay_io={int(args.replay)} with {args.repeat} runs per case but {replayed} batches replayed")
+        return False
+    return True
+
+
+def thread_as_configured(args, run):
+    """With --thread the writer's stats must say its progress thread ran (so that the test cannot
+    pass without it)."""
+    if run.mode != "transfer" or not args.thread:
+        return True
+    m = THREAD.search(run.output)
+    print(f"   progress thread: {m.group(1) if m else 'not reported'}")
+    if not m or m.group(1) != "on":
+        print("FAIL: --thread, but the writer's progress thread did not run")
         return False
     return True
 
@@ -300,6 +316,8 @@ def main():
     p.add_argument("--replay", action="store_true",
                    help="replay_io=1: with --repeat R > 1 the transfer run must replay the runs 2..R of "
                         "each case (checked from the readers' statistics)")
+    p.add_argument("--thread", action="store_true",
+                   help="DTF_PROGRESS_THREAD=1 (the writer's stats must show that its progress thread ran)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)
@@ -335,7 +353,8 @@ def main():
             launch(args, run, work, {"XFER_INJECT": args.inject} if args.inject and i == 1 else None)
             if args.inject and i == 1:
                 continue  # judged below
-            ok &= report_check_fails(args, run) and kept_as_configured(args, run) and replayed_as_configured(args, run)
+            ok &= (report_check_fails(args, run) and kept_as_configured(args, run) and
+                   replayed_as_configured(args, run) and thread_as_configured(args, run))
             if run.status != 0 and not run.check_fails:
                 print(f"FAIL: the {run.label} run exited with status {run.status}")
                 ok = False
