@@ -131,6 +131,7 @@ typedef struct {
     const char *role, *label, *dir, *csv, *config;
     int members, px, py, imax, jmax, kmax, gx, gy; /* gx, gy > 0: fixed global grid (strong scaling) */
     int cycles, reps, verify;
+    int compute_ms; /* per cycle and role, between its output and its next input (--compute) */
     char modes[128];
 } Opts;
 
@@ -168,6 +169,20 @@ typedef struct {
 static Sample *g_cur; /* the cycle being measured */
 static double g_t0;   /* start of the current phase */
 static void start(void) { g_t0 = MPI_Wtime(); }
+
+/* The program's own work between its output and its next input: `ms` milliseconds of floating-point
+ * work on the CPU, in no I/O phase (start() restarts the phase clock after it); it counts in the
+ * cycle's total. With dtf's progress thread the data can move meanwhile. */
+static volatile double g_sink;
+static void compute(int ms) {
+    if (ms <= 0) return;
+    const double end = MPI_Wtime() + 1e-3 * ms;
+    double x = 1.0;
+    while (MPI_Wtime() < end)
+        for (int i = 0; i < 4096; ++i) x = x * 1.0000001 + 1e-9;
+    g_sink = x;
+    start();
+}
 static void stop(enum Phase p) {
     double t = MPI_Wtime();
     g_cur->s[p] += t - g_t0;
@@ -509,6 +524,7 @@ static void model_raw_cycle(Ctx *c, Links *l, ModelData *d) {
         pack(&l->links[i], ANAL, src, halo_blk(c, c->rank), shifted(l->links[i].part), c->o.kmax, 0);
     post(l, a, b, 0, c->inter);
     stop(P_IO);
+    compute(c->o.compute_ms);
     MPI(MPI_Waitall(l->n, l->reqs, MPI_STATUSES_IGNORE));
     stop(P_TRANSFER);
     for (int i = b; i < l->n; ++i) pack(&l->links[i], BACK, d->back, c->mine, l->links[i].part, c->o.kmax, 1);
@@ -532,6 +548,8 @@ static void assim_raw_cycle(Ctx *c, Links *l, AssimData *d) {
         pack(k, f, arrays, c->mine, k->part, c->o.kmax, f != BACK);
         g_cur->b[P_IO] += (double)k->n * sizeof(float);
     }
+    stop(P_IO);
+    compute(c->o.compute_ms);
     post(l, b, l->n, 0, c->inter);
     stop(P_IO);
     MPI(MPI_Waitall(l->n - b, l->reqs + b, MPI_STATUSES_IGNORE));
@@ -614,6 +632,7 @@ static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int 
     char path[4096];
     model_write(c, d, HIST, mode, cycle);
     model_write(c, d, ANAL, mode, cycle);
+    compute(c->o.compute_ms);
     file_name(path, sizeof path, c, BACK, c->member, mode);
     read_file(c, path, c->comm, BACK, c->mine, d->back, mode);
 }
@@ -632,6 +651,7 @@ static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
         file_name(path, sizeof path, c, ANAL, m, mode);
         read_file(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS, mode);
     }
+    compute(c->o.compute_ms);
     for (int m = 0; m < c->M; ++m) {
         file_name(path, sizeof path, c, BACK, m, mode);
         write_back(c, path, d->back + (size_t)m * ANAL_READS, mode);
@@ -735,7 +755,9 @@ static void usage(void) {
         fprintf(stderr,
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,file,file-sync,mpi-raw]\n"
-                "                [--verify 0|1] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
+                "                [--verify 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
+                "  --compute: MS milliseconds of CPU work per cycle in each role between its output and its\n"
+                "  next input (model: after writing, before reading back; assimilation: after reading)\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -752,7 +774,7 @@ static int int_arg(int argc, char **argv, int i) {
 }
 
 static Opts parse(int argc, char **argv) {
-    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, "transfer,transfer-replay,file,file-sync,mpi-raw"};
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -768,6 +790,7 @@ static Opts parse(int argc, char **argv) {
         else if (!strcmp(a, "--cycles")) o.cycles = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--reps")) o.reps = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--verify")) o.verify = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--compute")) o.compute_ms = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--grid")) {
             o.imax = int_arg(argc, argv, ++i);
             o.jmax = int_arg(argc, argv, ++i);

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The progress thread's cost and gain in the LETKF benchmark (bench/letkf_io.c): one size, run with
+DTF_PROGRESS_THREAD=0 and =1 alternately, modes transfer, transfer-replay and mpi-raw, optionally
+with CPU work between each role's output and its next input (--compute MS), so that the thread can
+move the data while the program computes.
+
+usage: bench/thread.py BUILD_DIR [--members M] [--grid IMAX JMAX KMAX] [--compute MS] [--pairs N]
+
+Prints, per run, the median model and assimilation cycle (max over ranks) of each mode, and the
+ratio mpi-raw / transfer (1 is the ceiling of raw pre-posted MPI). Compare the two settings within
+one pair of runs (the machine is shared and noisy); --pairs repeats the pair.
+"""
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODES = ("transfer", "transfer-replay", "mpi-raw")
+
+
+def run(a, thread, work):
+    files = os.path.join(work, "files")
+    os.makedirs(files, exist_ok=True)
+    args = ["--members", str(a.members), "--px", "1", "--py", "1", "--grid", *map(str, a.grid), "--reps", "3",
+            "--cycles", "6", "--dir", files, "--config", os.path.join(HERE, "letkf.ini"), "--label", "thread",
+            "--compute", str(a.compute), "--modes", ",".join(MODES)]
+    exe = os.path.join(a.build, "bench", "letkf_io")
+    csvs = {role: os.path.join(work, f"{role}.csv") for role in ("model", "assim")}
+    cmd = [os.path.join(a.build, "bin", "dtfrun"), "-c", os.path.join(HERE, "letkf.ini"), "--timeout", "60",
+           "--walltime", "300"]
+    for i, role in enumerate(("model", "assim")):
+        cmd += ([":"] if i else []) + ["--name", role, "-n", str(a.members), exe, "--role", role, *args,
+                                       "--csv", csvs[role]]
+    env = dict(os.environ, DTF_PROGRESS_THREAD=str(thread))
+    p = subprocess.run(cmd, cwd=files, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=400)
+    if p.returncode != 0:
+        sys.exit(f"thread.py: the run with DTF_PROGRESS_THREAD={thread} failed:\n{p.stdout[-3000:]}")
+    medians = {}
+    for role, path in csvs.items():
+        cycles = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r["agg"] == "max" and r["phase"] == "total":
+                    cycles.setdefault(r["mode"], []).append(1e3 * float(r["seconds"]))
+        medians[role] = {m: statistics.median(v) for m, v in cycles.items()}
+    return medians
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build", metavar="BUILD_DIR")
+    p.add_argument("--members", type=int, default=1, help="ensemble members, one model rank each (default 1)")
+    p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 16], metavar=("IMAX", "JMAX", "KMAX"))
+    p.add_argument("--compute", type=int, default=0, help="milliseconds of CPU work per cycle and role")
+    p.add_argument("--pairs", type=int, default=1)
+    a = p.parse_args()
+    a.build = os.path.abspath(a.build)
+    print(f"{a.members} member(s) x 1 rank per role, {'x'.join(map(str, a.grid))} per rank, compute {a.compute} ms; "
+          "median cycle in ms (max over ranks), 3 reps x 6 cycles")
+    print(f"{'thread':>6} {'role':>6} " + " ".join(f"{m:>16}" for m in MODES) + "  raw/transfer raw/replay")
+    with tempfile.TemporaryDirectory(prefix="dtf-thread-") as work:
+        for _ in range(a.pairs):
+            for thread in (0, 1):
+                m = run(a, thread, work)
+                for role in ("model", "assim"):
+                    t = m[role]
+                    print(f"{thread:>6} {role:>6} " + " ".join(f"{t[x]:16.1f}" for x in MODES) +
+                          f"  {t['mpi-raw'] / t['transfer']:12.2f} {t['mpi-raw'] / t['transfer-replay']:10.2f}",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()
