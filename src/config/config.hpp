@@ -65,7 +65,7 @@ struct Settings {
     int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
     std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name
     std::string lost_dir;            // DTF_LOST_DIR: where dtfrun reports components that died
-    bool progress_thread = false;    // DTF_PROGRESS_THREAD: serve readers from a thread (experimental)
+    bool progress_thread = false;    // DTF_PROGRESS_THREAD: serve readers from a thread
     std::vector<std::string> warnings; // e.g. unknown DTF_* variables
 };
 

