@@ -499,6 +499,15 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
     Deadline deadline(settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
     double next_check = 0.1;
+    // While an application thread waits here it progresses by itself: the progress thread stands
+    // aside (progress_loop), so that the two do not contend for the lock, MPI and the cores.
+    struct Waiting {
+        Runtime &rt;
+        explicit Waiting(Runtime &r) : rt(r) { ++rt.waiting_; }
+        ~Waiting() {
+            if (--rt.waiting_ == 0) rt.wake_.notify_all();
+        }
+    } waiting(*this);
     for (;;) {
         progress();
         if (done()) break;
@@ -538,11 +547,6 @@ void Runtime::pause(double seconds) {
         background_error_.reset();
         throw e;
     }
-    std::unique_lock<std::mutex> *lock = Entry::held();
-    if (lock && progress_thread_running()) {
-        progressed_.wait_for(*lock, std::chrono::duration<double>(seconds));
-        return;
-    }
     transport::Blocking unlocked;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
@@ -550,21 +554,26 @@ void Runtime::pause(double seconds) {
 // The progress thread: progress() under the runtime lock, then a wait that releases it. It polls
 // quickly while data is in flight (each poll lets MPI move the next part of a large message) and
 // backs off to 1 ms when nothing is pending, so that a waiting rank does not take the CPU from
-// the application (this machine runs more ranks than cores).
+// the application (this machine runs more ranks than cores). It works only while no application
+// thread waits in dtf (wait_until), which progresses by itself meanwhile.
 void Runtime::progress_loop() {
     std::unique_lock<std::mutex> lock(Entry::mutex());
     double delay = 20e-6;
     while (!stop_) {
+        if (waiting_ > 0) {
+            wake_.wait(lock); // until that wait ends (or stop)
+            delay = 20e-6;
+            continue;
+        }
         bool happened = false;
         try {
             happened = progress();
         } catch (const Error &e) {
             if (!background_error_) background_error_ = std::make_unique<Error>(e);
         }
-        if (happened) progressed_.notify_all();
         const double cap = queue_->pending() > 0 || !serving_.empty() ? 200e-6 : 1e-3;
         delay = happened ? 20e-6 : std::min(delay * 1.5, cap);
-        progressed_.wait_for(lock, std::chrono::duration<double>(delay));
+        wake_.wait_for(lock, std::chrono::duration<double>(delay));
     }
 }
 
@@ -592,7 +601,7 @@ void Runtime::start_progress_thread() {
 void Runtime::stop_progress_thread() {
     if (!thread_.joinable()) return;
     stop_ = true;
-    progressed_.notify_all();
+    wake_.notify_all();
     transport::Blocking unlocked;
     thread_.join();
 }

@@ -248,7 +248,7 @@ private:
     void start_progress_thread();
     void stop_progress_thread();
     void progress_loop();
-    // Sleep about `seconds` without the runtime lock; with the progress thread, wake when it made progress.
+    // Sleep about `seconds` without the runtime lock.
     void pause(double seconds);
 
     config::Config config_;
@@ -275,7 +275,8 @@ private:
     std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos_;
     PlanShelf<ReaderPlan> reader_plans_;
     std::thread thread_;
-    std::condition_variable progressed_; // notified by the progress thread when something happened
+    std::condition_variable wake_;       // wakes the progress thread: stop, or no wait_until left
+    int waiting_ = 0;                    // application threads in wait_until (the thread stands aside)
     bool stop_ = false;                  // tells the progress thread to end
     std::string thread_note_ = "off";    // whether the progress thread runs, and why not (statistics)
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
