@@ -186,6 +186,8 @@ public:
     std::map<std::string, std::shared_ptr<const MatchMemo>> &match_memos() { return match_memos_; }
     PlanShelf<ReaderPlan> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
+    // Keep a receive buffer whose receive was cancelled (Channel::cancel) until dtf_finalize.
+    void keep_until_finalize(std::vector<char> buffer) { orphans_.push_back(std::move(buffer)); }
     // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
     std::unique_ptr<transport::Channel> channel_over(MPI_Comm comm) { return transport::mpi_channel(comm, *queue_); }
 
@@ -267,6 +269,7 @@ private:
     std::deque<Message> inbox_;
     Stats stats_;
     BufferPool buffers_;
+    std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;

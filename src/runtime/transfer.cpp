@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <cstring>
 #include <limits>
 
@@ -607,6 +608,20 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
 
 namespace {
 
+// Wait for the data receives `recvs`. If the wait fails (a timeout, a lost peer), they are
+// cancelled and `give_up` hands their buffers to the runtime: MPI may still fill a receive it had
+// begun, so the buffer must outlive the call (and then any reuse by the next session's messages).
+void wait_receives(Runtime &rt, transport::Channel &channel, const std::vector<Ticket> &recvs,
+                   const std::function<void()> &give_up, const std::function<std::string()> &what) {
+    try {
+        rt.wait_until([&] { return channel.done(recvs); }, what);
+    } catch (...) {
+        channel.cancel(recvs);
+        give_up();
+        throw;
+    }
+}
+
 // Bytes of the data message each writer sends for `pieces` (in the variables' types).
 std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
     std::map<int, size_t> bytes;
@@ -631,11 +646,13 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
             recvs.push_back(channel.receive(writer, tag, scratch.back().data(), n, "receiving replayed data"));
         }
     vf.plan_batch = vf.plan->batches.size();
-    rt.wait_until([&] { return channel.done(recvs); }, [&] {
-        return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
-                      "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
-                      channel.pending_bytes(recvs));
-    });
+    wait_receives(
+        rt, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
+        [&] {
+            return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
+                          "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
+                          channel.pending_bytes(recvs));
+        });
     for (auto &b : scratch) rt.buffers().give(std::move(b));
 }
 
@@ -705,11 +722,13 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         buf = rt.buffers().take(n);
         recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
     }
-    rt.wait_until([&] { return channel.done(recvs); }, [&] {
-        return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of component '%s'",
-                      vf.path.c_str(), rt.component_rank(), channel.pending_bytes(recvs), by_writer.size(),
-                      rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-    });
+    wait_receives(
+        rt, channel, recvs, [&] { for (auto &[writer, buf] : data) rt.keep_until_finalize(std::move(buf)); },
+        [&] {
+            return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
+                          "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(recvs),
+                          by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+        });
     phase::Scope unpack(phase::Pack);
     // A get into the user's buffer itself: elements no piece covers get the fill value first.
     std::map<uint64_t, std::vector<match::Box>> regions;

@@ -66,6 +66,10 @@ public:
     // Never blocks. Throws on a failed operation, naming it.
     virtual void progress() = 0;
     virtual bool done(Ticket t) const = 0;
+    // Give up the receives among `tickets` that are not done (a wait for them failed): each is
+    // cancelled, and counts as done. One that MPI had already begun to fill completes into its
+    // buffer later, so the caller must keep that buffer allocated (and never read it).
+    virtual void cancel(const std::vector<Ticket> &tickets) = 0;
     bool done(const std::vector<Ticket> &tickets) const {
         for (Ticket t : tickets)
             if (!done(t)) return false;

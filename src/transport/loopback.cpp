@@ -61,6 +61,14 @@ public:
         }
     }
 
+    void cancel(const std::vector<Ticket> &tickets) override {
+        receives_.erase(std::remove_if(receives_.begin(), receives_.end(),
+                                       [&](const Receive &r) {
+                                           return std::find(tickets.begin(), tickets.end(), r.ticket) != tickets.end();
+                                       }),
+                        receives_.end());
+    }
+
     bool done(Ticket t) const override {
         return std::none_of(receives_.begin(), receives_.end(), [&](const Receive &r) { return r.ticket == t; });
     }

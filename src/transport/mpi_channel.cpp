@@ -1,5 +1,6 @@
 #include "transport/mpi_channel.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "transport/mpi_util.hpp"
@@ -39,6 +40,7 @@ public:
     }
     void progress() override { queue_.progress(); }
     bool done(Ticket t) const override { return queue_.done(t); }
+    void cancel(const std::vector<Ticket> &tickets) override { queue_.cancel(tickets); }
     size_t pending_bytes(const std::vector<Ticket> &tickets) const override { return queue_.pending_bytes(tickets); }
 
 private:
@@ -87,6 +89,17 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     return t;
 }
 
+void MpiQueue::cancel(const std::vector<Ticket> &tickets) {
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        Op &op = ops_[i];
+        if (!op.receive || op.cancelled || std::find(tickets.begin(), tickets.end(), op.ticket) == tickets.end())
+            continue;
+        MPI_Cancel(&requests_[i]); // completes in progress(), cancelled or filled
+        op.cancelled = true;
+        if (--remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
+    }
+}
+
 bool MpiQueue::progress() {
     if (requests_.empty()) return false;
     std::vector<int> indices(requests_.size());
@@ -98,6 +111,7 @@ bool MpiQueue::progress() {
     for (int k = 0; k < n; ++k) {
         const Op &op = ops_[static_cast<size_t>(indices[static_cast<size_t>(k)])];
         const MPI_Status &st = statuses[static_cast<size_t>(k)];
+        if (op.cancelled) continue;
         if (rc == MPI_ERR_IN_STATUS) check_mpi(st.MPI_ERROR, op.what);
         if (op.receive) {
             int got = 0;
@@ -119,7 +133,7 @@ bool MpiQueue::progress() {
             continue;
         }
         Op &op = ops_[i];
-        if (--remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
+        if (!op.cancelled && --remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
         if (op.buffer && op.buffer.use_count() == 1 && pool_) pool_->give(std::move(*op.buffer));
     }
     requests_.resize(out);

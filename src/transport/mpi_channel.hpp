@@ -28,6 +28,7 @@ public:
     // Completes what has completed; true if anything did.
     bool progress();
     bool done(Ticket t) const { return remaining_.count(t) == 0; }
+    void cancel(const std::vector<Ticket> &tickets); // the receives among them (Channel::cancel)
     size_t pending_bytes(const std::vector<Ticket> &tickets) const;
     // Operations not done yet (all channels).
     size_t pending() const { return remaining_.size(); }
@@ -39,6 +40,7 @@ private:
         size_t size;                               // bytes this request moves
         bool receive;
         const char *what;
+        bool cancelled = false; // given up (cancel()): no longer counted, not checked
     };
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_

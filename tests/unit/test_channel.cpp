@@ -107,6 +107,16 @@ int main() {
     m = r0->poll(data, "test");
     CHECK(m && text(m->bytes) == "first");
 
+    // A cancelled receive counts as done and takes nothing: the message goes to whoever asks next.
+    t = r0->receive(1, data, buf, 4, "test");
+    CHECK(!r0->done(t));
+    r0->cancel({t});
+    CHECK(r0->done(t) && r0->pending_bytes({t}) == 0);
+    w1->send(0, data, bytes("late"), "test");
+    r0->progress();
+    m = r0->poll(data, "test");
+    CHECK(m && text(m->bytes) == "late");
+
     // A message of another size than the receive expects is an error.
     t = r0->receive(1, data, buf, 4, "receiving data");
     w1->send(0, data, bytes("toolong"), "test");
