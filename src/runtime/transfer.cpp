@@ -711,44 +711,78 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         for (size_t i = 0; i < r->parts.size(); ++i) by_id[r->parts[i].id] = Part{r, i};
     std::map<int, std::vector<const match::Piece *>> by_writer;
     for (const auto &p : pieces) by_writer[p.writer].push_back(&p);
+    // A get into the user's buffer itself (direct): elements no piece covers get the fill value
+    // first, before any data can land there. And whether pieces overlap (writes of several ranks to
+    // one element): then their order decides, as below.
+    std::map<uint64_t, std::vector<match::Box>> regions;
+    for (const auto &p : pieces) regions[p.read_id].push_back(p.region);
+    bool overlap = false;
+    for (auto *r : batch) {
+        const size_t es = types::type_size(r->xtype);
+        for (size_t i = 0; i < r->parts.size(); ++i) {
+            const match::Box &box = r->parts[i].box;
+            const auto &mine = regions[r->parts[i].id];
+            const int64_t covered = match::covered_count(box, mine);
+            int64_t sum = 0;
+            for (const auto &g : mine) sum += g.size();
+            overlap = overlap || sum != covered;
+            if (!r->direct || covered == box.size()) continue;
+            char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
+            for (int64_t k = 0; k < box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
+        }
+    }
+    // One message per writer, received by MPI straight where its pieces go (spans over their
+    // element runs): the user's buffer for a direct get, else the get's staging buffer. Where pieces
+    // overlap, messages go to buffers of dtf's instead and are unpacked in writer order, so that
+    // the same writer's value wins whatever the order they arrive in.
     std::map<int, std::vector<char>> data;
     std::vector<Ticket> recvs;
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     for (auto &[writer, list] : by_writer) {
+        std::vector<transport::Span> spans;
         size_t n = 0;
-        for (const auto *p : list) n += static_cast<size_t>(p->region.size()) * types::type_size(by_id.at(p->read_id).record->xtype);
+        for (const auto *p : list) {
+            const Part part = by_id.at(p->read_id);
+            const ReadRecord &r = *part.record;
+            const size_t es = types::type_size(r.xtype);
+            n += static_cast<size_t>(p->region.size()) * es;
+            if (overlap) continue;
+            char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
+            match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+                if (step == 1) {
+                    spans.push_back({base + static_cast<size_t>(off) * es, static_cast<size_t>(len) * es});
+                    return;
+                }
+                for (int64_t i = 0; i < len; ++i) spans.push_back({base + static_cast<size_t>(off + i * step) * es, es});
+            });
+        }
+        phase::add_bytes(phase::Transfer, n);
+        if (!overlap) {
+            recvs.push_back(channel.receive(writer, tag, spans, "receiving data"));
+            continue;
+        }
         std::vector<char> &buf = data[writer];
         buf = rt.buffers().take(n);
         recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
     }
     wait_receives(
-        rt, channel, recvs, [&] { for (auto &[writer, buf] : data) rt.keep_until_finalize(std::move(buf)); },
+        rt, channel, recvs,
+        [&] { // MPI may still fill a receive it had begun: keep its buffers (the batch failed)
+            for (auto &[writer, buf] : data) rt.keep_until_finalize(std::move(buf));
+            for (auto *r : batch)
+                if (!r->direct) rt.keep_until_finalize(std::move(r->staging));
+        },
         [&] {
             return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
                           "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(recvs),
                           by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
         });
-    phase::Scope unpack(phase::Pack);
-    // A get into the user's buffer itself: elements no piece covers get the fill value first.
-    std::map<uint64_t, std::vector<match::Box>> regions;
-    for (const auto &p : pieces)
-        if (by_id.at(p.read_id).record->direct) regions[p.read_id].push_back(p.region);
-    for (auto *r : batch) {
-        if (!r->direct) continue;
-        const size_t es = r->fill.size();
-        for (size_t i = 0; i < r->parts.size(); ++i) {
-            const match::Box &box = r->parts[i].box;
-            if (match::covered_count(box, regions[r->parts[i].id]) == box.size()) continue;
-            char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
-            for (int64_t k = 0; k < box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
-        }
-    }
-    for (auto &[writer, list] : by_writer) {
-        phase::add_bytes(phase::Transfer, data[writer].size());
-        phase::add_bytes(phase::Pack, data[writer].size());
-        char *src = data[writer].data();
-        for (const auto *p : list) {
+    phase::Scope convert(phase::Pack);
+    for (auto &[writer, buf] : data) {
+        phase::add_bytes(phase::Pack, buf.size());
+        char *src = buf.data();
+        for (const auto *p : by_writer.at(writer)) {
             const Part part = by_id.at(p->read_id);
             ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
@@ -756,9 +790,9 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
             copy_region(r.parts[part.index].box, base, p->region, src, es, false);
             src += static_cast<size_t>(p->region.size()) * es;
         }
+        rt.buffers().give(std::move(buf));
     }
     int first_error = NC_NOERR;
-    for (auto &[writer, buf] : data) rt.buffers().give(std::move(buf));
     for (auto *r : batch) {
         if (r->direct) continue; // already in place, nothing to convert
         const size_t n = r->staging.size() / types::type_size(r->xtype);

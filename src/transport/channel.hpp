@@ -46,6 +46,12 @@ struct Incoming {
     std::vector<char> bytes;
 };
 
+// Where part of a received message goes.
+struct Span {
+    char *data;
+    size_t size;
+};
+
 class Channel {
 public:
     virtual ~Channel() = default;
@@ -62,6 +68,9 @@ public:
     // Receive exactly `size` bytes with `tag` from `source` into `buf`, which must stay valid until
     // done(). A message of another size is an error (DTF_ERR_PEER), never a partial fill.
     virtual Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) = 0;
+    // The same, the message's bytes going in order to `spans` (their sizes add up to the message's):
+    // straight into the application's memory, without a copy on the MPI channel (a derived datatype).
+    virtual Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) = 0;
     // Complete the operations that have completed (of every channel sharing this one's queue).
     // Never blocks. Throws on a failed operation, naming it.
     virtual void progress() = 0;

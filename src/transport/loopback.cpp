@@ -39,7 +39,12 @@ public:
     }
 
     Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
-        receives_.push_back(Receive{next_, source, tag, buf, size, what});
+        return receive(source, tag, std::vector<Span>{{buf, size}}, what);
+    }
+    Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) override {
+        size_t size = 0;
+        for (const Span &s : spans) size += s.size;
+        receives_.push_back(Receive{next_, source, tag, spans, size, what});
         return next_++;
     }
 
@@ -55,7 +60,11 @@ public:
             if (m->bytes.size() != r->size)
                 fail(DTF_ERR_PEER, "%s: expected %zu bytes from rank %d, got a message of %zu", r->what, r->size,
                      r->source, m->bytes.size());
-            if (r->size) std::memcpy(r->buf, m->bytes.data(), r->size);
+            size_t at = 0;
+            for (const Span &s : r->spans) {
+                if (s.size) std::memcpy(s.data, m->bytes.data() + at, s.size);
+                at += s.size;
+            }
             queue.erase(m);
             r = receives_.erase(r); // done: no longer pending
         }
@@ -85,7 +94,7 @@ private:
         Ticket ticket;
         int source;
         Tag tag;
-        char *buf;
+        std::vector<Span> spans;
         size_t size;
         const char *what;
     };

@@ -38,6 +38,9 @@ public:
     Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
         return queue_.receive(comm_, source, static_cast<int>(tag), buf, size, what);
     }
+    Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) override {
+        return queue_.receive(comm_, source, static_cast<int>(tag), spans, what);
+    }
     void progress() override { queue_.progress(); }
     bool done(Ticket t) const override { return queue_.done(t); }
     void cancel(const std::vector<Ticket> &tickets) override { queue_.cancel(tickets); }
@@ -83,6 +86,42 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     const Ticket t = next_++;
     MPI_Request req;
     check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
+    requests_.push_back(req);
+    ops_.push_back(Op{t, nullptr, size, true, what});
+    ++remaining_[t];
+    return t;
+}
+
+Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what) {
+    if (spans.size() == 1) return receive(comm, source, tag, spans[0].data, spans[0].size, what);
+    // One datatype of the spans' absolute addresses (adjacent spans merged), received at MPI_BOTTOM.
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> places;
+    size_t size = 0;
+    const char *end = nullptr;
+    for (const Span &s : spans) {
+        if (s.size == 0) continue;
+        size += s.size;
+        if (!lengths.empty() && s.data == end && lengths.back() <= INT_MAX - static_cast<int64_t>(s.size)) {
+            lengths.back() += static_cast<int>(s.size);
+        } else {
+            MPI_Aint a;
+            MPI_Get_address(s.data, &a);
+            lengths.push_back(checked_count(s.size, what));
+            places.push_back(a);
+        }
+        end = s.data + s.size;
+    }
+    checked_count(size, what);
+    MPI_Datatype type;
+    check_mpi(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), places.data(), MPI_BYTE, &type),
+              what);
+    check_mpi(MPI_Type_commit(&type), what);
+    const Ticket t = next_++;
+    MPI_Request req;
+    const int rc = MPI_Irecv(MPI_BOTTOM, lengths.empty() ? 0 : 1, type, source, tag, comm, &req);
+    MPI_Type_free(&type); // the receive keeps what it needs
+    check_mpi(rc, what);
     requests_.push_back(req);
     ops_.push_back(Op{t, nullptr, size, true, what});
     ++remaining_[t];

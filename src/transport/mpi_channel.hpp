@@ -25,6 +25,7 @@ public:
     // Start one send of `bytes` per rank of `dests` on `comm`.
     Ticket send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what);
     Ticket receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what);
+    Ticket receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what);
     // Completes what has completed; true if anything did.
     bool progress();
     bool done(Ticket t) const { return remaining_.count(t) == 0; }
