@@ -107,6 +107,13 @@ int main() {
     m = r0->poll(data, "test");
     CHECK(m && text(m->bytes) == "first");
 
+    // A receive over spans puts the message's bytes into them in order.
+    char head[2] = {}, tail[3] = {};
+    t = r0->receive(1, data, std::vector<Span>{{head, 2}, {tail, 3}}, "test");
+    w1->send(0, data, bytes("abcde"), "test");
+    r0->progress();
+    CHECK(r0->done(t) && std::string(head, 2) == "ab" && std::string(tail, 3) == "cde");
+
     // A cancelled receive counts as done and takes nothing: the message goes to whoever asks next.
     t = r0->receive(1, data, buf, 4, "test");
     CHECK(!r0->done(t));
