@@ -215,9 +215,10 @@ def targets(samples, meta):
         "against the median cycle time, to show whether waiting ranks spin (Open MPI's own waits do): "
         + ", ".join(f"{m} {ms(cpu_of(m))} of {ms(median(cycle_times(samples, run, m)))} ms"
                     for m in MODES if cpu_of(m) is not None) + ".", ""] if any(map(cpu_of, MODES)) else []) + [
-        "Not measured by this benchmark yet: I/O left visible after a compute phase with the progress "
-        "thread (experimental, off by default). Planning 10^6 requests (target: < 1 s, any "
-        "decomposition): see [Planning](#planning).", ""] + where_the_time_goes(samples, run)
+        "Not measured by this benchmark: I/O left visible after a compute phase with the progress "
+        "thread (off by default; `bench/thread.py BUILD --compute MS` compares the thread off and on, "
+        "see docs/RELIABILITY.md). Planning 10^6 requests (target: < 1 s, any decomposition): see "
+        "[Planning](#planning).", ""] + where_the_time_goes(samples, run)
 
 
 def planning(out):
@@ -269,7 +270,7 @@ def where_the_time_goes(samples, run):
             f"`dtf.pack`) {ms(ms_of('dtf.pack'))} ms, waiting for the assimilation or the network "
             f"(`dtf.wait`) {ms(ms_of('dtf.wait'))} ms, protocol (`dtf.transfer`) "
             f"{ms(ms_of('dtf.transfer'))} ms. The waits are mostly the assimilation's own work: it "
-            "reads the members one after another (each message received, then unpacked into the "
+            "reads the members one after another (each message received by MPI straight into the "
             "user's buffers) before it writes the analysis the model reads back.", ""]
 
 
