@@ -15,6 +15,8 @@
  *             wait for its data
  *   noexit    the writer skips dtf_finalize (it calls MPI_Finalize after its transfer and close); the
  *             reader's dtf_finalize must fail within DTF_TIMEOUT, naming the writer
+ *   noclose   reader rank 1 never closes the file: the other reader ranks' ncmpi_close must fail
+ *             within DTF_TIMEOUT, naming the collective they waited in, and every rank must finish
  * Prints "fault <role>: <scenario> ok" when every check passed; exits 1 otherwise.
  */
 #include <dtf.h>
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { NX = 8, ROWS = 3 }; /* rows of T per writer rank */
 
@@ -125,7 +128,11 @@ static void reader(const char *scenario) {
             break;
         }
     NC(dtf_transfer("f.nc", ncid));
-    NC(ncmpi_close(ncid));
+    if (strcmp(scenario, "noclose"))
+        NC(ncmpi_close(ncid));
+    else if (rank != 1)
+        expect_error(ncmpi_close(ncid), DTF_ERR_TIMEOUT, "ncmpi_close (reader rank 1 never closes)", "closing '",
+                     "f.nc' (session 1): MPI_Ibarrier over 3 ranks waited for the others", NULL);
     free(t);
 }
 
@@ -135,7 +142,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (argc != 4) {
-        if (rank == 0) fprintf(stderr, "usage: fault writer|reader INI ok|mismatch|badarg|kill|noexit\n");
+        if (rank == 0) fprintf(stderr, "usage: fault writer|reader INI ok|mismatch|badarg|kill|noexit|noclose\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
@@ -151,6 +158,9 @@ int main(int argc, char **argv) {
         MPI_Finalize(); /* without dtf_finalize: the reader's dtf_finalize must time out naming us */
         return 0;
     }
+    /* noclose: the readers come to dtf_finalize DTF_TIMEOUT late (their close timed out); a writer
+     * waiting as long for them would give up at the same moment. */
+    if (!strcmp(scenario, "noclose") && !strcmp(role, "writer")) sleep(3);
     NC(dtf_finalize());
     MPI_Finalize();
     return all ? 1 : 0;

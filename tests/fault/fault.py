@@ -26,7 +26,7 @@ mode="transfer"
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit"])
+    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)
