@@ -97,7 +97,8 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
         return create ? vfile_create(rt, t.path, *t.rule, t.peer, comm, mode, ncidp)
                       : vfile_open(rt, t.path, *t.rule, t.peer, comm, mode, ncidp);
     const bool writer = create || (mode & NC_WRITE);
-    transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); });
+    transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); },
+                      rt.collective_over(comm, format("%s of '%s'", call, t.path.c_str())));
     const OpenFn open = real<OpenFn>(fn);
     int rc;
     {

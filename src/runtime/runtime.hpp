@@ -22,6 +22,7 @@
 #include "runtime/message.hpp"
 #include "transport/channel.hpp"
 #include "transport/mpi_channel.hpp"
+#include "transport/mpi_util.hpp"
 #include "transport/rendezvous.hpp"
 
 namespace dtf::runtime {
@@ -217,6 +218,12 @@ public:
     // "<context>: <call> over N ranks waited for the others" instead of a hang.
     void collective(MPI_Comm comm, const char *call, const std::string &context,
                     const std::function<int(MPI_Request *)> &start);
+    // The same as a transport::RunCollective (for transport::on_all).
+    transport::RunCollective collective_over(MPI_Comm comm, std::string context) {
+        return [this, comm, context = std::move(context)](const char *call, const std::function<int(MPI_Request *)> &start) {
+            collective(comm, call, context, start);
+        };
+    }
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);

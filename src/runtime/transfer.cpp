@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "common/log.hpp"

@@ -111,7 +111,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         f.matchers = r.ints(1 << 24);
         f.writer_stamp = r.i64();
         f.header.set_read_only(true);
-    });
+    }, rt.collective_over(f.comm, format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session)));
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);

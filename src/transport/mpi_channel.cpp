@@ -93,33 +93,33 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
 }
 
 Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what) {
-    if (spans.size() == 1) return receive(comm, source, tag, spans[0].data, spans[0].size, what);
-    // One datatype of the spans' absolute addresses (adjacent spans merged), received at MPI_BOTTOM.
-    std::vector<int> lengths;
-    std::vector<MPI_Aint> places;
+    // Adjacent spans merged; one left is a plain receive, more a datatype of their absolute
+    // addresses, received at MPI_BOTTOM.
+    std::vector<Span> merged;
     size_t size = 0;
-    const char *end = nullptr;
     for (const Span &s : spans) {
         if (s.size == 0) continue;
         size += s.size;
-        if (!lengths.empty() && s.data == end && lengths.back() <= INT_MAX - static_cast<int64_t>(s.size)) {
-            lengths.back() += static_cast<int>(s.size);
-        } else {
-            MPI_Aint a;
-            MPI_Get_address(s.data, &a);
-            lengths.push_back(checked_count(s.size, what));
-            places.push_back(a);
-        }
-        end = s.data + s.size;
+        if (!merged.empty() && merged.back().data + merged.back().size == s.data && merged.back().size + s.size <= INT_MAX)
+            merged.back().size += s.size;
+        else
+            merged.push_back(s);
     }
+    if (merged.size() <= 1) return receive(comm, source, tag, merged.empty() ? nullptr : merged[0].data, size, what);
     checked_count(size, what);
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> places(merged.size());
+    for (size_t i = 0; i < merged.size(); ++i) {
+        lengths.push_back(static_cast<int>(merged[i].size));
+        MPI_Get_address(merged[i].data, &places[i]);
+    }
     MPI_Datatype type;
     check_mpi(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), places.data(), MPI_BYTE, &type),
               what);
     check_mpi(MPI_Type_commit(&type), what);
     const Ticket t = next_++;
     MPI_Request req;
-    const int rc = MPI_Irecv(MPI_BOTTOM, lengths.empty() ? 0 : 1, type, source, tag, comm, &req);
+    const int rc = MPI_Irecv(MPI_BOTTOM, 1, type, source, tag, comm, &req);
     MPI_Type_free(&type); // the receive keeps what it needs
     check_mpi(rc, what);
     requests_.push_back(req);

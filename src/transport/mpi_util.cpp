@@ -86,7 +86,14 @@ void on_root(MPI_Comm comm, int root, const std::function<void()> &fn) {
     if (code != 0) throw Error(code, message, rank != root);
 }
 
-void on_all(MPI_Comm comm, const std::function<void()> &fn) {
+void run_blocking(const char *call, const std::function<int(MPI_Request *)> &start) {
+    Blocking blocking;
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(start(&req), call);
+    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), call);
+}
+
+void on_all(MPI_Comm comm, const std::function<void()> &fn, const RunCollective &run) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -99,10 +106,8 @@ void on_all(MPI_Comm comm, const std::function<void()> &fn) {
         own_message = e.what();
     }
     int mine = own_code ? rank : size, first = size;
-    {
-        Blocking blocking;
-        check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
-    }
+    run("MPI_Iallreduce (error agreement)",
+        [&](MPI_Request *r) { return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, r); });
     if (first == size) return;
     int code = own_code;
     std::string message = own_message;
