@@ -2,8 +2,10 @@
 // writes of a variable, then the readers' coverage check of every read), on one core, for
 // decompositions of a 3-D variable from 10^3 to 10^6 requests per side. No MPI, no I/O.
 //
-// usage: plan_bench [--max N] [--reps R] [--csv FILE]
+// usage: plan_bench [--max N] [--min N] [--case NAME] [--reps R] [--csv FILE]
 //   --max N   largest number of requests per side (default 1000000; sizes 10^3, 10^4, ... up to N)
+//   --min N   smallest size (default 1000)
+//   --case C  only the case named C (e.g. "blocks read as elements")
 //   --reps R  timed repetitions per size; the one of median total time is reported (default 3)
 //   --csv F   also write case,writes,reads,pieces,match_s,cover_s rows to F
 //
@@ -135,20 +137,23 @@ Timing plan_once(const Case &c) {
 } // namespace
 
 int main(int argc, char **argv) {
-    size_t max = 1000000;
+    size_t max = 1000000, min = 1000;
+    const char *only = nullptr;
     int reps = 3;
     const char *csv_path = nullptr;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--max") && i + 1 < argc) max = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--min") && i + 1 < argc) min = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
         else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--max N] [--reps R] [--csv FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--max N] [--min N] [--case NAME] [--reps R] [--csv FILE]\n", argv[0]);
             return 2;
         }
     }
-    if (reps < 1 || max < 1000) {
-        std::fprintf(stderr, "plan_bench: --reps must be >= 1 and --max >= 1000\n");
+    if (reps < 1 || min < 1000 || max < min) {
+        std::fprintf(stderr, "plan_bench: --reps must be >= 1 and 1000 <= --min <= --max\n");
         return 2;
     }
     FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
@@ -161,7 +166,8 @@ int main(int argc, char **argv) {
                 "total s");
     try {
         for (size_t n = 1000; n <= max; n *= 10)
-            for (const Case &c : cases(n)) {
+            for (const Case &c : n < min ? std::vector<Case>{} : cases(n)) {
+                if (only && c.name != only) continue;
                 std::vector<Timing> t;
                 for (int r = 0; r < reps; ++r) {
                     t.push_back(plan_once(c));
