@@ -358,6 +358,20 @@ bool Runtime::progress() {
         }
     }
     happened |= queue_->progress();
+    // Replayed data that became complete (or whose readers confirmed the plan) leaves now. A failure
+    // stays with the session, reported at its dtf_transfer.
+    for (size_t i = 0; i < early_.size();) {
+        WriterSession &ws = *early_[i];
+        bool more;
+        try {
+            more = runtime::push_early(*this, ws);
+        } catch (const Error &e) {
+            if (!ws.error) ws.error = std::make_unique<Error>(e);
+            more = false;
+        }
+        if (more) ++i;
+        else early_.erase(early_.begin() + static_cast<long>(i));
+    }
     // Step the writer sessions being served. A failure stays with its session and is reported by the
     // next call on it (or, once the file is closed, here and at dtf_finalize).
     for (size_t i = 0; i < serving_.size();) {
@@ -390,6 +404,10 @@ bool Runtime::progress() {
 void Runtime::free_retired() {
     for (MPI_Comm &c : retired_) MPI_Comm_free(&c);
     retired_.clear();
+}
+
+void Runtime::push_early(const std::shared_ptr<WriterSession> &ws) {
+    if (std::find(early_.begin(), early_.end(), ws) == early_.end()) early_.push_back(ws);
 }
 
 void Runtime::serve(const std::shared_ptr<WriterSession> &ws) {
@@ -621,11 +639,12 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[12] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    long counts[15] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
-                       s.requests_matched, s.requests_reused, s.path_records}, csum[12];
+                       s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
+                       s.pushed_at_transfer, s.batches_ahead}, csum[15];
     MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 12, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 15, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -634,11 +653,13 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received, %ld never used; %ld get batches replayed, %ld matched; requests served %ld by matching, "
-                 "%ld with the last session's result; put values: %ld bytes copied, %ld referenced; progress "
-                 "thread %s; %ld path records kept\n",
+                 "received, %ld never used; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
+                 "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
+                 "the last session's result; put values: %ld bytes copied, %ld referenced; progress thread %s; %ld "
+                 "path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[5], csum[6], csum[9], csum[10], csum[7], csum[8], thread.c_str(), csum[11]);
+                 csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8],
+                 thread.c_str(), csum[11]);
 }
 } // namespace
 
@@ -665,6 +686,7 @@ void Runtime::teardown(bool orderly) {
         log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
         if (vf->comm != MPI_COMM_NULL && !vf->ws) MPI_Comm_free(&vf->comm); // else the session's (retire())
         if (vf->ws) serving_.erase(std::remove(serving_.begin(), serving_.end(), vf->ws), serving_.end());
+        if (vf->ws) early_.erase(std::remove(early_.begin(), early_.end(), vf->ws), early_.end());
     }
     virtual_files_.clear();
 
@@ -700,6 +722,7 @@ void Runtime::teardown(bool orderly) {
         if (settings_.print_stats) attempt([&] { print_stats(world_, self_name(), size_, stats_, thread_note_); });
     }
     serving_.clear();
+    early_.clear();
     free_retired();
     for (auto &[comp, link] : peers_)
         if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);

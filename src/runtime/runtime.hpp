@@ -137,6 +137,8 @@ struct Stats {
     double init_s = 0, connect_s = 0;
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
     long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
+    long pushed_early = 0, pushed_at_transfer = 0;  // writer: replayed data messages sent before / at dtf_transfer
+    long batches_ahead = 0; // reader: replayed batches posted before the writers' final header came
     long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
     long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
     long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)
@@ -227,6 +229,9 @@ public:
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);
+    // Writer sessions replaying a plan before their first dtf_transfer: progress() sends their data
+    // messages as they become complete and the readers confirm the plan (transfer.cpp, push_early).
+    void push_early(const std::shared_ptr<WriterSession> &ws);
     bool serving_key(const std::string &plan_key) const; // a session of that plan_key is being served
     // The writer session of `path` numbered `session` (0: any) still being served here, or nullptr.
     const WriterSession *serving(const std::string &path, int session = 0) const;
@@ -280,6 +285,7 @@ private:
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;
+    std::vector<std::shared_ptr<WriterSession>> early_; // push_early()
     std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
     PlanShelf<WriterPlan> writer_plans_;
     std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos_;

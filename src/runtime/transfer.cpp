@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/hook.h"
@@ -138,7 +139,17 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
-    if (vf.rank == 0) ws->stamp = rt.new_stamp(); // the other ranks learn it at the first dtf_transfer
+    // The other ranks learn the stamp at the first dtf_transfer; with replay_io=1 already now, since
+    // it names the tag of the data messages they may send before.
+    if (vf.rank == 0) ws->stamp = rt.new_stamp();
+    if (ws->record && vf.size > 1 && vf.rank == 0) {
+        PayloadWriter p;
+        p.i64(ws->stamp);
+        std::vector<int> others;
+        for (int r = 1; r < vf.size; ++r) others.push_back(r);
+        ws->sends.push_back(ws->local->send(others, Tag::Stamp, p.take(), "sending the session's stamp"));
+    }
+    ws->stamp_known = vf.rank == 0 || !ws->record;
     // The last session of this pattern may still be finishing (a replayed epoch returns once its
     // data is delivered): its outcome decides the plan and the memo this one starts from.
     rt.wait_until([&] { return !rt.serving_key(ws->plan_key); }, [&] {
@@ -160,15 +171,101 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     return ws;
 }
 
+namespace {
+
+using Packing = WriterSession::Packing;
+
+// A non-root rank's stamp, once the root's message came.
+bool take_stamp(WriterSession &ws) {
+    if (ws.stamp_known) return true;
+    auto in = ws.local->poll(Tag::Stamp, "receiving the session's stamp");
+    if (!in) return false;
+    PayloadReader r(in->bytes, "stamp");
+    ws.stamp = r.i64();
+    ws.stamp_known = true;
+    return true;
+}
+
+// Send the plan's data message `o` (its bytes: packed, or gathered from the kept writes).
+void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> bytes, bool early) {
+    phase::add_bytes(phase::Transfer, bytes.size());
+    if (ws.sent.size() <= o) ws.sent.resize(ws.plan->orders.size(), 0);
+    ws.sent[o] = 1;
+    const Ticket t = rt.peer_link(ws.peer).channel->send(ws.plan->orders[o].reader, rt.data_tag(rt.self(), ws.stamp),
+                                                         std::move(bytes), "sending data");
+    ws.pushed_sends.push_back(t);
+    ws.sends.push_back(t);
+    ++(early ? rt.stats().pushed_early : rt.stats().pushed_at_transfer);
+}
+
+// Send the complete data messages, once the readers confirmed the plan and this rank knows the tag:
+// to each reader in the plan's order (its receives match the messages in the order they come).
+void push_complete(Runtime &rt, WriterSession &ws) {
+    if (ws.packing != Packing::Packing || !take_stamp(ws) || !plan_confirmed(rt, ws)) return;
+    const auto &orders = ws.plan->orders;
+    std::vector<int> blocked; // readers whose next message is not complete yet
+    for (size_t o = 0; o < orders.size(); ++o) {
+        if (ws.sent.size() > o && ws.sent[o]) continue;
+        if (std::find(blocked.begin(), blocked.end(), orders[o].reader) != blocked.end()) continue;
+        if (ws.missing[o] > 0) blocked.push_back(orders[o].reader);
+        else push_order(rt, ws, o, std::move(ws.pushed[o]), true);
+    }
+}
+
+// Lay out the plan's data messages: where each piece of each write goes.
+void lay_out(WriterSession &ws) {
+    const WriterPlan &plan = *ws.plan;
+    ws.targets.assign(plan.writes.size(), {});
+    ws.missing.assign(plan.orders.size(), 0);
+    ws.sent.assign(plan.orders.size(), 0);
+    for (size_t o = 0; o < plan.orders.size(); ++o) {
+        size_t offset = 0;
+        for (const auto &p : plan.orders[o].pieces) {
+            ws.targets[p.write_id - 1].push_back(WriterSession::Target{o, offset, p.region});
+            offset += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
+        }
+        ws.missing[o] = plan.orders[o].pieces.size();
+        ws.pushed.push_back(ws.pool->take(offset));
+    }
+}
+
+// Copy the plan's pieces of write `pos` (its values: the box's elements in the variable's type).
+// Whether that completed a message.
+bool pack_write(WriterSession &ws, size_t pos, const match::WriteReq &meta, const char *values) {
+    const size_t es = ws.elsize[static_cast<size_t>(meta.varid)];
+    phase::Scope timer(phase::Pack);
+    bool complete = false;
+    for (const auto &t : ws.targets[pos]) {
+        copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
+        phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
+        complete = --ws.missing[t.order] == 0 || complete;
+    }
+    return complete;
+}
+
+// The readers confirmed the plan of a session that kept every value so far: pack what was written
+// and keep only that from now on.
+void start_packing(WriterSession &ws) {
+    lay_out(ws);
+    for (size_t pos = 0; pos < ws.writes.size(); ++pos) {
+        WriteRecord &w = ws.writes[pos];
+        pack_write(ws, pos, w.meta, w.values());
+        w.packed = true;
+        w.borrowed = nullptr;
+        ws.pool->give(std::move(w.data));
+    }
+    ws.packing = Packing::Packing;
+}
+
+} // namespace
+
 bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values) {
-    using Packing = WriterSession::Packing;
     WriterSession &ws = *vf.ws;
     if (!ws.plan || ws.epoch != 0 || ws.packing == Packing::Full || ws.packing == Packing::Broken) return false;
     const WriterPlan &plan = *ws.plan;
     const size_t pos = ws.writes.size();
-    auto elsize = [&](int varid) { return types::type_size(vf.header.vars()[static_cast<size_t>(varid)].type); };
     if (ws.ranks != plan.ranks || pos >= plan.writes.size() || !(plan.writes[pos] == meta)) {
-        if (ws.packing == Packing::None) {
+        if (ws.packing == Packing::None || ws.packing == Packing::Unconfirmed) {
             ws.packing = Packing::Full; // nothing dropped yet: keep every value, match as without replay
             return false;
         }
@@ -179,34 +276,37 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
                            meta.box.to_string().c_str(), origin(plan).c_str());
         return false;
     }
-    if (ws.packing == Packing::None) { // the first put: lay out the plan's data messages
+    if (ws.elsize.size() != vf.header.vars().size()) { // the first put, or variables were added since
+        ws.elsize.clear();
+        for (const auto &v : vf.header.vars()) ws.elsize.push_back(types::type_size(v.type));
+    }
+    if (ws.packing == Packing::None) { // the first put
+        rt.push_early(vf.ws);
         // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
-        // names it too: unless it already did, keep every value (the session may still replay).
-        if (!ws.plan_exact) {
+        // names it too: until it does, keep every value (the session may still replay).
+        ws.packing = ws.plan_exact ? Packing::Packing : Packing::Unconfirmed;
+        if (ws.packing == Packing::Packing) lay_out(ws);
+    }
+    if (ws.packing == Packing::Unconfirmed) {
+        // Has the reader root named the plan? (progress() then starts packing: push_early.) Asked at
+        // most every 100 us, so that many small puts do not each poll MPI.
+        if (now_s() - ws.polled >= 100e-6) {
             rt.progress();
-            if (!plan_confirmed(rt, ws)) {
-                ws.packing = Packing::Full;
-                return false;
-            }
+            ws.polled = now_s();
         }
-        ws.packing = Packing::Packing;
-        ws.targets.assign(plan.writes.size(), {});
-        for (size_t o = 0; o < plan.orders.size(); ++o) {
-            size_t offset = 0;
-            for (const auto &p : plan.orders[o].pieces) {
-                ws.targets[p.write_id - 1].push_back(WriterSession::Target{o, offset, p.region});
-                offset += static_cast<size_t>(p.region.size()) * elsize(p.varid);
-            }
-            ws.pushed.push_back(ws.pool->take(offset));
-        }
+        if (ws.packing == Packing::Unconfirmed) return false;
     }
-    const size_t es = elsize(meta.varid);
-    phase::Scope timer(phase::Pack);
-    for (const auto &t : ws.targets[pos]) {
-        copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
-        phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
-    }
+    if (pack_write(ws, pos, meta, values)) rt.progress(); // a message is complete: send it (push_early)
     return true;
+}
+
+bool push_early(Runtime &rt, WriterSession &ws) {
+    if (ws.epoch != 0 || ws.error) return false; // dtf_transfer took over
+    if (ws.packing == Packing::Unconfirmed && plan_confirmed(rt, ws)) start_packing(ws);
+    if (ws.packing == Packing::Unconfirmed) return true;
+    if (ws.packing != Packing::Packing) return false;
+    push_complete(rt, ws);
+    return std::find(ws.sent.begin(), ws.sent.end(), 0) != ws.sent.end();
 }
 
 namespace {
@@ -361,13 +461,15 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
 } // namespace
 
 void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header) {
+    if (ws->epoch > 0) { // (before the first epoch: the stamp and data sent ahead, which are the first epoch's)
+        ws->sends.clear();
+        ws->pushed_sends.clear();
+    }
     ++ws->epoch;
     ws->serving = true;
     ws->replay = -1;
     ws->header_sent = ws->finished = false;
     ws->readers_done = 0;
-    ws->sends.clear();
-    ws->pushed_sends.clear();
     ws->final_header = header.encode();
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
@@ -390,18 +492,14 @@ bool step(Runtime &rt, WriterSession &ws) {
         const WriterPlan *plan = ws.plan.get();
         ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->stamp;
         if (ws.replay == 1) {
-            transport::Channel &channel = *rt.peer_link(ws.peer).channel;
-            // Packed at put, or (the plan was confirmed after the first put) gathered now from the
-            // writes, which were all kept.
-            const bool packed = ws.packing == WriterSession::Packing::Packing;
-            const Tag tag = rt.data_tag(rt.self(), ws.stamp);
-            for (size_t o = 0; o < plan->orders.size(); ++o) {
-                std::vector<char> bytes = packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces);
-                phase::add_bytes(phase::Transfer, bytes.size());
-                ws.pushed_sends.push_back(channel.send(plan->orders[o].reader, tag, std::move(bytes), "sending data"));
-            }
-            ws.sends.insert(ws.sends.end(), ws.pushed_sends.begin(), ws.pushed_sends.end());
-        } else if (ws.packing == WriterSession::Packing::Packing) {
+            // The messages not sent ahead: packed at put, or (the readers had not confirmed the plan
+            // by dtf_transfer) gathered now from the writes, which were all kept.
+            const bool packed = ws.packing == Packing::Packing;
+            for (size_t o = 0; o < plan->orders.size(); ++o)
+                if (ws.sent.size() <= o || !ws.sent[o])
+                    push_order(rt, ws, o, packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces),
+                               false);
+        } else if (ws.packing == Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
             send_header_final(rt, ws, nullptr, true);
             fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
@@ -475,8 +573,10 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
 // every writer rank's writes are those of the path's replay plan.
 void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
-    using Packing = WriterSession::Packing;
-    // [3]: the root's stamp, which the other ranks learn here
+    rt.wait_until([&] { return take_stamp(ws); }, [&] {
+        return format("dtf_transfer of '%s' (session %d) waited for its writer rank 0's stamp", vf.path.c_str(), vf.session);
+    });
+    // [3]: the root's stamp, which the other ranks learn here (without replay)
     long long mine[4] = {vf.header.numrecs(), 0, 0, ws.stamp}, all[4] = {0, 0, 0, 0};
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
@@ -591,6 +691,13 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     if (indep) vf.header.begin_indep_data();
     vf.header_final = true;
     vf.header_final_epoch = m.epoch;
+    if (vf.ahead_numrecs >= 0 && vf.header.numrecs() != vf.ahead_numrecs)
+        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
+             "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
+             "%lld records this time; set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan).c_str(), rt.config().path.c_str(),
+             vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+             static_cast<long long>(vf.header.numrecs()));
     if (vf.replay >= 0) return; // decided at the first epoch
     if (replayed < 0)
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
@@ -604,6 +711,23 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
              "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
              rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
              rt.component_rank());
+}
+
+// The plan the writers may replay to this rank, before their final header says whether they do.
+static const ReaderPlan *undecided_plan(const VirtualFile &vf) {
+    if (!vf.rule->replay_io || vf.epoch != 0 || vf.replay >= 0 || vf.header_final || !vf.plan ||
+        vf.plan->writer_ranks != vf.writer_ranks)
+        return nullptr;
+    return vf.plan.get();
+}
+
+bool records_ahead(VirtualFile &vf) {
+    if (vf.ahead_numrecs >= 0) return true;
+    const ReaderPlan *plan = undecided_plan(vf);
+    if (!plan) return false;
+    vf.ahead_numrecs = plan->numrecs;
+    vf.header.set_numrecs(plan->numrecs);
+    return true;
 }
 
 namespace {
@@ -694,31 +818,36 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
 
 } // namespace
 
-// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
-    if (batch.empty()) return NC_NOERR;
-    phase::Scope timer(phase::Transfer);
-    std::vector<match::ReadReq> reqs;
-    for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
-    const std::vector<match::Piece> pieces = plan_batch(rt, vf, reqs);
-    if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, pieces});
+struct PostedBatch {
     struct Part {
         ReadRecord *record;
         size_t index;
     };
+    std::vector<ReadRecord *> records; // posted ahead: the gets, in batch order
+    std::vector<match::Piece> pieces;
     std::map<uint64_t, Part> by_id;
-    for (auto *r : batch)
-        for (size_t i = 0; i < r->parts.size(); ++i) by_id[r->parts[i].id] = Part{r, i};
-    std::map<int, std::vector<const match::Piece *>> by_writer;
-    for (const auto &p : pieces) by_writer[p.writer].push_back(&p);
+    std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`
+    std::map<int, std::vector<char>> data; // pieces that overlap: each writer's message, unpacked in writer order
+    std::vector<Ticket> recvs;
+};
+
+namespace {
+
+// Post the receives of `batch` for `pieces`: one message per writer, received by MPI straight where
+// its pieces go (spans over their element runs): the user's buffer for a direct get, else the get's
+// staging buffer. Where pieces overlap (writes of several ranks to one element), messages go to
+// buffers of dtf's instead and are unpacked in writer order, so that the same writer's value wins
+// whatever the order they arrive in. `ahead`: only if every element of every get is covered by a
+// piece (nothing but the writers' data is written into the user's buffers); false if not.
+bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch,
+                std::vector<match::Piece> pieces, bool ahead, PostedBatch &out) {
     // A get into the user's buffer itself (direct): elements no piece covers get the fill value
-    // first, before any data can land there. And whether pieces overlap (writes of several ranks to
-    // one element): then their order decides, as below.
+    // first, before any data can land there.
     std::map<uint64_t, std::vector<match::Box>> regions;
     for (const auto &p : pieces) regions[p.read_id].push_back(p.region);
     bool overlap = false;
-    for (auto *r : batch) {
-        const size_t es = types::type_size(r->xtype);
+    std::vector<std::pair<ReadRecord *, size_t>> to_fill;
+    for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) {
             const match::Box &box = r->parts[i].box;
             const auto &mine = regions[r->parts[i].id];
@@ -726,24 +855,26 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
             int64_t sum = 0;
             for (const auto &g : mine) sum += g.size();
             overlap = overlap || sum != covered;
-            if (!r->direct || covered == box.size()) continue;
-            char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
-            for (int64_t k = 0; k < box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
+            if (covered == box.size()) continue;
+            if (ahead) return false;
+            if (r->direct) to_fill.emplace_back(r, i);
         }
+    for (auto [r, i] : to_fill) {
+        const size_t es = types::type_size(r->xtype);
+        char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
+        for (int64_t k = 0; k < r->parts[i].box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
     }
-    // One message per writer, received by MPI straight where its pieces go (spans over their
-    // element runs): the user's buffer for a direct get, else the get's staging buffer. Where pieces
-    // overlap, messages go to buffers of dtf's instead and are unpacked in writer order, so that
-    // the same writer's value wins whatever the order they arrive in.
-    std::map<int, std::vector<char>> data;
-    std::vector<Ticket> recvs;
+    out.pieces = std::move(pieces);
+    for (auto *r : batch)
+        for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
+    for (const auto &p : out.pieces) out.by_writer[p.writer].push_back(&p);
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
-    for (auto &[writer, list] : by_writer) {
+    for (auto &[writer, list] : out.by_writer) {
         std::vector<transport::Span> spans;
         size_t n = 0;
         for (const auto *p : list) {
-            const Part part = by_id.at(p->read_id);
+            const PostedBatch::Part part = out.by_id.at(p->read_id);
             const ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
             n += static_cast<size_t>(p->region.size()) * es;
@@ -759,31 +890,143 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         }
         phase::add_bytes(phase::Transfer, n);
         if (!overlap) {
-            recvs.push_back(channel.receive(writer, tag, spans, "receiving data"));
+            out.recvs.push_back(channel.receive(writer, tag, spans, "receiving data"));
             continue;
         }
-        std::vector<char> &buf = data[writer];
+        std::vector<char> &buf = out.data[writer];
         buf = rt.buffers().take(n);
-        recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
+        out.recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
     }
-    wait_receives(
-        rt, channel, recvs,
-        [&] { // MPI may still fill a receive it had begun: keep its buffers (the batch failed)
-            for (auto &[writer, buf] : data) rt.keep_until_finalize(std::move(buf));
-            for (auto *r : batch)
-                if (!r->direct) rt.keep_until_finalize(std::move(r->staging));
-        },
-        [&] {
-            return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
-                          "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(recvs),
-                          by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-        });
+    return true;
+}
+
+// A batch failed and its receives were cancelled: MPI may still fill one it had begun, so their
+// buffers stay allocated until dtf_finalize.
+void keep_buffers(Runtime &rt, PostedBatch &posted, const std::vector<ReadRecord *> &batch) {
+    for (auto &[writer, buf] : posted.data) rt.keep_until_finalize(std::move(buf));
+    for (auto *r : batch)
+        if (!r->direct) rt.keep_until_finalize(std::move(r->staging));
+}
+
+} // namespace
+
+void post_ahead(Runtime &rt, VirtualFile &vf) {
+    const ReaderPlan *plan = undecided_plan(vf);
+    if (vf.ahead || !plan || plan->batches.size() <= vf.plan_batch || vf.pending.empty()) return;
+    const auto &want = plan->batches[vf.plan_batch].reads;
+    // Read ids grow with every get: the pending gets can be the batch only once the newest is its last.
+    const auto &newest = vf.pending.rbegin()->second->parts;
+    if (want.empty() || newest.empty() || newest.back().id != want.back().id) return;
+    std::vector<ReadRecord *> batch;
+    std::vector<match::ReadReq> reqs;
+    for (auto &[id, r] : vf.pending) {
+        batch.push_back(r.get());
+        reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
+    }
+    if (reqs != want) return;
+    auto posted = std::make_shared<PostedBatch>();
+    if (!post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, *posted)) return;
+    posted->records = std::move(batch);
+    vf.ahead = std::move(posted);
+}
+
+void settle_ahead(Runtime &rt, VirtualFile &vf) {
+    if (!vf.ahead) return;
+    std::shared_ptr<PostedBatch> posted = std::move(vf.ahead);
+    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    try {
+        wait_header_final(rt, vf);
+        if (vf.replay == 1) { // the writers send this batch's messages: take them (the plan's batch is used up)
+            rt.wait_until([&] { return channel.done(posted->recvs); }, [&] {
+                return format("'%s' (session %d): reader rank %d waited for %zu bytes the writers had already sent",
+                              vf.path.c_str(), vf.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
+            });
+            ++vf.plan_batch;
+        } else {
+            channel.cancel(posted->recvs); // nothing was sent for them
+        }
+    } catch (...) {
+        channel.cancel(posted->recvs);
+        keep_buffers(rt, *posted, posted->records);
+        throw;
+    }
+    for (auto &[writer, buf] : posted->data) rt.buffers().give(std::move(buf));
+}
+
+bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids) {
+    if (!vf.ahead) return false;
+    for (int id : ids) {
+        auto it = vf.pending.find(id);
+        if (it != vf.pending.end() &&
+            std::find(vf.ahead->records.begin(), vf.ahead->records.end(), it->second.get()) != vf.ahead->records.end())
+            return true;
+    }
+    return false;
+}
+
+void drop_ahead(Runtime &rt, VirtualFile &vf) {
+    if (!vf.ahead) return;
+    rt.peer_link(vf.peer).channel->cancel(vf.ahead->recvs);
+    keep_buffers(rt, *vf.ahead, vf.ahead->records);
+    vf.ahead.reset();
+}
+
+// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
+    if (batch.empty()) return NC_NOERR;
+    phase::Scope timer(phase::Transfer);
+    std::vector<match::ReadReq> reqs;
+    for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
+    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    PostedBatch posted;
+    auto keep = [&] { keep_buffers(rt, posted, batch); };
+    // The plan's next batch is posted before the writers' final header says whether they replay
+    // (here, or at the nonblocking get that completed it: post_ahead), so that the data they send
+    // ahead (as soon as their puts complete a message, while the program computes) lands in place at
+    // once. They send ahead only what they replay: if they do not, nothing came for these receives.
+    bool ahead = false, ready = false;
+    if (vf.ahead && vf.ahead->records == batch) {
+        posted = std::move(*vf.ahead);
+        vf.ahead.reset();
+        ahead = true;
+    } else if (vf.ahead) {
+        settle_ahead(rt, vf);
+    } else if (const ReaderPlan *plan = undecided_plan(vf)) {
+        ahead = plan->batches.size() > vf.plan_batch && plan->batches[vf.plan_batch].reads == reqs &&
+                post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, posted);
+    }
+    if (ahead) {
+        try {
+            wait_header_final(rt, vf);
+        } catch (...) {
+            channel.cancel(posted.recvs);
+            keep();
+            throw;
+        }
+        if (vf.replay == 1) {
+            ++vf.plan_batch;
+            ++rt.stats().batches_replayed;
+            ++rt.stats().batches_ahead;
+            ready = true;
+        } else {
+            channel.cancel(posted.recvs);
+            for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
+            posted = PostedBatch{};
+        }
+    }
+    if (!ready) post_batch(rt, vf, batch, plan_batch(rt, vf, reqs), false, posted);
+    if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
+    wait_receives(rt, channel, posted.recvs, keep, [&] {
+        return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
+                      "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
+                      posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+    });
     phase::Scope convert(phase::Pack);
-    for (auto &[writer, buf] : data) {
+    for (auto &[writer, buf] : posted.data) {
         phase::add_bytes(phase::Pack, buf.size());
         char *src = buf.data();
-        for (const auto *p : by_writer.at(writer)) {
-            const Part part = by_id.at(p->read_id);
+        for (const auto *p : posted.by_writer.at(writer)) {
+            const PostedBatch::Part part = posted.by_id.at(p->read_id);
             ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
             char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
@@ -842,6 +1085,7 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
         plan->path = vf.path;
         plan->session = vf.session;
         plan->writer_ranks = vf.writer_ranks;
+        plan->numrecs = vf.header.numrecs();
         plan->batches = std::move(vf.batches_log);
         plans.keep(vf.plan_key, vf.plan, std::move(plan));
     }

@@ -288,7 +288,8 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
 int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
     if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
     const int varid = arg<int>(args, in.varid);
-    if (vf.header.is_record_var(varid)) wait_header_final(rt, vf); // reads are bounded by the final numrecs
+    // Reads are bounded by the final numrecs (or, while a replay may come, the plan's: records_ahead).
+    if (vf.header.is_record_var(varid) && !records_ahead(vf)) wait_header_final(rt, vf);
     Call c;
     std::vector<model::Access> accesses;
     int rc = describe(vf, in, args, false, &c, &accesses);
@@ -330,6 +331,7 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
         int id = vf.next_request++;
         if (req) *req = id;
         vf.pending[id] = std::move(r);
+        post_ahead(rt, vf);
         return NC_NOERR;
     }
     std::vector<ReadRecord *> batch{r.get()};
@@ -394,7 +396,7 @@ int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
 }
 
 // ncmpi_cancel: drop pending nonblocking requests (NC_REQ_ALL: all); a cancelled put never happens.
-int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses) {
+int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses) {
     std::vector<int> ids;
     if (num == NC_REQ_ALL) {
         for (auto &[id, r] : vf.pending) ids.push_back(id);
@@ -403,6 +405,7 @@ int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses) {
         if (num < 0 || (num > 0 && !reqs)) return NC_EINVAL;
         ids.assign(reqs, reqs + num);
     }
+    if (ahead_includes(vf, ids)) settle_ahead(rt, vf); // its receives point into the gets' buffers
     int rc = NC_NOERR;
     for (size_t i = 0; i < ids.size(); ++i) {
         const bool known = vf.pending.erase(ids[i]) + vf.pending_puts.erase(ids[i]) > 0;

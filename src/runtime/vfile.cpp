@@ -19,7 +19,7 @@ int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses);
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
 int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
-int vfile_cancel(VirtualFile &vf, int num, int *reqs, int *statuses);
+int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses);
 
 namespace {
 
@@ -135,6 +135,7 @@ namespace {
 
 int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     int rc = NC_NOERR;
+    if (abort) drop_ahead(rt, vf);
     if (!abort) {
         if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR)
             announce_definition(rt, vf);
@@ -346,7 +347,7 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         return NC_NOERR;
     }
     case DTF_FN_ncmpi_cancel:
-        return vfile_cancel(vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
+        return vfile_cancel(rt, vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
     case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(rt, vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
     case DTF_FN_ncmpi_inq_nreqs: {
         int *n = arg<int *>(args, 1);

@@ -95,6 +95,7 @@ struct ReaderPlan {
     std::string path;  // and that session's path and number (for messages)
     int session = 0;
     std::vector<int> writer_ranks;
+    int64_t numrecs = 0; // the record count of that session's final header
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
@@ -161,16 +162,24 @@ struct WriterSession {
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
     bool closed = false;                     // the file was closed
+    bool stamp_known = true;                 // false on a non-root rank until the root's Tag::Stamp came
     // Replay at put time: while the puts are the plan's, only the pieces the plan says are read are
     // copied, straight into the plan's data messages (`pushed`, one per order); the rest of the
     // values are not kept. A put that differs after that makes the session fail at dtf_transfer.
-    enum class Packing { None, Packing, Full, Broken } packing = Packing::None;
+    // A message is sent as soon as its pieces are complete, once the readers confirmed the plan,
+    // without waiting for dtf_transfer (per reader in the plan's order: MPI matches by order).
+    // Unconfirmed: the puts follow a plan of another file name that the readers have not named yet;
+    // every value is kept until they do (then the session packs), or until a put differs (Full).
+    enum class Packing { None, Unconfirmed, Packing, Full, Broken } packing = Packing::None;
     struct Target {
         size_t order, offset; // where in pushed[order]
         match::Box region;
     };
     std::vector<std::vector<Target>> targets; // by write position (0-based)
     std::vector<std::vector<char>> pushed;
+    std::vector<size_t> missing;              // per order: pieces not packed yet
+    std::vector<char> sent;                   // per order: the message was sent (in `pushed_sends`)
+    double polled = 0;                        // Unconfirmed: when the last put asked (now_s())
     std::string broken;                       // what differed (Packing::Broken)
     bool borrows = false; // some writes refer to user memory (buffer_data=0): served before close returns
 
@@ -189,6 +198,9 @@ struct DeferredPut {
     const void *buf;
     nc_type xtype;
 };
+
+// The receives of one batch of gets, posted (transfer.cpp).
+struct PostedBatch;
 
 struct VirtualFile {
     int ncid = -1;
@@ -233,6 +245,10 @@ struct VirtualFile {
     std::shared_ptr<const ReaderPlan> plan; // the plan found there, if any
     int replay = -1;               // -1 not known yet, 0 no, 1 the writer pushed the plan's data
     size_t plan_batch = 0;         // next batch of the plan
+    int64_t ahead_numrecs = -1;    // >= 0: gets on record variables were checked against the plan's
+                                   // record count before the final header came (records_ahead)
+    std::shared_ptr<PostedBatch> ahead; // the plan's next batch, posted at the nonblocking get that
+                                        // completed it (post_ahead), before the writers' final header
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
     std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };
@@ -257,10 +273,27 @@ bool writer_close(Runtime &rt, VirtualFile &vf);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
 bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values);
+// Replay before the first dtf_transfer (Runtime::progress): start packing once the readers confirm
+// the plan, and send the data messages that are complete. Whether there may be more to do.
+bool push_early(Runtime &rt, WriterSession &ws);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
 void end_reader_session(Runtime &rt, VirtualFile &vf);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
+// Reader, a get on a record variable: whether it can be checked now, before the final header,
+// against the record count of the plan the writers may replay (then the header has that count until
+// the final one comes, which must agree). Else the get waits for the final header.
+bool records_ahead(VirtualFile &vf);
+// Reader, after a nonblocking get: when the pending gets are the replayed plan's next batch, post
+// its receives now, so that the data the writers send ahead lands while the program goes on.
+void post_ahead(Runtime &rt, VirtualFile &vf);
+// Reader: the batch posted ahead will not be completed as it is (ncmpi_cancel, a wait for other
+// requests, ncmpi_abort): finish or cancel its receives so that none is left posted.
+void settle_ahead(Runtime &rt, VirtualFile &vf);
+// Whether the batch posted ahead has any of the nonblocking requests `ids`.
+bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids);
+// ncmpi_abort: cancel the receives of the batch posted ahead, without waiting.
+void drop_ahead(Runtime &rt, VirtualFile &vf);
 
 } // namespace dtf::runtime

@@ -126,6 +126,8 @@ def launch(args, run, work, extra_env=None):
 
 STATS = re.compile(r"\[dtf writer\] stats .* put values: (\d+) bytes copied, (\d+) referenced")
 REPLAYED = re.compile(r"\[dtf reader\] stats .* (\d+) get batches replayed, (\d+) matched")
+AHEAD = re.compile(r"\[dtf reader\] stats .* replay ahead of dtf_transfer: (\d+) get batches posted")
+PUSHED = re.compile(r"\[dtf writer\] stats .* replay ahead of dtf_transfer: \d+ get batches posted, (\d+) of (\d+) data")
 THREAD = re.compile(r"\[dtf writer\] stats .* progress thread (on|off[^;]*);")
 
 
@@ -147,10 +149,22 @@ def replayed_as_configured(args, run):
     if not numbers:
         return False
     replayed, matched = numbers
-    print(f"   get batches: {replayed} replayed, {matched} matched (replay_io={int(args.replay)}, "
-          f"{args.repeat} runs of each case)")
+    m = AHEAD.search(run.output)
+    ahead = int(m.group(1)) if m else 0
+    pushed = stats_numbers(run, PUSHED, "writer stats line with replayed data messages")
+    if not pushed:
+        return False
+    print(f"   get batches: {replayed} replayed ({ahead} posted ahead of the writers' dtf_transfer), {matched} "
+          f"matched; writers sent {pushed[0]} of {pushed[1]} replayed data messages ahead "
+          f"(replay_io={int(args.replay)}, {args.repeat} runs of each case)")
     if (replayed > 0) != (args.replay and args.repeat > 1):
         print(f"FAIL: replay_io={int(args.replay)} with {args.repeat} runs per case but {replayed} batches replayed")
+        return False
+    # Random scenarios have first batches that the plan covers whole and that come before anything
+    # needs the final header: some must be posted ahead. (The fixed one asks for the record count
+    # before its first get, which waits for the final header.)
+    if args.seed != "fixed" and (ahead > 0) != (replayed > 0):
+        print(f"FAIL: {replayed} batches replayed but {ahead} posted ahead of the final header")
         return False
     return True
 
