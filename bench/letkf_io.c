@@ -6,10 +6,13 @@
  *   --role model   `members` ensemble members, each a sub-communicator of px x py ranks on a 2-D grid.
  *                  Per cycle each member writes a history file (89 variables, one record) and an
  *                  analysis file (143 variables, global arrays with a 2-cell halo written by the ranks
- *                  on the domain edge), then reads the 11 analysis variables the assimilation wrote back.
+ *                  on the domain edge): the puts complete, then the rest of the forecast (--compute),
+ *                  then both files are closed; then it reads the 11 analysis variables the
+ *                  assimilation wrote back.
  *   --role assim   as many ranks as all members together, on its own 2-D grid over the same domain.
  *                  Per cycle it reads 20 history and 11 analysis variables (interior only) of every
- *                  member, then writes those 11 variables back for every member.
+ *                  member (every file opened and its gets posted before any is completed), computes
+ *                  (--compute), then writes those 11 variables back for every member.
  * Most written data is never read; that asymmetry is what dtf's matching exploits.
  *
  * Modes, run in this order within one launch, `reps` times, `cycles` cycles each:
@@ -29,7 +32,9 @@
  *   label,members,px,py,imax,jmax,kmax,model_ranks,assim_ranks,mode,rep,cycle,component,agg,phase,bytes,seconds
  * agg is max or mean over the role's ranks (seconds); bytes is the sum over the ranks. Phases: total,
  * open, io, transfer, close as the application sees them (every mode), and dtf.<phase> from dtf's own
- * timers (dtf_timers_read; transfer mode).
+ * timers (dtf_timers_read; transfer mode). And `mark` (agg max, seconds: wall-clock time since the
+ * epoch): when the model's compute ended, or when the assimilation held all of the model's output of
+ * the cycle; on one node the difference is the hand-off time the compute did not hide.
  */
 #define _GNU_SOURCE
 #include <dtf.h>
@@ -42,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the I/O model -------------------------------------------------------------------------- */
@@ -131,7 +137,7 @@ typedef struct {
     const char *role, *label, *dir, *csv, *config;
     int members, px, py, imax, jmax, kmax, gx, gy; /* gx, gy > 0: fixed global grid (strong scaling) */
     int cycles, reps, verify;
-    int compute_ms; /* per cycle and role, between its output and its next input (--compute) */
+    int compute_ms; /* per cycle and role (--compute) */
     char modes[128];
 } Opts;
 
@@ -164,6 +170,8 @@ static const char *const app_phase[P_APP] = {"total", "open", "io", "transfer", 
 /* Seconds and bytes of one cycle on this rank, by phase. */
 typedef struct {
     double s[P_ALL], b[P_ALL];
+    double mark; /* wall-clock time (CLOCK_REALTIME, comparable between the two jobs on one node) when
+                  * the model's compute ended, or when the assimilation held all the model's output */
 } Sample;
 
 static Sample *g_cur; /* the cycle being measured */
@@ -183,6 +191,13 @@ static void compute(int ms) {
     g_sink = x;
     start();
 }
+static double wall_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static void mark(void) { g_cur->mark = wall_clock(); }
+
 static void stop(enum Phase p) {
     double t = MPI_Wtime();
     g_cur->s[p] += t - g_t0;
@@ -311,11 +326,9 @@ static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
     MPI(MPI_Barrier(comm));
 }
 
-/* The end of a session, after its puts or gets: complete them, then the transfer (transfer mode) or
- * the sync and eviction (file-sync, writer), then close. */
-static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
-    stop(P_IO);
+/* The end of a session, after its puts or gets have completed: the transfer (transfer mode) or the
+ * sync and eviction (file-sync, writer), then close. */
+static void close_session(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
     if (is_transfer(mode)) {
         NC(dtf_transfer(path, ncid));
         stop(P_TRANSFER);
@@ -327,6 +340,13 @@ static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, 
     stop(P_CLOSE);
 }
 
+/* Complete the puts or gets of a session, then close it. */
+static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    stop(P_IO);
+    close_session(ncid, path, comm, mode, writer);
+}
+
 /* ---- the model ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -334,9 +354,9 @@ typedef struct {
     double *axis[4], *coord[2]; /* time, z, y, x; lon, lat (of the larger, analysis block) */
 } ModelData;
 
-static void model_write(Ctx *c, ModelData *d, enum File f, const char *mode, int cycle) {
-    char path[4096];
-    file_name(path, sizeof path, c, f, c->member, mode);
+/* Create file f and write it: the puts are complete (wait_all) when this returns, the file still open
+ * (close_session ends it). */
+static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cycle) {
     const int n3d = f == HIST ? HIST_3D : ANAL_3D, nf = n3d + (f == HIST ? HIST_2D : ANAL_2D), rec = f == HIST;
     const Blk b = f == HIST ? c->mine : halo_blk(c, c->rank);
     float **data = f == HIST ? d->hist : d->anal;
@@ -364,7 +384,9 @@ static void model_write(Ctx *c, ModelData *d, enum File f, const char *mode, int
         NC(ncmpi_iput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
     }
     g_cur->b[P_IO] += (double)blk_size(b) * sizeof(float) * (n3d * c->o.kmax + nf - n3d);
-    finish(ncid, path, c->comm, mode, 1);
+    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    stop(P_IO);
+    return ncid;
 }
 
 /* Open a file for reading and find the variables of `f` this role reads. */
@@ -379,8 +401,9 @@ static int open_for_read(const char *path, MPI_Comm comm, enum File f, int *vari
     return ncid;
 }
 
-/* Read the variables of `f` this role reads, block `b` of the file's array, into dst[i]. */
-static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk b, float **dst, const char *mode) {
+/* Open `path` and post the gets of the variables of `f` this role reads, block `b` of the file's
+ * array, into dst[i]; returns the ncid (finish() completes them). */
+static int post_reads(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk b, float **dst) {
     int varid[HIST_READS], ncid;
     MPI_Offset st[4], ct[4];
     start();
@@ -392,7 +415,13 @@ static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk 
         NC(ncmpi_iget_vara_float(ncid, varid[i], st, ct, dst[i], NULL));
         g_cur->b[P_IO] += (double)blk_size(b) * r.nz * sizeof(float);
     }
-    finish(ncid, path, comm, mode, 0);
+    stop(P_IO);
+    return ncid;
+}
+
+/* Read the variables of `f` this role reads (post_reads), and complete them. */
+static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk b, float **dst, const char *mode) {
+    finish(post_reads(c, path, comm, f, b, dst), path, comm, mode, 0);
 }
 
 /* Write the variables the assimilation writes back (block `b`, from src[i]). */
@@ -525,6 +554,7 @@ static void model_raw_cycle(Ctx *c, Links *l, ModelData *d) {
     post(l, a, b, 0, c->inter);
     stop(P_IO);
     compute(c->o.compute_ms);
+    mark();
     MPI(MPI_Waitall(l->n, l->reqs, MPI_STATUSES_IGNORE));
     stop(P_TRANSFER);
     for (int i = b; i < l->n; ++i) pack(&l->links[i], BACK, d->back, c->mine, l->links[i].part, c->o.kmax, 1);
@@ -540,6 +570,7 @@ static void assim_raw_cycle(Ctx *c, Links *l, AssimData *d) {
     const int b = first_of(l, BACK);
     start();
     MPI(MPI_Waitall(b, l->reqs, MPI_STATUSES_IGNORE));
+    mark();
     stop(P_TRANSFER);
     for (int i = 0; i < l->n; ++i) {
         const Link *k = &l->links[i];
@@ -629,12 +660,17 @@ static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int 
         model_raw_cycle(c, raw, d);
         return;
     }
-    char path[4096];
-    model_write(c, d, HIST, mode, cycle);
-    model_write(c, d, ANAL, mode, cycle);
+    char hist[4096], anal[4096], back[4096];
+    file_name(hist, sizeof hist, c, HIST, c->member, mode);
+    file_name(anal, sizeof anal, c, ANAL, c->member, mode);
+    file_name(back, sizeof back, c, BACK, c->member, mode);
+    const int h = model_put(c, d, HIST, hist, cycle), a = model_put(c, d, ANAL, anal, cycle);
+    /* The rest of the forecast: the output is written, the files not yet closed. */
     compute(c->o.compute_ms);
-    file_name(path, sizeof path, c, BACK, c->member, mode);
-    read_file(c, path, c->comm, BACK, c->mine, d->back, mode);
+    mark();
+    close_session(h, hist, c->comm, mode, 1);
+    close_session(a, anal, c->comm, mode, 1);
+    read_file(c, back, c->comm, BACK, c->mine, d->back, mode);
 }
 
 static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
@@ -642,15 +678,22 @@ static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
         assim_raw_cycle(c, raw, d);
         return;
     }
+    /* Every file of every member is opened and its gets posted before any is completed, so that
+     * all can arrive at once. */
     char path[4096];
+    int ncid[2 * c->M];
     for (int m = 0; m < c->M; ++m) {
         file_name(path, sizeof path, c, HIST, m, mode);
-        read_file(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS, mode);
-    }
-    for (int m = 0; m < c->M; ++m) {
+        ncid[2 * m] = post_reads(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS);
         file_name(path, sizeof path, c, ANAL, m, mode);
-        read_file(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS, mode);
+        ncid[2 * m + 1] = post_reads(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS);
     }
+    for (int m = 0; m < c->M; ++m)
+        for (enum File f = HIST; f <= ANAL; ++f) {
+            file_name(path, sizeof path, c, f, m, mode);
+            finish(ncid[2 * m + (int)f], path, MPI_COMM_WORLD, mode, 0);
+        }
+    mark();
     compute(c->o.compute_ms);
     for (int m = 0; m < c->M; ++m) {
         file_name(path, sizeof path, c, BACK, m, mode);
@@ -736,6 +779,12 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
                     csv_row(csv, c, mode, rep, i, agg ? "mean" : "max", phase, bsum[k], agg ? ssum[k] / size : smax[k]);
                 }
     }
+    double *marks = malloc(sizeof(double) * (size_t)c->o.cycles), *markmax = malloc(sizeof(double) * (size_t)c->o.cycles);
+    for (int i = 0; i < c->o.cycles; ++i) marks[i] = samples[i].mark;
+    MPI(MPI_Reduce(marks, markmax, c->o.cycles, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    if (g_rank == 0 && csv)
+        for (int i = 0; i < c->o.cycles; ++i) csv_row(csv, c, mode, rep, i, "max", "mark", 0, markmax[i]);
+    free(marks), free(markmax);
     double mem[3] = {extra, read_from_me(c, model), cpu}, memmax[3];
     MPI(MPI_Reduce(mem, memmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     if (g_rank == 0 && csv) {
@@ -756,8 +805,8 @@ static void usage(void) {
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
-                "  --compute: MS milliseconds of CPU work per cycle in each role between its output and its\n"
-                "  next input (model: after writing, before reading back; assimilation: after reading)\n"
+                "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
+                "  completed, before it closes the files; assimilation: after reading, before writing back)\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");

@@ -61,14 +61,24 @@ def run(a, thread, work):
                        timeout=400)
     if p.returncode != 0:
         sys.exit(f"thread.py: the run with DTF_PROGRESS_THREAD={thread} failed:\n{p.stdout[-3000:]}")
-    medians = {}
+    medians, marks = {}, {}
     for role, path in csvs.items():
         cycles = {}
         with open(path) as f:
             for r in csv.DictReader(f):
-                if r["agg"] == "max" and r["phase"] == "total":
+                if r["agg"] != "max" or int(r["cycle"]) < 1:  # cycle 0 of each rep: warm-up
+                    continue
+                if r["phase"] == "total":
                     cycles.setdefault(r["mode"], []).append(1e3 * float(r["seconds"]))
+                elif r["phase"] == "mark":
+                    marks[(role, r["mode"], r["rep"], r["cycle"])] = float(r["seconds"])
         medians[role] = {m: statistics.median(v) for m, v in cycles.items()}
+    # The hand-off: from the end of the model's compute to the assimilation holding its output.
+    lags = {}
+    for (role, mode, rep, cycle), t in marks.items():
+        if role == "model" and ("assim", mode, rep, cycle) in marks:
+            lags.setdefault(mode, []).append(max(0.0, 1e3 * (marks[("assim", mode, rep, cycle)] - t)))
+    medians["hand-off"] = {m: statistics.median(v) for m, v in lags.items()}
     return medians
 
 
@@ -86,16 +96,22 @@ def main():
     print(f"{a.members} member(s) x 1 rank per role, {'x'.join(map(str, a.grid))} per rank, compute {a.compute} ms, "
           f"buffer_data={0 if a.buffer_data is None else a.buffer_data}; "
           "median cycle in ms (max over ranks), 3 reps x 6 cycles")
-    print(f"{'thread':>6} {'role':>6} " + " ".join(f"{m:>16}" for m in MODES) + "  raw/transfer raw/replay")
+    print("hand-off: from the end of the model's compute to the assimilation holding all of its output "
+          "(median over reps x cycles)")
+    print(f"{'thread':>6} {'row':>8} " + " ".join(f"{m:>16}" for m in MODES) + "  raw/transfer raw/replay")
     with tempfile.TemporaryDirectory(prefix="dtf-thread-") as work:
         for _ in range(a.pairs):
+            handoff = {}
             for thread in (0, 1):
                 m = run(a, thread, work)
-                for role in ("model", "assim"):
-                    t = m[role]
-                    print(f"{thread:>6} {role:>6} " + " ".join(f"{t[x]:16.1f}" for x in MODES) +
-                          f"  {t['mpi-raw'] / t['transfer']:12.2f} {t['mpi-raw'] / t['transfer-replay']:10.2f}",
-                          flush=True)
+                handoff[thread] = m["hand-off"]
+                for row in ("model", "assim", "hand-off"):
+                    t = m[row]
+                    print(f"{thread:>6} {row:>8} " + " ".join(f"{t[x]:16.1f}" for x in MODES) +
+                          f"  {t['mpi-raw'] / max(t['transfer'], 1e-3):12.2f} "
+                          f"{t['mpi-raw'] / max(t['transfer-replay'], 1e-3):10.2f}", flush=True)
+            print("hand-off with the thread / without: " + ", ".join(
+                f"{x} {handoff[1][x] / max(handoff[0][x], 1e-3):.2f}" for x in MODES), flush=True)
 
 
 if __name__ == "__main__":
