@@ -513,7 +513,7 @@ const EnvVar kEnvVars[] = {
      [](Settings &s, const std::string &n, const std::string &v) {
          std::string_view t = trim(v);
          if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
-         s.progress_thread = t == "1";
+         s.progress_thread = s.progress_thread_asked = t == "1";
      }},
     {"MAX_WORKGROUP_SIZE",
      [](Settings &s, const std::string &n, const std::string &v) {

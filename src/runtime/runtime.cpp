@@ -538,7 +538,7 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
                  self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
         // Look again after 2% of the time waited so far (20 us .. 2 ms): the answer is seen at most that
         // late, and a long wait costs little CPU. A crowded node backs off from the start instead.
-        pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3));
+        pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6));
     }
 }
 
@@ -589,26 +589,30 @@ void Runtime::progress_loop() {
         } catch (const Error &e) {
             if (!background_error_) background_error_ = std::make_unique<Error>(e);
         }
-        const double cap = queue_->pending() > 0 || !serving_.empty() ? 200e-6 : 1e-3;
+        const double cap = queue_->pending() > 0 || !serving_.empty() || !early_.empty() ? 200e-6 : 1e-3;
         delay = happened ? 20e-6 : std::min(delay * 1.5, cap);
         wake_.wait_for(lock, std::chrono::duration<double>(delay));
     }
 }
 
-// Off unless DTF_PROGRESS_THREAD=1: on a 2-core machine it costs more than its overlap gains so far
-// (docs/RELIABILITY.md, bench/thread.py), so the default keeps every wait inside the application's calls.
+// On when MPI provides MPI_THREAD_MULTIPLE, unless DTF_PROGRESS_THREAD=0; otherwise every wait runs
+// inside the application's calls, and dtf says once why (a warning if DTF_PROGRESS_THREAD=1 asked).
 void Runtime::start_progress_thread() {
     if (!settings_.progress_thread) {
-        thread_note_ = "off";
+        thread_note_ = "off (DTF_PROGRESS_THREAD=0)";
         return;
     }
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
     if (provided != MPI_THREAD_MULTIPLE) {
         thread_note_ = "off (MPI not initialized with MPI_THREAD_MULTIPLE)";
-        if (rank_ == 0)
-            log::warn("DTF_PROGRESS_THREAD=1 but MPI was initialized without MPI_THREAD_MULTIPLE: no progress thread "
-                      "(initialize MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...))");
+        const char *why = "MPI was initialized without MPI_THREAD_MULTIPLE, so dtf has no progress thread: data moves "
+                          "only inside dtf and PnetCDF calls (initialize MPI with MPI_Init_thread(..., "
+                          "MPI_THREAD_MULTIPLE, ...) to let it move while the program computes)";
+        if (rank_ == 0 && settings_.progress_thread_asked)
+            log::warn("DTF_PROGRESS_THREAD=1, but %s", why);
+        else if (rank_ == 0)
+            log::info("%s", why);
         return;
     }
     thread_note_ = "on";

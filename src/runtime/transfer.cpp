@@ -614,7 +614,10 @@ int serve(Runtime &rt, VirtualFile &vf) {
     finish_epoch(rt, *vf.ws); // the previous epoch, completely
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
-    if (!rt.progress_thread_running()) finish_epoch(rt, *vf.ws, true);
+    if (!rt.progress_thread_running())
+        finish_epoch(rt, *vf.ws, true);
+    else
+        rt.progress(); // the first step now (the final header), the rest in the background
     return NC_NOERR;
 }
 

@@ -102,10 +102,11 @@ def main():
         if second > first:
             failures.append(f"{comp}: the communicator index climbed after warm-up (leaked communicators): up to "
                             f"{first} in cycles {warmup + 1}-{warmup + half}, {second} later")
-        # DTF_PROGRESS_THREAD=1 (the thread's own soak): it must have run (the demo asks for
-        # MPI_THREAD_MULTIPLE).
-        if os.environ.get("DTF_PROGRESS_THREAD") == "1" and thread.get(comp) != "on":
-            failures.append(f"{comp}: DTF_PROGRESS_THREAD=1 but its progress thread was {thread.get(comp, 'not reported')}")
+        # The progress thread must have run (the demo asks for MPI_THREAD_MULTIPLE), unless
+        # DTF_PROGRESS_THREAD=0 turned it off.
+        want = "off (DTF_PROGRESS_THREAD=0)" if os.environ.get("DTF_PROGRESS_THREAD") == "0" else "on"
+        if thread.get(comp) != want:
+            failures.append(f"{comp}: its progress thread was {thread.get(comp, 'not reported')}, expected {want}")
         if unused.get(comp) != 0:
             failures.append(f"{comp}: {unused.get(comp, 'an unknown number of')} control messages were never used "
                             "(DTF_VERBOSE_LEVEL=1 lists them)")

@@ -101,8 +101,8 @@ def launch(args, run, work, extra_env=None):
         env["XFER_AVOID"] = args.avoid
     env["DTF_PRINT_STATS"] = "1"  # the writer's stats say how put values were kept
     env["XFER_REPEAT"] = str(args.repeat)
-    if args.thread:
-        env["DTF_PROGRESS_THREAD"] = "1"
+    if args.thread is not None:
+        env["DTF_PROGRESS_THREAD"] = str(args.thread)
     env.update(extra_env or {})
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -170,14 +170,16 @@ def replayed_as_configured(args, run):
 
 
 def thread_as_configured(args, run):
-    """With --thread the writer's stats must say its progress thread ran (so that the test cannot
-    pass without it)."""
-    if run.mode != "transfer" or not args.thread:
+    """The writer's stats must say its progress thread ran (the default, and --thread 1: the test
+    programs ask for MPI_THREAD_MULTIPLE), or did not (--thread 0), so that a test of either cannot
+    pass with the other."""
+    if run.mode != "transfer":
         return True
     m = THREAD.search(run.output)
     print(f"   progress thread: {m.group(1) if m else 'not reported'}")
-    if not m or m.group(1) != "on":
-        print("FAIL: --thread, but the writer's progress thread did not run")
+    want = "off (DTF_PROGRESS_THREAD=0)" if args.thread == 0 else "on"
+    if not m or m.group(1) != want:
+        print(f"FAIL: the writer's progress thread should be {want}")
         return False
     return True
 
@@ -330,8 +332,8 @@ def main():
     p.add_argument("--replay", action="store_true",
                    help="replay_io=1: with --repeat R > 1 the transfer run must replay the runs 2..R of "
                         "each case (checked from the readers' statistics)")
-    p.add_argument("--thread", action="store_true",
-                   help="DTF_PROGRESS_THREAD=1 (the writer's stats must show that its progress thread ran)")
+    p.add_argument("--thread", type=int, choices=[0, 1],
+                   help="DTF_PROGRESS_THREAD (default: dtf's, on; the writer's stats must show whether the thread ran)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)

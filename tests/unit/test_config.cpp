@@ -342,9 +342,10 @@ void test_env() {
     CHECK("env defaults", d.timeout_s == 120.0 && d.verbose == 0 && !d.print_stats &&
                               d.max_workgroup_size == 64 && d.rendezvous == "auto" &&
                               d.ini_file.empty() && d.global_path.empty() && d.warnings.empty() &&
-                              !d.progress_thread);
+                              d.progress_thread && !d.progress_thread_asked);
     CHECK("env progress thread", !settings_from_env({"DTF_PROGRESS_THREAD=0"}).progress_thread &&
-                                     settings_from_env({"DTF_PROGRESS_THREAD=1"}).progress_thread);
+                                     settings_from_env({"DTF_PROGRESS_THREAD=1"}).progress_thread &&
+                                     settings_from_env({"DTF_PROGRESS_THREAD=1"}).progress_thread_asked);
     Settings s = settings_from_env({"DTF_INI_FILE=/a.ini", "DTF_GLOBAL_PATH=/g", "DTF_TIMEOUT=2.5",
                                     "DTF_VERBOSE_LEVEL=2", "DTF_PRINT_STATS=1",
                                     "DTF_RENDEZVOUS=file", "MAX_WORKGROUP_SIZE=8", "PATH=/bin",
