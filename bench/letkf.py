@@ -10,8 +10,9 @@ of every run to OUT/meta.json; then the planning micro-benchmark (bench/plan_ben
 OUT/planning.csv. With --md, bench/report.py then writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 5 minutes here): the default size, weak scaling (1, 2, 4
-         members of one rank each) and strong scaling (one member's fixed grid on 1, 2, 4 ranks).
+  full   what `make bench` runs (about 6 minutes here): the default size, weak scaling (1, 2, 4
+         members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), and
+         runs with 100 ms of computing per cycle and role, without and with dtf's progress thread.
          Ranks beyond the machine's cores are oversubscribed; the report says so.
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
@@ -27,7 +28,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles)
+# (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
+#  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes])
+# The compute.off / compute.on pairs measure how much of the model's output is still to move once it
+# has computed, without and with dtf's progress thread (report.py: "Computing while the data moves").
+COMPUTE = "transfer,transfer-replay,mpi-raw"
 SWEEPS = {
     "full": [
         ("default", 2, 1, 1, (128, 128, 16), None, 3, 6),
@@ -37,10 +42,21 @@ SWEEPS = {
         ("strong", 1, 1, 1, (0, 0, 16), (256, 256), 2, 5),
         ("strong", 1, 2, 1, (0, 0, 16), (256, 256), 2, 5),
         ("strong", 1, 2, 2, (0, 0, 16), (256, 256), 2, 5),
+        ("compute.off", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
+        ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
+        ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
+        ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
     ],
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised.
-    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2)],
+    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2),
+              ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
+              ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE})],
 }
+
+
+def options(spec):
+    """The options of a sweep entry ({} if none)."""
+    return spec[8] if len(spec) > 8 else {}
 
 
 def output(cmd):
@@ -73,12 +89,17 @@ def machine(build):
 
 
 def command(build, run_dir, spec, csv_prefix, timeout):
-    label, members, px, py, grid, glob, reps, cycles = spec
+    label, members, px, py, grid, glob, reps, cycles = spec[:8]
     ranks = members * px * py
     args = ["--members", members, "--px", px, "--py", py, "--grid", *grid, "--reps", reps, "--cycles", cycles,
             "--dir", run_dir, "--config", os.path.join(HERE, "letkf.ini"), "--label", label]
     if glob:
         args += ["--global", *glob]
+    opt = options(spec)
+    if "compute" in opt:
+        args += ["--compute", opt["compute"]]
+    if "modes" in opt:
+        args += ["--modes", opt["modes"]]
     args = [str(a) for a in args]
     exe = os.path.join(build, "bench", "letkf_io")
     return [os.path.join(build, "bin", "dtfrun"), "-c", os.path.join(HERE, "letkf.ini"), "--timeout", "60",
@@ -129,17 +150,22 @@ def main():
             "machine": machine(build), "runs": []}
     header, rows = None, []
     for i, spec in enumerate(SWEEPS[a.sweep]):
-        label, members, px, py, grid, glob, reps, cycles = spec
+        label, members, px, py, grid, glob, reps, cycles = spec[:8]
+        opt = options(spec)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")
         cmd = command(build, files, spec, prefix, a.timeout)
-        shown = " ".join(map(shlex.quote, cmd)).replace(build, "BUILD").replace(os.path.dirname(HERE), ".")
+        env = dict(os.environ)
+        if "thread" in opt:
+            env["DTF_PROGRESS_THREAD"] = str(opt["thread"])
+        shown = (f"DTF_PROGRESS_THREAD={opt['thread']} " if "thread" in opt else "") + " ".join(
+            map(shlex.quote, cmd)).replace(build, "BUILD").replace(os.path.dirname(HERE), ".")
         print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}): {members} members x {px}x{py} ranks, "
               f"{'global ' + 'x'.join(map(str, glob)) if glob else 'x'.join(map(str, grid)) + ' per rank'}, "
               f"{reps} reps x {cycles} cycles", flush=True)
         start = time.time()
         # The timeout is dtfrun's --walltime; this one only guards against dtfrun itself hanging.
-        rc = subprocess.run(cmd, cwd=files, timeout=a.timeout + 60).returncode
+        rc = subprocess.run(cmd, cwd=files, env=env, timeout=a.timeout + 60).returncode
         wall = time.time() - start
         shutil.rmtree(files, ignore_errors=True)
         if rc != 0:
@@ -159,7 +185,7 @@ def main():
         meta["runs"].append({"label": label, "command": shown, "members": members, "px": px, "py": py,
                              "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
                              "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
-                             "wall_s": round(wall, 1)})
+                             "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1)})
         print(f"   {wall:.1f} s", flush=True)
     # The planning micro-benchmark (one core, no MPI), for the report's planning section.
     plan = [os.path.join(build, "bench", "plan_bench"), "--csv", os.path.join(out, "planning.csv")]

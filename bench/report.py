@@ -121,7 +121,7 @@ def run_results(samples, meta, run):
 def results(samples, meta, images):
     lines = ["## Results", ""] + image(images, "cycle_time.png", "cycle time per mode")
     lines += ["Cycle times in ms over reps x cycles >= 1; ratios are ratios of medians.", ""]
-    for label in dict.fromkeys(run.label for run in plot.runs(samples, meta)):
+    for label in dict.fromkeys(run.label for run in plot.runs(samples, meta) if not run.label.startswith("compute")):
         lines += [f"### {label}", ""]
         for run in plot.runs(samples, meta, label):
             lines += run_results(samples, meta, run)
@@ -202,7 +202,11 @@ def targets(samples, meta):
           "no data" if want_sync is None or sync_replay is None else verdict(sync_replay / want_sync, 1.0)],
          ["extra peak memory of a model rank, replay on <= bytes read from it + 16 MiB",
           "no data" if extra is None or read is None else f"{mib(extra)} vs {mib(read)} + 16 MiB",
-          "no data" if extra is None or read is None else "met" if extra <= read + 16 * 2**20 else "not met"]]) + [
+          "no data" if extra is None or read is None else "met" if extra <= read + 16 * 2**20 else "not met"]]
+        + [[f"output still to move after a compute phase, thread on / off, replay: <= 0.1 ({plot.describe(off)})",
+            f"{times(r)}", "no data" if r is None else "met" if round(r, 2) <= 0.1 else "not met"]
+           for off, on in overlap_pairs(samples, meta)
+           for r in [handoff_ratio(samples, off, on, "transfer-replay")]]) + [
         "Extra peak memory: how far a model rank's resident size rises during the mode's cycles above the "
         "program's own (its arrays allocated and touched, before any I/O): `VmHWM` reset through "
         "`/proc/self/clear_refs` at the start of each mode, max over ranks, median over reps. What earlier "
@@ -215,10 +219,63 @@ def targets(samples, meta):
         "against the median cycle time, to show whether waiting ranks spin (Open MPI's own waits do): "
         + ", ".join(f"{m} {ms(cpu_of(m))} of {ms(median(cycle_times(samples, run, m)))} ms"
                     for m in MODES if cpu_of(m) is not None) + ".", ""] if any(map(cpu_of, MODES)) else []) + [
-        "Not measured by this benchmark: I/O left visible after a compute phase with the progress "
-        "thread (off by default; `bench/thread.py BUILD --compute MS` compares the thread off and on, "
-        "see docs/RELIABILITY.md). Planning 10^6 requests (target: < 1 s, any decomposition): see "
-        "[Planning](#planning).", ""] + where_the_time_goes(samples, run)
+        "The compute-phase rows: see [Computing while the data moves](#computing-while-the-data-moves). "
+        "Planning 10^6 requests (target: < 1 s, any decomposition): see [Planning](#planning).", ""
+    ] + where_the_time_goes(samples, run)
+
+
+OVERLAP_MODES = ("transfer", "transfer-replay", "mpi-raw")
+
+
+def handoffs(samples, run, mode):
+    """Per rep and cycle >= 1: seconds from the end of the model's compute to the assimilation
+    holding all of the model's output of the cycle (0 if it had it before)."""
+    model, assim = (seconds(samples, run, mode, c, "mark", agg="max") for c in COMPONENTS)
+    return [max(0.0, a - m) for m, a in zip(model, assim)] if len(model) == len(assim) else []
+
+
+def overlap_pairs(samples, meta):
+    """(thread off, thread on) runs of the same size from the compute sweep."""
+    on = plot.runs(samples, meta, "compute.on")
+    return [(off, o) for off in plot.runs(samples, meta, "compute.off") for o in on if off[1:] == o[1:]]
+
+
+def handoff_ratio(samples, off, on, mode):
+    """Median hand-off with the thread over that without, None without data."""
+    h0, h1 = median(handoffs(samples, off, mode)), median(handoffs(samples, on, mode))
+    return None if h0 is None or h1 is None or h0 <= 0 else h1 / h0
+
+
+def overlap(samples, meta):
+    """The compute sweep: what is left to move after the model computed, thread off and on."""
+    pairs = overlap_pairs(samples, meta)
+    if not pairs:
+        return []
+    compute = plot.run_info(meta, pairs[0][0]).get("compute_ms", "?")
+    lines = ["## Computing while the data moves", "",
+             f"Runs with {compute} ms of CPU work per cycle in each role: the model completes its puts, computes, "
+             "then closes its files; the assimilation has opened every file and posted its gets before, and "
+             "computes after reading. The *hand-off* is the time from the end of the model's compute to the "
+             "assimilation holding all of the model's output of the cycle (wall clock of both jobs on one node, "
+             "median over reps x cycles >= 1): the I/O the compute did not hide. Without the progress thread "
+             "(`DTF_PROGRESS_THREAD=0`) dtf moves data only inside calls, so the output moves after the compute; "
+             "with it (the default when MPI provides `MPI_THREAD_MULTIPLE`) replayed data leaves as the puts "
+             "complete it and the readers receive it meanwhile. Without replay the readers' requests are matched "
+             "only at the writers' `dtf_transfer`, after the compute; `mpi-raw` is the same blocks over "
+             "pre-posted MPI messages, whose progress the thread drives too.", ""]
+    rows = []
+    for off, on in pairs:
+        for mode in OVERLAP_MODES:
+            if not cycle_times(samples, off, mode) or not cycle_times(samples, on, mode):
+                continue
+            h0, h1 = (median(handoffs(samples, r, mode)) for r in (off, on))
+            rows.append([plot.describe(off), mode, ms(median(cycle_times(samples, off, mode))),
+                         ms(median(cycle_times(samples, on, mode))), ms(h0), ms(h1),
+                         times(handoff_ratio(samples, off, on, mode))])
+    lines += table(["run", "mode", "model cycle, thread off (ms)", "thread on (ms)", "hand-off, thread off (ms)",
+                    "thread on (ms)", "hand-off on / off"], rows)
+    lines += ["Commands:", "", "```sh"] + [plot.run_info(meta, r).get("command", "?") for pair in pairs for r in pair]
+    return lines + ["```", ""]
 
 
 def planning(out):
@@ -270,8 +327,8 @@ def where_the_time_goes(samples, run):
             f"`dtf.pack`) {ms(ms_of('dtf.pack'))} ms, waiting for the assimilation or the network "
             f"(`dtf.wait`) {ms(ms_of('dtf.wait'))} ms, protocol (`dtf.transfer`) "
             f"{ms(ms_of('dtf.transfer'))} ms. The waits are mostly the assimilation's own work: it "
-            "reads the members one after another (each message received by MPI straight into the "
-            "user's buffers) before it writes the analysis the model reads back.", ""]
+            "reads every member's files (each message received by MPI straight into the user's "
+            "buffers) before it writes the analysis the model reads back.", ""]
 
 
 def caveats(samples, meta):
@@ -305,7 +362,7 @@ def main():
               for p in pngs}
     lines = (intro(meta) + machine(meta) + results(samples, meta, images)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
-             + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
+             + overlap(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
     os.makedirs(md_dir, exist_ok=True)
     with open(args.md, "w") as f:
         f.write("\n".join(lines))
