@@ -191,7 +191,8 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     }
     {
         // More ranks of this component on this node than cores (the other components' are not
-        // known here): waits back off from the start (wait_until).
+        // known here): waits back off from the start (wait_until), and there is no core for a
+        // progress thread (start_progress_thread).
         MPI_Comm node;
         int local = 1;
         if (MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
@@ -589,17 +590,29 @@ void Runtime::progress_loop() {
         } catch (const Error &e) {
             if (!background_error_) background_error_ = std::make_unique<Error>(e);
         }
-        const double cap = queue_->pending() > 0 || !serving_.empty() || !early_.empty() ? 200e-6 : 1e-3;
+        // (On a crowded node, started by DTF_PROGRESS_THREAD=1, it looks less often.)
+        const double cap = (queue_->pending() > 0 || !serving_.empty() || !early_.empty() ? 200e-6 : 1e-3) *
+                           (crowded_ ? 10 : 1);
         delay = happened ? 20e-6 : std::min(delay * 1.5, cap);
         wake_.wait_for(lock, std::chrono::duration<double>(delay));
     }
 }
 
-// On when MPI provides MPI_THREAD_MULTIPLE, unless DTF_PROGRESS_THREAD=0; otherwise every wait runs
-// inside the application's calls, and dtf says once why (a warning if DTF_PROGRESS_THREAD=1 asked).
+// On when MPI provides MPI_THREAD_MULTIPLE, unless DTF_PROGRESS_THREAD=0 or (unless it is 1) this
+// component alone has more ranks on the node than cores: then the thread could only take the cores
+// from the ranks (8 ranks with a thread each on 2 cores stalled a benchmark run for a minute).
+// Otherwise every wait runs inside the application's calls, and dtf says once why (a warning if
+// DTF_PROGRESS_THREAD=1 asked for it).
 void Runtime::start_progress_thread() {
     if (!settings_.progress_thread) {
         thread_note_ = "off (DTF_PROGRESS_THREAD=0)";
+        return;
+    }
+    if (crowded_ && !settings_.progress_thread_asked) {
+        thread_note_ = "off (more ranks of this component on the node than cores)";
+        if (rank_ == 0)
+            log::info("no progress thread: this component has more ranks on a node than it has cores "
+                      "(DTF_PROGRESS_THREAD=1 starts it anyway)");
         return;
     }
     int provided = MPI_THREAD_SINGLE;
