@@ -18,7 +18,8 @@ set(DTF_TEST_ENV
 if(DTF_SANITIZE)
   list(APPEND DTF_TEST_ENV
     "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:verify_asan_link_order=0"
-    "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+    "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+    "TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
 endif()
 
 function(dtf_add_test)

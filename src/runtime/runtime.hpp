@@ -276,6 +276,8 @@ private:
     uint32_t stamps_ = 0;
     int tag_ub_ = 32767; // MPI_TAG_UB
     bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)
+    int cores_ = 1;        // of this node
+    int node_ranks_ = 1;   // ranks of this component and of the connected ones on this node
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <ctime>
 #include <random>
 #include <sstream>
@@ -167,18 +169,23 @@ std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string
     return theirs;
 }
 
-void open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name) {
+int open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name) {
     int remote = 0;
     MPI_Comm_remote_size(inter, &remote);
     const int tag = static_cast<int>(Tag::Routes);
-    std::vector<char> out(static_cast<size_t>(remote), 1), in(static_cast<size_t>(remote), 0);
+    // What travels is this rank's node: a hash of its host name (FNV-1a).
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    uint32_t node = 2166136261u;
+    for (const char *c = host; *c; ++c) node = (node ^ static_cast<unsigned char>(*c)) * 16777619u;
+    std::vector<uint32_t> out(static_cast<size_t>(remote), node), in(static_cast<size_t>(remote), 0);
     std::vector<MPI_Request> reqs(static_cast<size_t>(remote));
     Deadline deadline(timeout_s);
     auto phase = [&](bool send) {
         for (int r = 0; r < remote; ++r) {
-            char *b = (send ? out : in).data() + r;
-            check_mpi(send ? MPI_Isend(b, 1, MPI_CHAR, r, tag, inter, &reqs[static_cast<size_t>(r)])
-                           : MPI_Irecv(b, 1, MPI_CHAR, r, tag, inter, &reqs[static_cast<size_t>(r)]),
+            uint32_t *b = (send ? out : in).data() + r;
+            check_mpi(send ? MPI_Isend(b, 1, MPI_UINT32_T, r, tag, inter, &reqs[static_cast<size_t>(r)])
+                           : MPI_Irecv(b, 1, MPI_UINT32_T, r, tag, inter, &reqs[static_cast<size_t>(r)]),
                       send ? "MPI_Isend (opening routes)" : "MPI_Irecv (opening routes)");
         }
         for (auto &req : reqs)
@@ -188,6 +195,7 @@ void open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std:
     };
     phase(acceptor);  // the acceptor's ranks open every connection...
     phase(!acceptor); // ...and the answers travel on them
+    return static_cast<int>(std::count(in.begin(), in.end(), node));
 }
 
 } // namespace dtf::transport

@@ -38,6 +38,8 @@ std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string
 // 4.1's TCP transport opens them lazily, and two ranks that open one to each other at the same time
 // (common once a progress thread sends and receives at any moment) can fail with "Open MPI failed to
 // TCP connect to a peer MPI process" and then lose messages. Collective over both groups; bounded.
-void open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name);
+// Returns how many of the peer's ranks share this rank's node (the messages carry a hash of the host
+// name), so that a rank can tell when the components together have more ranks on its node than cores.
+int open_all_routes(MPI_Comm inter, bool acceptor, double timeout_s, const std::string &peer_name);
 
 } // namespace dtf::transport

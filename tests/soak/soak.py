@@ -103,12 +103,11 @@ def main():
             failures.append(f"{comp}: the communicator index climbed after warm-up (leaked communicators): up to "
                             f"{first} in cycles {warmup + 1}-{warmup + half}, {second} later")
         # The progress thread must have run (the demo asks for MPI_THREAD_MULTIPLE), unless
-        # DTF_PROGRESS_THREAD=0 turned it off or, without DTF_PROGRESS_THREAD=1, the component has
-        # more ranks than the node has cores.
+        # DTF_PROGRESS_THREAD=0 turned it off or, without DTF_PROGRESS_THREAD=1, the two components
+        # have more ranks than the node has cores.
         env = os.environ.get("DTF_PROGRESS_THREAD")
-        ranks = 2 * a.members if comp == "model" else 2
-        want = ("off (DTF_PROGRESS_THREAD=0)" if env == "0" else "on" if env == "1" or ranks <= os.cpu_count()
-                else "off (more ranks of this component on the node than cores)")
+        want = ("off (DTF_PROGRESS_THREAD=0)" if env == "0" else "on" if env == "1" or 2 * a.members + 2 <= os.cpu_count()
+                else "off (more ranks on the node than cores)")
         if thread.get(comp) != want:
             failures.append(f"{comp}: its progress thread was {thread.get(comp, 'not reported')}, expected {want}")
         if unused.get(comp) != 0:

@@ -171,16 +171,15 @@ def replayed_as_configured(args, run):
 
 def thread_as_configured(args, run):
     """The writer's stats must say its progress thread ran (--thread 1, and by default where the
-    node has a core per writer rank: the test programs ask for MPI_THREAD_MULTIPLE), or did not
-    (--thread 0, or more writer ranks than cores), so that a test of either cannot pass with the
-    other."""
+    node has a core per rank of both programs: they ask for MPI_THREAD_MULTIPLE), or did not
+    (--thread 0, or more ranks than cores), so that a test of either cannot pass with the other."""
     if run.mode != "transfer":
         return True
     m = THREAD.search(run.output)
     print(f"   progress thread: {m.group(1) if m else 'not reported'}")
-    writers = int(args.shape.split("x")[0])
-    want = ("off (DTF_PROGRESS_THREAD=0)" if args.thread == 0 else "on" if args.thread == 1 or writers <= os.cpu_count()
-            else "off (more ranks of this component on the node than cores)")
+    ranks = sum(map(int, args.shape.split("x")))
+    want = ("off (DTF_PROGRESS_THREAD=0)" if args.thread == 0 else "on" if args.thread == 1 or ranks <= os.cpu_count()
+            else "off (more ranks on the node than cores)")
     if not m or m.group(1) != want:
         print(f"FAIL: the writer's progress thread should be {want}")
         return False
