@@ -10,7 +10,7 @@ of every run to OUT/meta.json; then the planning micro-benchmark (bench/plan_ben
 OUT/planning.csv. With --md, bench/report.py then writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 6 minutes here): the default size, weak scaling (1, 2, 4
+  full   what `make bench` runs (about 8 minutes here): the default size, weak scaling (1, 2, 4
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), and
          runs with 100 ms of computing per cycle and role, without and with dtf's progress thread.
          Ranks beyond the machine's cores are oversubscribed; the report says so.

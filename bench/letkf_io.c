@@ -204,11 +204,16 @@ static void stop(enum Phase p) {
     g_t0 = t;
 }
 
-/* Both roles start a cycle together. MPI_Barrier would spin inside Open MPI, and on a node with more
- * ranks than cores (this machine: 4 ranks on 2 cores) the spinning ranks can starve, for seconds, a
- * rank or a progress thread that still has to finish the last cycle's I/O; this one sleeps between
- * tests, as an application's compute would leave the core. */
-static void quiet_barrier(MPI_Comm comm) {
+/* Both roles start a cycle together. MPI_Barrier spins inside Open MPI, as applications' collectives
+ * do. With --compute the runs are about data moving in the background, and on a node with more ranks
+ * than cores (this machine: 4 ranks on 2 cores) ranks spinning in MPI_Barrier can starve, for
+ * seconds, the progress thread that still has to serve the last cycle's readers (docs/RELIABILITY.md);
+ * there the barrier sleeps between tests instead, as the compute phase leaves the core. */
+static void start_together(MPI_Comm comm, int quiet) {
+    if (!quiet) {
+        MPI(MPI_Barrier(comm));
+        return;
+    }
     MPI_Request req;
     int done = 0;
     MPI(MPI_Ibarrier(comm, &req));
@@ -704,8 +709,8 @@ static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
         file_name(path, sizeof path, c, ANAL, m, mode);
         ncid[2 * m + 1] = post_reads(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS);
     }
-    for (int m = 0; m < c->M; ++m)
-        for (enum File f = HIST; f <= ANAL; ++f) {
+    for (enum File f = HIST; f <= ANAL; ++f) /* in the order the model closes them */
+        for (int m = 0; m < c->M; ++m) {
             file_name(path, sizeof path, c, f, m, mode);
             finish(ncid[2 * m + (int)f], path, MPI_COMM_WORLD, mode, 0);
         }
@@ -822,7 +827,8 @@ static void usage(void) {
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
-                "  completed, before it closes the files; assimilation: after reading, before writing back)\n"
+                "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
+                "  the cycles then start with a barrier that sleeps instead of spinning\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -942,7 +948,7 @@ int main(int argc, char **argv) {
                         fill(ad.back[i], c.mine, read_var(BACK, i % ANAL_READS, c.o.kmax).nz, i / ANAL_READS, BACK,
                              read_var(BACK, i % ANAL_READS, 1).field, cycle);
                 if (raw) raw_prepost(&c, raw, model);
-                quiet_barrier(c.inter);
+                start_together(c.inter, c.o.compute_ms > 0);
                 g_cur = &samples[cycle];
                 dtf_timers_read(NULL, NULL, 1);
                 const double cpu0 = cpu_seconds(), t0 = MPI_Wtime();
