@@ -163,6 +163,13 @@ std::optional<Box> intersect(const Box &a, const Box &b) {
     Prog *p = n > 8 ? large.data() : small;
     for (int d = 0; d < n; ++d) {
         if (a.count[d] <= 0 || b.count[d] <= 0) return std::nullopt;
+        if (a.stride[d] == 1 && b.stride[d] == 1) { // two ranges (vara): no congruence to solve
+            const int64_t lo = std::max(a.start[d], b.start[d]);
+            const int64_t hi = std::min(a.start[d] + (a.count[d] - 1), b.start[d] + (b.count[d] - 1));
+            if (lo > hi) return std::nullopt;
+            p[d] = Prog{lo, hi - lo + 1, 1};
+            continue;
+        }
         const std::optional<Prog> q = intersect1(dim(a, d), dim(b, d));
         if (!q) return std::nullopt;
         p[d] = *q;
