@@ -178,7 +178,9 @@ def thread_as_configured(args, run):
     m = THREAD.search(run.output)
     print(f"   progress thread: {m.group(1) if m else 'not reported'}")
     ranks = sum(map(int, args.shape.split("x")))
-    want = ("off (DTF_PROGRESS_THREAD=0)" if args.thread == 0 else "on" if args.thread == 1 or ranks <= os.cpu_count()
+    thread = args.thread if args.thread is not None else os.environ.get("DTF_PROGRESS_THREAD")
+    thread = None if thread is None else int(thread)
+    want = ("off (DTF_PROGRESS_THREAD=0)" if thread == 0 else "on" if thread == 1 or ranks <= os.cpu_count()
             else "off (more ranks on the node than cores)")
     if not m or m.group(1) != want:
         print(f"FAIL: the writer's progress thread should be {want}")
@@ -335,13 +337,19 @@ def main():
                    help="replay_io=1: with --repeat R > 1 the transfer run must replay the runs 2..R of "
                         "each case (checked from the readers' statistics)")
     p.add_argument("--thread", type=int, choices=[0, 1],
-                   help="DTF_PROGRESS_THREAD (default: dtf's, on; the writer's stats must show whether the thread ran)")
+                   help="DTF_PROGRESS_THREAD (default: the environment's, else dtf's); the writer's stats must "
+                        "show whether the thread ran")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     m = re.fullmatch(r"(\d+)x(\d+)", args.shape)
     if not m:
         p.error("--shape must be MxN")
     args.M, args.N = int(m.group(1)), int(m.group(2))
+    # Sanitizer builds run the large tests with fewer cases (XFER_PROP_SCALE, set by the test
+    # environment of such builds): the instrumented programs are slow and CI's time is bounded.
+    scale = float(os.environ.get("XFER_PROP_SCALE", "1"))
+    if scale < 1 and args.cases >= 50:
+        args.cases = max(20, round(args.cases * scale))
     args.exe = os.path.abspath(args.exe)
     args.dtfrun = os.path.abspath(args.dtfrun)
     if args.writer_exe:
