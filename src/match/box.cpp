@@ -79,6 +79,7 @@ std::optional<Prog> intersect1(const Prog &a, const Prog &b) {
 // Whether x is one of the elements of progression p.
 bool in_prog(const Prog &p, int64_t x) {
     if (p.count <= 0 || x < p.start) return false;
+    if (p.stride == 1) return x - p.start < p.count; // no overflow: 0 <= start <= x
     const i128 off = static_cast<i128>(x) - p.start;
     return off % p.stride == 0 && off / p.stride < p.count;
 }
@@ -97,12 +98,19 @@ Box Box::vara(Dims start, Dims count) {
 }
 
 int64_t Box::size() const {
-    for (int64_t c : count)
-        if (c <= 0) return 0;
     int64_t n = 1;
+    bool saturated = false;
+    for (int64_t c : count) {
+        if (c <= 0) return 0;
+        saturated |= __builtin_mul_overflow(n, c, &n);
+    }
+    return saturated ? kMax : n;
+}
+
+bool Box::empty() const {
     for (int64_t c : count)
-        if (__builtin_mul_overflow(n, c, &n)) return kMax;
-    return n;
+        if (c <= 0) return true;
+    return false;
 }
 
 bool Box::contains(const std::vector<int64_t> &index) const {
@@ -156,28 +164,33 @@ bool valid(const Box &b, std::string *why) {
 }
 
 std::optional<Box> intersect(const Box &a, const Box &b) {
+    Box r;
+    if (!intersect(a, b, r)) return std::nullopt;
+    return r;
+}
+
+bool intersect(const Box &a, const Box &b, Box &out) {
     check_same_ndims(a, b, "intersect");
     const int n = a.ndims();
     Prog small[8]; // no allocation unless the boxes meet (most candidate pairs do not)
     std::vector<Prog> large(n > 8 ? n : 0);
     Prog *p = n > 8 ? large.data() : small;
     for (int d = 0; d < n; ++d) {
-        if (a.count[d] <= 0 || b.count[d] <= 0) return std::nullopt;
+        if (a.count[d] <= 0 || b.count[d] <= 0) return false;
         if (a.stride[d] == 1 && b.stride[d] == 1) { // two ranges (vara): no congruence to solve
             const int64_t lo = std::max(a.start[d], b.start[d]);
             const int64_t hi = std::min(a.start[d] + (a.count[d] - 1), b.start[d] + (b.count[d] - 1));
-            if (lo > hi) return std::nullopt;
+            if (lo > hi) return false;
             p[d] = Prog{lo, hi - lo + 1, 1};
             continue;
         }
         const std::optional<Prog> q = intersect1(dim(a, d), dim(b, d));
-        if (!q) return std::nullopt;
+        if (!q) return false;
         p[d] = *q;
     }
-    Box r;
-    r.start.resize(n), r.count.resize(n), r.stride.resize(n);
-    for (int d = 0; d < n; ++d) r.start[d] = p[d].start, r.count[d] = p[d].count, r.stride[d] = p[d].stride;
-    return r;
+    out.start.clear(), out.count.clear(), out.stride.clear();
+    for (int d = 0; d < n; ++d) out.start.push_back(p[d].start), out.count.push_back(p[d].count), out.stride.push_back(p[d].stride);
+    return true;
 }
 
 bool subset(const Box &sub, const Box &outer) {

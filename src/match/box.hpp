@@ -29,7 +29,7 @@ struct Box {
     // Number of elements: product of counts (1 for 0-D, 0 if any count is 0). Saturates at
     // INT64_MAX for boxes that are not valid().
     int64_t size() const;
-    bool empty() const { return size() == 0; }
+    bool empty() const; // size() == 0
     // Whether `index` (ndims() coordinates) is an element of this box.
     bool contains(const std::vector<int64_t> &index) const;
     // "[start:count:stride, ...]" per dimension, "[]" for 0-D.
@@ -52,6 +52,9 @@ bool valid(const Box &b, std::string *why = nullptr);
 // dimension of the result with count 1 keeps that step as its stride when it fits in int64_t, else
 // stride 1. intersect(a, a) == a.
 std::optional<Box> intersect(const Box &a, const Box &b);
+// The same into `out` (the matcher's pieces are built in place): true if they meet, else false and
+// `out` unchanged.
+bool intersect(const Box &a, const Box &b, Box &out);
 
 // Whether every element of `sub` is an element of `outer` (an empty sub of the same ndims is).
 bool subset(const Box &sub, const Box &outer);

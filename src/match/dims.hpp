@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
 #include <vector>
 
 namespace dtf::match {
@@ -21,10 +20,11 @@ public:
     Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.end()); }
     Dims(const std::vector<int64_t> &v) { assign(v.data(), v.data() + v.size()); } // NOLINT: implicit, as the vector it replaces
     Dims(size_t n, int64_t value) { assign(n, value); }
-    Dims(const Dims &o) { assign(o.begin(), o.end()); }
+    Dims(const Dims &o) { copy(o); }
     Dims(Dims &&o) noexcept { take(o); }
+    ~Dims() { release(); }
     Dims &operator=(const Dims &o) {
-        if (this != &o) assign(o.begin(), o.end());
+        if (this != &o) copy(o);
         return *this;
     }
     Dims &operator=(Dims &&o) noexcept {
@@ -34,8 +34,8 @@ public:
 
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
-    int64_t *data() { return heap_ ? heap_.get() : inline_; }
-    const int64_t *data() const { return heap_ ? heap_.get() : inline_; }
+    int64_t *data() { return cap_ ? heap_ : inline_; }
+    const int64_t *data() const { return cap_ ? heap_ : inline_; }
     int64_t &operator[](size_t i) { return data()[i]; }
     const int64_t &operator[](size_t i) const { return data()[i]; }
     int64_t *begin() { return data(); }
@@ -66,16 +66,24 @@ public:
     std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
 
 private:
-    uint32_t n_ = 0, cap_ = 0; // cap_: heap capacity, 0 while the values are inline (n <= kMaxDims)
-    int64_t inline_[kInline] = {};
-    std::unique_ptr<int64_t[]> heap_;
+    // 40 bytes for up to kInline values (a plan holds one box, three Dims, per piece).
+    uint32_t n_ = 0, cap_ = 0; // cap_: heap capacity, 0 while the values are inline
+    union {
+        int64_t inline_[kInline] = {};
+        int64_t *heap_;
+    };
 
-    size_t capacity() const { return heap_ ? cap_ : kInline; }
+    size_t capacity() const { return cap_ ? cap_ : kInline; }
+    void release() {
+        if (cap_) delete[] heap_;
+        cap_ = 0;
+    }
     void reserve(size_t n) {
         if (n <= capacity()) return;
-        std::unique_ptr<int64_t[]> p(new int64_t[n]);
-        std::copy(begin(), end(), p.get());
-        heap_ = std::move(p), cap_ = static_cast<uint32_t>(n);
+        auto *p = new int64_t[n];
+        std::copy(begin(), end(), p);
+        release();
+        heap_ = p, cap_ = static_cast<uint32_t>(n);
     }
     void assign(const int64_t *first, const int64_t *last) {
         n_ = 0;
@@ -83,10 +91,19 @@ private:
         std::copy(first, last, data());
         n_ = static_cast<uint32_t>(last - first);
     }
+    void copy(const Dims &o) {
+        if (o.cap_) return assign(o.begin(), o.end());
+        release();
+        n_ = o.n_;
+        std::copy(o.inline_, o.inline_ + kInline, inline_); // a fixed size: no call, no branch
+    }
     void take(Dims &o) {
+        release();
         n_ = o.n_, cap_ = o.cap_;
-        heap_ = std::move(o.heap_);
-        if (!heap_) std::copy(o.inline_, o.inline_ + n_, inline_);
+        if (cap_)
+            heap_ = o.heap_;
+        else
+            std::copy(o.inline_, o.inline_ + kInline, inline_);
         o.n_ = 0, o.cap_ = 0;
     }
 };

@@ -9,139 +9,13 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "match/index.hpp"
 
 namespace dtf::match {
 
 namespace {
 
 using ull = unsigned long long;
-
-// The bounding box ("hull") of a non-empty box: the inclusive range [lo[d], hi[d]] it spans in each
-// dimension d.
-int64_t hull_lo(const Box &b, int d) { return b.start[d]; }
-int64_t hull_hi(const Box &b, int d) { return b.start[d] + (b.count[d] - 1) * b.stride[d]; } // valid: no overflow
-
-// Static R-tree over the hulls of non-empty boxes, bulk-loaded by sort-tile-recursive packing at
-// every level: the entries of a level are ordered in slabs (by hull centre in dimension 0, each slab
-// by dimension 1, ...) and groups of kFan consecutive entries become the nodes of the level above,
-// whose entries are packed the same way. A query descends only into nodes whose hull meets the query
-// box in every dimension, so it costs O(log n + k) when the hulls tile the array (blocks along any
-// dimensions, element-wise, mixed sizes), k being the number of boxes whose hull meets the query.
-// Build: O(n log n) sorting, O(n n_dims) memory.
-class BoxIndex {
-public:
-    BoxIndex(const std::vector<const Box *> &boxes, int ndims) : nd_(ndims) {
-        const size_t n = boxes.size();
-        Level leaves; // level 0: the boxes themselves; node i is box ids_[i]
-        leaves.count = n;
-        leaves.bounds.resize(2 * n * nd_);
-        for (size_t i = 0; i < n; ++i)
-            for (int d = 0; d < nd_; ++d)
-                leaves.bounds[2 * (i * nd_ + d)] = hull_lo(*boxes[i], d), leaves.bounds[2 * (i * nd_ + d) + 1] = hull_hi(*boxes[i], d);
-        ids_.resize(n);
-        std::iota(ids_.begin(), ids_.end(), 0);
-        pack(leaves, ids_);
-        levels_.push_back(std::move(leaves));
-        while (levels_.back().count > 1) {
-            const Level &below = levels_.back();
-            Level up; // node j: the entries first[j] .. first[j] + kFan - 1 (at most) of the level below
-            up.count = (below.count + kFan - 1) / kFan;
-            up.first.resize(up.count);
-            up.bounds.resize(2 * up.count * nd_);
-            for (size_t j = 0; j < up.count; ++j) {
-                up.first[j] = static_cast<uint32_t>(j * kFan);
-                for (int d = 0; d < nd_; ++d) {
-                    int64_t *u = &up.bounds[2 * (j * nd_ + d)];
-                    u[0] = std::numeric_limits<int64_t>::max(), u[1] = std::numeric_limits<int64_t>::min();
-                    for (size_t c = j * kFan; c < std::min(below.count, (j + 1) * kFan); ++c) {
-                        const int64_t *b = &below.bounds[2 * (c * nd_ + d)];
-                        u[0] = std::min(u[0], b[0]), u[1] = std::max(u[1], b[1]);
-                    }
-                }
-            }
-            pack(up, up.first);
-            levels_.push_back(std::move(up));
-        }
-    }
-
-    // Calls f(id) for each box whose hull meets that of `b` (non-empty), until f returns false;
-    // false if stopped. ids index the `boxes` given to the constructor.
-    template <class F> bool candidates(const Box &b, F &&f) const {
-        if (ids_.empty()) return true;
-        int64_t small[2 * 8]; // the query's hull, laid out as a node's bounds
-        std::vector<int64_t> large(nd_ > 8 ? 2 * nd_ : 0);
-        int64_t *q = nd_ > 8 ? large.data() : small;
-        for (int d = 0; d < nd_; ++d) q[2 * d] = hull_lo(b, d), q[2 * d + 1] = hull_hi(b, d);
-        return visit(levels_.size() - 1, 0, q, f);
-    }
-
-private:
-    static constexpr size_t kFan = 8;
-    struct Level {
-        size_t count = 0;            // nodes
-        std::vector<int64_t> bounds; // node i, dimension d: lo at [2 (i nd + d)], hi next to it
-        std::vector<uint32_t> first; // above level 0: node i's first child in the level below
-    };
-    int nd_;
-    std::vector<int> ids_;      // level 0's node i is box ids_[i]
-    std::vector<Level> levels_; // levels_[0]: the boxes; levels_.back(): the root
-
-    // Reorders the nodes of `l` (their bounds, and `payload`, one value per node) in STR order, so
-    // that kFan consecutive nodes are close together.
-    template <class T> void pack(Level &l, std::vector<T> &payload) const {
-        if (l.count <= kFan || nd_ == 0) return;
-        std::vector<int64_t> centres(l.count * nd_);
-        for (size_t i = 0; i < centres.size(); ++i)
-            centres[i] = l.bounds[2 * i] + (l.bounds[2 * i + 1] - l.bounds[2 * i]) / 2;
-        std::vector<int> order(l.count);
-        std::iota(order.begin(), order.end(), 0);
-        tile(centres, order, 0, l.count, 0);
-        std::vector<int64_t> bounds(l.bounds.size());
-        std::vector<T> moved(payload.size());
-        for (size_t i = 0; i < l.count; ++i) {
-            std::copy_n(&l.bounds[2 * order[i] * nd_], 2 * nd_, &bounds[2 * i * nd_]);
-            moved[i] = payload[order[i]];
-        }
-        l.bounds.swap(bounds), payload.swap(moved);
-    }
-
-    // Orders order[begin, end) into slabs by centre in dimension d (centres[i * nd + d]), then each
-    // slab recursively by the following dimensions. Ties are broken by the next dimensions, so that
-    // e.g. columns that all span dimension 0 are ordered by dimension 1.
-    void tile(const std::vector<int64_t> &centres, std::vector<int> &order, size_t begin, size_t end, int d) const {
-        const size_t n = end - begin;
-        if (d >= nd_ || n <= kFan) return;
-        const int64_t *c = centres.data();
-        const int nd = nd_;
-        std::sort(order.begin() + begin, order.begin() + end, [c, d, nd](int a, int b) {
-            const int64_t *x = c + static_cast<size_t>(a) * nd, *y = c + static_cast<size_t>(b) * nd;
-            for (int e = d; e < nd; ++e)
-                if (x[e] != y[e]) return x[e] < y[e];
-            return a < b;
-        });
-        if (d == nd_ - 1) return;
-        const size_t groups = (n + kFan - 1) / kFan;
-        const auto slabs = static_cast<size_t>(std::ceil(std::pow(static_cast<double>(groups), 1.0 / (nd_ - d))));
-        const size_t per_slab = kFan * ((groups + slabs - 1) / slabs);
-        for (size_t s = begin; s < end; s += per_slab) tile(centres, order, s, std::min(end, s + per_slab), d + 1);
-    }
-
-    bool meets(const Level &l, size_t i, const int64_t *q) const {
-        const int64_t *b = l.bounds.data() + 2 * i * nd_; // (0-D: no bounds at all)
-        for (int d = 0; d < 2 * nd_; d += 2)
-            if (b[d + 1] < q[d] || q[d + 1] < b[d]) return false;
-        return true;
-    }
-    template <class F> bool visit(size_t level, size_t i, const int64_t *q, F &f) const {
-        if (!meets(levels_[level], i, q)) return true;
-        if (level == 0) return f(ids_[i]);
-        const size_t first = levels_[level].first[i];
-        const size_t last = std::min(levels_[level - 1].count, first + kFan);
-        for (size_t j = first; j < last; ++j)
-            if (!visit(level - 1, j, q, f)) return false;
-        return true;
-    }
-};
 
 template <class Req> void check_requests(const std::vector<Req> &reqs, const char *kind) {
     std::string why;
@@ -151,8 +25,29 @@ template <class Req> void check_requests(const std::vector<Req> &reqs, const cha
                  q.varid, why.c_str());
 }
 
+// Stable sort of `keys` by the int field(s) `field`: by counting when the values span little more
+// than there are keys (ranks and varids do), else by comparison.
+template <class Key, class Field> void stable_sort_by(std::vector<Key> &keys, Field field) {
+    if (keys.size() < 2) return;
+    const auto [lo, hi] = std::minmax_element(keys.begin(), keys.end(),
+                                              [&](const Key &a, const Key &b) { return field(a) < field(b); });
+    const int64_t min = field(*lo), span = static_cast<int64_t>(field(*hi)) - min + 1;
+    if (span == 1) return;
+    if (span > static_cast<int64_t>(keys.size()) + 1024) {
+        std::stable_sort(keys.begin(), keys.end(), [&](const Key &a, const Key &b) { return field(a) < field(b); });
+        return;
+    }
+    std::vector<size_t> at(static_cast<size_t>(span) + 1, 0);
+    for (const Key &k : keys) ++at[static_cast<size_t>(field(k) - min) + 1];
+    std::partial_sum(at.begin(), at.end(), at.begin());
+    std::vector<Key> sorted(keys.size());
+    for (const Key &k : keys) sorted[at[static_cast<size_t>(field(k) - min)]++] = k;
+    keys.swap(sorted);
+}
+
 // Indices of `reqs` sorted by (rank, id), or by (varid, rank, id) if by_varid; DTF_ERR_ARG if a
-// (rank, id) pair repeats. Sorts dense keys (the requests themselves are large and scattered).
+// (rank, id) pair repeats. Sorts dense keys (the requests themselves are large and scattered): by
+// rank (counting), then each rank's ids unless they ascend already (a rank's requests usually do).
 template <class Req> std::vector<int> sorted_order(const std::vector<Req> &reqs, const char *kind, bool by_varid) {
     struct Key {
         int rank;
@@ -161,13 +56,17 @@ template <class Req> std::vector<int> sorted_order(const std::vector<Req> &reqs,
     };
     std::vector<Key> keys(reqs.size());
     for (size_t i = 0; i < reqs.size(); ++i) keys[i] = Key{reqs[i].rank, reqs[i].id, reqs[i].varid, static_cast<int>(i)};
-    std::sort(keys.begin(), keys.end(),
-              [](const Key &a, const Key &b) { return std::tie(a.rank, a.id) < std::tie(b.rank, b.id); });
+    stable_sort_by(keys, [](const Key &k) { return k.rank; });
+    auto by_id = [](const Key &a, const Key &b) { return a.id < b.id; };
+    for (size_t first = 0, last; first < keys.size(); first = last) {
+        for (last = first + 1; last < keys.size() && keys[last].rank == keys[first].rank;) ++last;
+        if (!std::is_sorted(keys.begin() + first, keys.begin() + last, by_id))
+            std::sort(keys.begin() + first, keys.begin() + last, by_id);
+    }
     for (size_t i = 1; i < keys.size(); ++i)
         if (keys[i - 1].rank == keys[i].rank && keys[i - 1].id == keys[i].id)
             fail(DTF_ERR_ARG, "two %ss of rank %d have id %llu", kind, keys[i].rank, static_cast<ull>(keys[i].id));
-    if (by_varid)
-        std::stable_sort(keys.begin(), keys.end(), [](const Key &a, const Key &b) { return a.varid < b.varid; });
+    if (by_varid) stable_sort_by(keys, [](const Key &k) { return k.varid; });
     std::vector<int> order(keys.size());
     for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
     return order;
@@ -179,7 +78,7 @@ struct VarWrites {
     const WriteReq *first; // the first write seen, for error messages
     std::vector<const WriteReq *> nonempty; // in (rank, id) order
     std::vector<const Box *> boxes;         // their boxes, same order (ids of the index)
-    std::optional<BoxIndex> index;
+    std::optional<BoxSearch> index;
 };
 
 [[noreturn]] void ndims_mismatch(const WriteReq &w, const char *kind, int rank, uint64_t id, const Box &b) {
@@ -210,10 +109,15 @@ void match_read(const ReadReq &r, const VarWrites &v, std::vector<int> &scratch,
         return true;
     });
     std::sort(scratch.begin(), scratch.end()); // positions in (rank, id) order
+    if (v.index->may_repeat()) scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
     for (int id : scratch) {
         const WriteReq &w = *v.nonempty[id];
-        if (std::optional<Box> region = intersect(w.box, r.box))
-            out.push_back(Piece{w.rank, w.id, r.rank, r.id, r.varid, std::move(*region)});
+        Piece &p = out.emplace_back(); // the region is computed in place: a plan holds millions
+        if (!intersect(w.box, r.box, p.region)) {
+            out.pop_back();
+            continue;
+        }
+        p.writer = w.rank, p.write_id = w.id, p.reader = r.rank, p.read_id = r.id, p.varid = r.varid;
     }
 }
 
@@ -234,18 +138,19 @@ std::vector<Box> clip(const Box &read, const std::vector<Box> &regions) {
 
 bool pairwise_disjoint(const std::vector<Box> &boxes) {
     if (boxes.size() < 2) return true;
+    Box common; // scratch
     if (boxes.size() <= 16) { // a few pieces (the usual read): every pair, no index to build
         for (size_t i = 0; i < boxes.size(); ++i)
             for (size_t j = i + 1; j < boxes.size(); ++j)
-                if (intersect(boxes[i], boxes[j])) return false;
+                if (intersect(boxes[i], boxes[j], common)) return false;
         return true;
     }
     std::vector<const Box *> ptrs;
     for (const Box &b : boxes) ptrs.push_back(&b);
-    const BoxIndex index(ptrs, boxes[0].ndims());
+    const BoxSearch index(ptrs, boxes[0].ndims());
     for (size_t i = 0; i < boxes.size(); ++i) {
         const bool ok = index.candidates(boxes[i], [&](int j) {
-            return static_cast<size_t>(j) <= i || !intersect(boxes[i], boxes[j]);
+            return static_cast<size_t>(j) <= i || !intersect(boxes[i], boxes[j], common);
         });
         if (!ok) return false;
     }

@@ -60,13 +60,17 @@ struct Piece {
 // Throws DTF_ERR_ARG for an invalid box or a (rank, id) pair that occurs twice among the writes or
 // among the reads, and DTF_ERR_PEER when requests on one varid disagree on its number of dimensions.
 //
-// Complexity: the writes of each variable are put in a static R-tree over their bounding boxes in
-// all dimensions (sort-tile-recursive packing). With W writes, R reads, n dimensions and P pieces:
-// O(W n log W + R log R) to sort and build, plus per read O(n (log W + c) + c log c), c being the
-// number of writes whose bounding box meets the read's. c is the number of pieces of that read
-// whenever writes do not interleave (blocks along any dimensions, element-wise, mixed sizes); it
-// exceeds it only for strided writes whose bounding boxes overlap (round robin), where the cost tends
-// to O(R W n) as in brute force. bench/plan_bench measures it (docs/PERFORMANCE.md).
+// Complexity: the writes of each variable are indexed by the bounding boxes of their boxes
+// (match/index.hpp): on the grid their edges cut when that grid has at most ~4 entries per write
+// (every regular decomposition: blocks along any dimensions, element-wise, columns, mixed sizes),
+// else in a static R-tree. With W writes, R reads, n dimensions and P pieces: O((W + R) n) to group
+// and index (requests of a rank mostly arrive in id order; otherwise O(W log W + R log R) to sort),
+// plus per read O(n + c log c) on a regular grid (O(n log e) on an irregular one, e edges per
+// dimension) or O(n (log W + c) + c log c) in the R-tree, c being the number of writes whose
+// bounding box meets the read's. c is the number of pieces of that read whenever writes do not
+// interleave; it exceeds it only for strided writes whose bounding boxes overlap (round robin), where
+// the R-tree's cost tends to O(R W n) as in brute force. bench/plan_bench measures it
+// (docs/PERFORMANCE.md).
 std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
 
 // A matching result as a value.
@@ -96,7 +100,7 @@ Plan make_plan(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &
 // as pieces of overlapping writes do).
 //
 // covered_count: the number of distinct elements of `read` in at least one region. Common case
-// (regions pairwise disjoint, checked with the same R-tree): O(P (log P + n)). Otherwise it is
+// (regions pairwise disjoint, checked with the same indexes): O(P (log P + n)). Otherwise it is
 // read.size() minus the size of uncovered().
 int64_t covered_count(const Box &read, const std::vector<Box> &regions);
 int64_t covered_count(const Box &read, const std::vector<Piece> &pieces);

@@ -18,6 +18,7 @@
 
 #include "common/error.hpp"
 #include "match/box.hpp"
+#include "match/index.hpp"
 #include "match/plan.hpp"
 #include "match/wire.hpp"
 
@@ -442,6 +443,85 @@ Workload random_workload() {
     return w;
 }
 
+// The spatial indexes: GridIndex and TreeIndex report exactly the boxes whose hull meets the query's
+// hull (brute force), the grid once per box unless replicated(); both stop when told to; the grid is
+// refused beyond its entry budget, and BoxSearch then falls back to the tree.
+void test_index() {
+    auto hulls_meet = [](const Box &a, const Box &b) {
+        for (int d = 0; d < a.ndims(); ++d)
+            if (hull_hi(a, d) < hull_lo(b, d) || hull_hi(b, d) < hull_lo(a, d)) return false;
+        return true;
+    };
+    int bad_grid = 0, bad_tree = 0, bad_repeat = 0, bad_stop = 0, grids = 0, replicated = 0;
+    for (int c = 0; c < g_cases; ++c) {
+        const int n = static_cast<int>(rnd(0, 4));
+        Index shape;
+        for (int d = 0; d < n; ++d) shape.push_back(rnd(1, 12));
+        std::vector<Box> boxes;
+        const bool tiled = coin() && n > 0; // a block decomposition (no replication), else random boxes
+        if (tiled) {
+            Index block;
+            for (int d = 0; d < n; ++d) block.push_back(rnd(1, 4));
+            Index at(n, 0);
+            for (;;) {
+                Box b = Box::vara(at, block);
+                for (int d = 0; d < n; ++d) b.count[d] = std::min(block[d], shape[d] - at[d]);
+                boxes.push_back(b);
+                int d = n - 1;
+                while (d >= 0 && (at[d] += block[d]) >= shape[d]) at[d] = 0, --d;
+                if (d < 0) break;
+            }
+        } else {
+            for (int k = static_cast<int>(rnd(0, 30)); k > 0; --k) boxes.push_back(random_region(shape, coin(30)));
+        }
+        std::vector<const Box *> ptrs;
+        for (const Box &b : boxes) ptrs.push_back(&b);
+        const std::optional<GridIndex> grid = GridIndex::build(ptrs, n, 1000000);
+        const TreeIndex tree(ptrs, n);
+        grids += grid.has_value();
+        replicated += grid && grid->replicated();
+        if (!grid || (tiled && grid->replicated())) ++bad_grid;
+        for (int q = 0; q < 8; ++q) {
+            const Box query = random_region(shape, coin(30));
+            std::vector<int> want, from_grid, from_tree;
+            for (size_t i = 0; i < boxes.size(); ++i)
+                if (hulls_meet(boxes[i], query)) want.push_back(static_cast<int>(i));
+            if (grid) grid->candidates(query, [&](int i) { return from_grid.push_back(i), true; });
+            tree.candidates(query, [&](int i) { return from_tree.push_back(i), true; });
+            std::sort(from_grid.begin(), from_grid.end());
+            std::sort(from_tree.begin(), from_tree.end());
+            const bool repeats = std::adjacent_find(from_grid.begin(), from_grid.end()) != from_grid.end();
+            if (grid && repeats && !grid->replicated()) ++bad_repeat;
+            from_grid.erase(std::unique(from_grid.begin(), from_grid.end()), from_grid.end());
+            if (grid && from_grid != want) ++bad_grid;
+            if (from_tree != want) ++bad_tree;
+            if (want.size() >= 2) { // stopping after the first candidate
+                int calls = 0;
+                const bool done = tree.candidates(query, [&](int) { return ++calls, false; });
+                int gcalls = 0;
+                const bool gdone = !grid || !grid->candidates(query, [&](int) { return ++gcalls, false; });
+                if (done || calls != 1 || !gdone || (grid && gcalls != 1)) ++bad_stop;
+            }
+        }
+    }
+    CHECK("grid index candidates equal brute force", bad_grid == 0);
+    CHECK("tree index candidates equal brute force", bad_tree == 0);
+    CHECK("grid repeats a box only when replicated", bad_repeat == 0);
+    CHECK("index queries stop when told", bad_stop == 0);
+    CHECK("both kinds of grid exercised", grids > 0 && replicated > 0);
+    // The budget: 3 disjoint boxes make at least 3 cells; a box that ends at INT64_MAX has no edge after it.
+    const std::vector<Box> three = {Box::vara({0}, {2}), Box::vara({4}, {2}), Box::vara({8}, {2})};
+    const std::vector<const Box *> p3 = {&three[0], &three[1], &three[2]};
+    const Box to_end = box({std::numeric_limits<int64_t>::max() - 1}, {2}, {1});
+    CHECK("grid refused beyond its budget", !GridIndex::build(p3, 1, 2) && GridIndex::build(p3, 1, 5));
+    CHECK("grid refused at INT64_MAX", !GridIndex::build({&to_end}, 1, 100));
+    const BoxSearch fallback({&to_end}, 1);
+    int found = 0;
+    fallback.candidates(Box::vara({0}, {1}), [&](int) { return ++found, true; });
+    fallback.candidates(to_end, [&](int) { return ++found, true; });
+    CHECK("BoxSearch falls back to the tree", !fallback.is_grid() && found == 1);
+}
+
 // Reference: every (read, write) pair, in the documented order.
 std::vector<Piece> brute_match(std::vector<WriteReq> writes, std::vector<ReadReq> reads) {
     auto by_key = [](const auto &a, const auto &b) {
@@ -763,6 +843,7 @@ int main(int argc, char **argv) {
     test_intersect_fixed();
     test_intersect_random();
     test_runs();
+    test_index();
     test_match_fixed();
     test_match_random();
     test_match_scale();
