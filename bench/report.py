@@ -262,7 +262,11 @@ def overlap(samples, meta):
              "with it (the default when MPI provides `MPI_THREAD_MULTIPLE`) replayed data leaves as the puts "
              "complete it and the readers receive it meanwhile. Without replay the readers' requests are matched "
              "only at the writers' `dtf_transfer`, after the compute; `mpi-raw` is the same blocks over "
-             "pre-posted MPI messages, whose progress the thread drives too.", ""]
+             "pre-posted MPI messages, whose progress the thread drives too. With replay what the thread "
+             "cannot hide is the end of the session: the readers may trust the data only once the writers' "
+             "`dtf_transfer` (here in `ncmpi_close`, after the compute) has confirmed the pattern and sent the "
+             "final header, one message, which waits for a time slice where the ranks and their threads share "
+             "too few cores (2 members: 4 ranks on this machine's 2 cores).", ""]
     rows = []
     for off, on in pairs:
         for mode in OVERLAP_MODES:
@@ -290,7 +294,11 @@ def planning(out):
              "`make bench`): `match()` of every read against every write of a 3-D variable, then every "
              "read's coverage check as the reader does it. Each case checks its own result. *growth* is "
              "the exponent k of time ~ n^k, n = writes + reads, from the previous size of the same case "
-             "(1 = linear; in *columns across* the pieces grow as n^1.5).", ""]
+             "(1 = linear; in *columns across* the pieces grow as n^1.5). The writes of a variable are indexed on "
+             "the grid their own edges cut (every regular decomposition), else in an R-tree "
+             "(`src/match/index.hpp`). A piece holds its region inline (about 150 bytes with up to 4 "
+             "dimensions): at 10^6 requests the result is hundreds of MB of fresh memory, and the kernel's "
+             "zeroing of its pages is a good part of the time.", ""]
     body, prev = [], {}
     for r in rows:
         n = int(r["writes"]) + int(r["reads"])
