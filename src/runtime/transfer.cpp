@@ -694,13 +694,18 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     if (indep) vf.header.begin_indep_data();
     vf.header_final = true;
     vf.header_final_epoch = m.epoch;
-    if (vf.ahead_numrecs >= 0 && vf.header.numrecs() != vf.ahead_numrecs)
+    // Gets on record variables were checked against the plan's record count: they stand if the final
+    // count gives each of them the same answer (all accepted, and the records they read exist).
+    const int64_t numrecs = vf.header.numrecs();
+    if (vf.ahead_numrecs >= 0 && numrecs != vf.ahead_numrecs && (vf.ahead_refused || numrecs < vf.ahead_records_read))
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
              "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
-             "%lld records this time; set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             "%lld records this time (%s); set replay_io=0 for this file", vf.path.c_str(), vf.session,
              static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan).c_str(), rt.config().path.c_str(),
              vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
-             static_cast<long long>(vf.header.numrecs()));
+             static_cast<long long>(numrecs),
+             vf.ahead_refused ? "a get this rank was refused might have been accepted"
+                              : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
     if (vf.replay >= 0) return; // decided at the first epoch
     if (replayed < 0)
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "

@@ -289,16 +289,22 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
     const int varid = arg<int>(args, in.varid);
     // Reads are bounded by the final numrecs (or, while a replay may come, the plan's: records_ahead).
-    if (vf.header.is_record_var(varid) && !records_ahead(vf)) wait_header_final(rt, vf);
+    const bool record = vf.header.is_record_var(varid), ahead = record && records_ahead(vf);
+    if (record && !ahead) wait_header_final(rt, vf);
     Call c;
     std::vector<model::Access> accesses;
     int rc = describe(vf, in, args, false, &c, &accesses);
     auto r = std::make_unique<ReadRecord>();
     if (rc == NC_NOERR) rc = make_layout(in, c, &r->layout);
     if (rc != NC_NOERR) {
+        vf.ahead_refused = vf.ahead_refused || ahead;
         explain_rejected_get(rt, vf, varid, rc, dtf_pnc_name(fn));
         return rc;
     }
+    if (ahead) // the record dimension comes first
+        for (const auto &box : c.boxes)
+            if (!box.empty())
+                vf.ahead_records_read = std::max(vf.ahead_records_read, box.start[0] + (box.count[0] - 1) * box.stride[0] + 1);
     r->xtype = c.xtype;
     r->user_buf = c.buf;
     r->format = vf.header.format();

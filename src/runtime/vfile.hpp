@@ -246,7 +246,9 @@ struct VirtualFile {
     int replay = -1;               // -1 not known yet, 0 no, 1 the writer pushed the plan's data
     size_t plan_batch = 0;         // next batch of the plan
     int64_t ahead_numrecs = -1;    // >= 0: gets on record variables were checked against the plan's
-                                   // record count before the final header came (records_ahead)
+                                   // record count before the final header came (records_ahead):
+    int64_t ahead_records_read = 0; // the records those gets reach (1 + the last record index)
+    bool ahead_refused = false;     // one of them was refused
     std::shared_ptr<PostedBatch> ahead; // the plan's next batch, posted at the nonblocking get that
                                         // completed it (post_ahead), before the writers' final header
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)

@@ -99,6 +99,17 @@ def scenario_pair(args, work):
         # Only the readers change, at cycle 3, while the writers replay and kept only what the old
         # pattern reads: the readers' gets must fail, saying so, never return other values.
         env.update(FILEMODE_WRITE_VARN="0000000", FILEMODE_READ_VARN="0010000")
+    elif args.replay == "records":
+        # A record variable whose record count grows at cycle 4 and shrinks back at cycle 5, read two
+        # records at a time before anything else: the readers' gets, checked against the replayed
+        # plan's count, stand under the new one, and the changed puts are matched again.
+        env.update(FILEMODE_RECORDS="2223222", FILEMODE_READ_RECORDS="2222222", FILEMODE_WRITE_VARN="0000000",
+                   FILEMODE_READ_VARN="0000000")
+    elif args.replay == "records-short":
+        # At cycle 3 the writers write one record where the readers, checked against the plan's two,
+        # get two: the get must fail, saying so (in file mode PnetCDF refuses it), never return values.
+        env.update(FILEMODE_RECORDS="2212222", FILEMODE_READ_RECORDS="2222222", FILEMODE_WRITE_VARN="0000000",
+                   FILEMODE_READ_VARN="0000000")
     if args.late_put:
         # One writer rank writes after dtf_transfer, the others do not, and the readers close after
         # their one dtf_transfer. The late row can reach no reader (their gets were answered at the
@@ -123,6 +134,14 @@ def scenario_pair(args, work):
                          r"wrote before to finish reading it \()?dtf_transfer of '[^']*state.nc' \(session 1, writer "
                          r"rank 0\) waited for component 'assim': 0 of 3 reader ranks done", out),
                "the writer's close (or its next open) must time out naming the readers it waited for")
+        return
+    if args.replay == "records-short":
+        expect(status != 0, "a get of records the writers did not write must fail")
+        expect(re.search(r"gets on record variables were checked against the 2 records of session [0-9]+ of "
+                         r"'[^']*(state|hist)[^']*', whose transfer pattern the writers may replay \(replay_io=1, "
+                         r"[^)]*\), but component '(model|assim)' wrote 1 records this time \(a get read up to "
+                         r"record 1\); set replay_io=0 for this file", out) and "WRONG DATA" not in out,
+               "the failing get must say which record count it was checked against and what to do")
         return
     if args.replay == "break":
         expect(status != 0, "a reader that leaves the replayed pattern must fail")
@@ -217,10 +236,12 @@ def main():
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--rendezvous", choices=["auto", "file"], default="auto")
     p.add_argument("--hist-mode", choices=["file", "transfer"], default="file", help="mode of the hist.%%.nc files")
-    p.add_argument("--replay", choices=["steady", "rematch", "break"],
+    p.add_argument("--replay", choices=["steady", "rematch", "break", "records", "records-short"],
                    help="replay_io=1: the same pattern in a new hist file every cycle (replayed from the "
                         "second), or a pattern change mid-run on both sides (matched again), or on the "
-                        "readers' side only (their gets must fail clearly)")
+                        "readers' side only (their gets must fail clearly), or a record count that changes "
+                        "under gets checked against the plan's (they stand; or, reading records that were "
+                        "not written, fail clearly)")
     p.add_argument("--steady", action="store_true",
                    help="the same pattern every cycle (vara), without replay: the matchers must reuse results")
     p.add_argument("--state-mode", choices=["file", "transfer"], default="file",

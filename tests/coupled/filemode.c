@@ -9,7 +9,8 @@
  *   model  opens state.nc, checks R(c);
  *   model  writes hist.<c>.nc (matches "hist.%.nc"), assim reads and checks it.
  * Odd cycles use put/get_vara, even cycles the same regions through put/get_varn (or as
- * FILEMODE_WRITE_VARN / FILEMODE_READ_VARN say, see use_varn()).
+ * FILEMODE_WRITE_VARN / FILEMODE_READ_VARN say, see use_varn()). With FILEMODE_RECORDS the shared
+ * files also hold a record variable (see records()).
  * This order also suits transfer mode, where a writer's dtf_transfer waits for its reader.
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
@@ -58,16 +59,68 @@ static int use_varn(const char *name, int cycle) {
     return flags[cycle - 1] == '1';
 }
 
+/* FILEMODE_RECORDS gives one digit per cycle: the records of a variable series(t, x) (t unlimited) in
+ * the files dtf handles, written in column blocks; FILEMODE_READ_RECORDS (default the same) the records
+ * their readers get, before anything else and without asking how many there are, so that with
+ * replay_io=1 the gets are checked against the replayed plan's record count. 0: no such variable. */
+static int records(const char *name, int which, int cycle) {
+    const char *digits = getenv(name);
+    if (!digits) digits = getenv("FILEMODE_RECORDS");
+    if (which == 4 || !digits || (size_t)cycle > strlen(digits)) return 0; /* not in private.nc */
+    return digits[cycle - 1] - '0';
+}
+
+static void write_series(int ncid, int var, int which, int cycle, MPI_Offset nrec, MPI_Offset nx) {
+    MPI_Offset start[2] = {0, 0}, count[2] = {nrec, 0};
+    block(nx, nranks, rank, &start[1], &count[1]);
+    double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
+    for (MPI_Offset t = 0; t < nrec; t++)
+        for (MPI_Offset i = 0; i < count[1]; i++) buf[t * count[1] + i] = value(which + 10, cycle, t, start[1] + i);
+    CHECK(ncmpi_put_vara_double_all(ncid, var, start, count, buf));
+    free(buf);
+}
+
+/* The records in reversed column blocks (another decomposition than the writer's). */
+static int read_series(int ncid, const char *path, int which, int cycle, MPI_Offset nrec, MPI_Offset nx) {
+    int var, bad = 0;
+    CHECK(ncmpi_inq_varid(ncid, "series", &var));
+    MPI_Offset start[2] = {0, 0}, count[2] = {nrec, 0};
+    block(nx, nranks, nranks - 1 - rank, &start[1], &count[1]);
+    double *buf = malloc(sizeof(double) * (size_t)(count[0] * count[1] + 1));
+    CHECK(ncmpi_get_vara_double_all(ncid, var, start, count, buf));
+    for (MPI_Offset t = 0; t < nrec && !bad; t++)
+        for (MPI_Offset i = 0; i < count[1] && !bad; i++) {
+            double want = value(which + 10, cycle, t, start[1] + i), got = buf[t * count[1] + i];
+            if (memcmp(&want, &got, sizeof want) != 0) {
+                fprintf(stderr, "%s rank %d: %s cycle %d series[%lld,%lld] = %.17g, expected %.17g\n", role, rank,
+                        path, cycle, (long long)t, (long long)(start[1] + i), got, want);
+                bad = 1;
+            }
+        }
+    free(buf);
+    return bad;
+}
+
 static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_Offset nx) {
-    int ncid, dims[2], var;
+    int ncid, dims[3], var, series = -1;
     MPI_Offset start[2], count[2];
+    const int nrec = records("FILEMODE_RECORDS", which, cycle);
     usleep(200000); /* a reader that does not wait for the hand-off runs ahead and fails */
     CHECK(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER, MPI_INFO_NULL, &ncid));
     CHECK(ncmpi_def_dim(ncid, "y", ny, &dims[0]));
     CHECK(ncmpi_def_dim(ncid, "x", nx, &dims[1]));
     CHECK(ncmpi_def_var(ncid, "field", NC_DOUBLE, 2, dims, &var));
+    if (nrec > 0) {
+        CHECK(ncmpi_def_dim(ncid, "t", NC_UNLIMITED, &dims[2]));
+        int sdims[2] = {dims[2], dims[1]};
+        CHECK(ncmpi_def_var(ncid, "series", NC_DOUBLE, 2, sdims, &series));
+    }
     CHECK(ncmpi_put_att_int(ncid, NC_GLOBAL, "cycle", NC_INT, 1, &cycle));
     CHECK(ncmpi_enddef(ncid));
+    if (nrec > 0) {
+        usleep(300000); /* the readers' gets of the series come before this side's dtf_transfer */
+        write_series(ncid, series, which, cycle, nrec, nx);
+    }
     block(ny, nranks, rank, &start[0], &count[0]); /* rows */
     start[1] = 0;
     count[1] = nx;
@@ -110,6 +163,8 @@ static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_
     int ncid, var, file_cycle, bad = 0;
     MPI_Offset start[2], count[2];
     CHECK(ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    const int nrec = records("FILEMODE_READ_RECORDS", which, cycle);
+    if (nrec > 0) bad |= read_series(ncid, path, which, cycle, nrec, nx);
     CHECK(ncmpi_get_att_int(ncid, NC_GLOBAL, "cycle", &file_cycle));
     CHECK(ncmpi_inq_varid(ncid, "field", &var));
     /* A variable the writer never defined: NC_ENOTVAR, as on a real file; in transfer mode (no file
