@@ -25,7 +25,7 @@ template <class Req> void check_requests(const std::vector<Req> &reqs, const cha
                  q.varid, why.c_str());
 }
 
-// Stable sort of `keys` by the int field(s) `field`: by counting when the values span little more
+// Stable sort of `keys` by the int that `field` gives: by counting when the values span little more
 // than there are keys (ranks and varids do), else by comparison.
 template <class Key, class Field> void stable_sort_by(std::vector<Key> &keys, Field field) {
     if (keys.size() < 2) return;
