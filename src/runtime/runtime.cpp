@@ -272,6 +272,7 @@ void Runtime::connect_peers() {
         link.inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
         MPI_Comm_remote_size(link.inter, &link.remote_size);
         link.channel = transport::mpi_channel(link.inter, *queue_);
+        link.data = transport::point_to_point(*link.channel);
         PeerLink &added = peers_[p] = std::move(link);
         handshake(added, settings_.timeout_s);
         node_ranks_ += transport::open_all_routes(added.inter, spec.acceptor, settings_.timeout_s, added.name);

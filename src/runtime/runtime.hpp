@@ -21,6 +21,7 @@
 #include "config/config.hpp"
 #include "runtime/message.hpp"
 #include "transport/channel.hpp"
+#include "transport/data_plane.hpp"
 #include "transport/mpi_channel.hpp"
 #include "transport/mpi_util.hpp"
 #include "transport/rendezvous.hpp"
@@ -115,6 +116,7 @@ struct PeerLink {
     MPI_Comm inter = MPI_COMM_NULL; // local group: this component; remote group: the peer component
     int remote_size = 0;
     std::unique_ptr<transport::Channel> channel; // over `inter`
+    std::unique_ptr<transport::DataPlane> data;  // the data messages, over `channel`
 };
 
 // What this rank knows about one path (file mode): its own closed sessions and the peer's.

@@ -191,8 +191,8 @@ void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> byte
     phase::add_bytes(phase::Transfer, bytes.size());
     if (ws.sent.size() <= o) ws.sent.resize(ws.plan->orders.size(), 0);
     ws.sent[o] = 1;
-    const Ticket t = rt.peer_link(ws.peer).channel->send(ws.plan->orders[o].reader, rt.data_tag(rt.self(), ws.stamp),
-                                                         std::move(bytes), "sending data");
+    const Ticket t = rt.peer_link(ws.peer).data->offer(ws.plan->orders[o].reader, rt.data_tag(rt.self(), ws.stamp),
+                                                       std::move(bytes), "sending data");
     ws.pushed_sends.push_back(t);
     ws.sends.push_back(t);
     ++(early ? rt.stats().pushed_early : rt.stats().pushed_at_transfer);
@@ -385,7 +385,7 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vec
     phase::add_bytes(phase::Transfer, bytes.size());
     log::debug("sending %zu data bytes of '%s' session %d epoch %d to reader rank %d", bytes.size(), ws.path.c_str(),
                ws.session, ws.epoch, reader_rank);
-    ws.sends.push_back(rt.peer_link(ws.peer).channel->send(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes), "sending data"));
+    ws.sends.push_back(rt.peer_link(ws.peer).data->offer(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes), "sending data"));
 }
 
 // The reader group of the session, once its root said who reads (ReaderOpened). FileDefined went to
@@ -769,13 +769,14 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
     if (vf.replay != 1 || vf.fell_back) return;
     vf.fell_back = true;
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     std::vector<std::vector<char>> scratch;
     std::vector<Ticket> recvs;
     for (size_t b = vf.plan_batch; b < vf.plan->batches.size(); ++b)
         for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
             scratch.push_back(rt.buffers().take(n));
-            recvs.push_back(channel.receive(writer, tag, scratch.back().data(), n, "receiving replayed data"));
+            recvs.push_back(data.fetch(writer, tag, {{scratch.back().data(), n}}, "receiving replayed data"));
         }
     vf.plan_batch = vf.plan->batches.size();
     wait_receives(
@@ -876,7 +877,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
     for (const auto &p : out.pieces) out.by_writer[p.writer].push_back(&p);
-    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     for (auto &[writer, list] : out.by_writer) {
         std::vector<transport::Span> spans;
@@ -898,12 +899,12 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
         }
         phase::add_bytes(phase::Transfer, n);
         if (!overlap) {
-            out.recvs.push_back(channel.receive(writer, tag, spans, "receiving data"));
+            out.recvs.push_back(data.fetch(writer, tag, spans, "receiving data"));
             continue;
         }
         std::vector<char> &buf = out.data[writer];
         buf = rt.buffers().take(n);
-        out.recvs.push_back(channel.receive(writer, tag, buf.data(), n, "receiving data"));
+        out.recvs.push_back(data.fetch(writer, tag, {{buf.data(), n}}, "receiving data"));
     }
     return true;
 }

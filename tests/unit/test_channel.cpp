@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "transport/channel.hpp"
+#include "transport/data_plane.hpp"
 
 using namespace dtf;
 using namespace dtf::transport;
@@ -55,8 +56,54 @@ void test_data_tags() {
     CHECK(!data_tag(0, 1, 4, kDataTagFirst - 1));
 }
 
+// The point-to-point data plane: a reader fetches each writer's offer of its session's tag into its
+// spans, whichever the order of offers and fetches; sessions and control traffic stay apart; the
+// tickets are the channel's (done, cancel); a message of another size is an error.
+void test_data_plane() {
+    LoopbackNet net;
+    const int writers = net.add_group(2), readers = net.add_group(1);
+    auto w0 = net.channel(writers, 0, readers), w1 = net.channel(writers, 1, readers);
+    auto r = net.channel(readers, 0, writers);
+    auto out0 = point_to_point(*w0), out1 = point_to_point(*w1), in = point_to_point(*r);
+    const Tag s1 = *data_tag(0, 1, 2, 32767), s2 = *data_tag(0, 2, 2, 32767);
+
+    char a[3] = {}, b[2] = {}, c[4] = {};
+    const Ticket fa = in->fetch(0, s1, {{a, 1}, {a + 1, 2}}, "test"); // fetched before it is offered
+    const Ticket o0 = out0->offer(0, s2, bytes("next"), "test");     // the next session's, first
+    const Ticket o1 = out0->offer(0, s1, bytes("abc"), "test");
+    out1->offer(0, s1, bytes("xy"), "test");
+    w0->send(0, Tag::Control, bytes("ctl"), "test");
+    const Ticket fb = in->fetch(1, s1, {{b, 2}}, "test");
+    r->progress();
+    w0->progress();
+    CHECK(r->done(fa) && r->done(fb) && w0->done(o0) && w0->done(o1));
+    CHECK(std::string(a, 3) == "abc" && std::string(b, 2) == "xy");
+    const Ticket fc = in->fetch(0, s2, {{c, 4}}, "test");
+    r->progress();
+    CHECK(r->done(fc) && std::string(c, 4) == "next");
+    auto m = r->poll(Tag::Control, "test");
+    CHECK(m && text(m->bytes) == "ctl");
+
+    // A fetch given up counts as done and takes nothing.
+    const Ticket gone = in->fetch(1, s2, {{c, 4}}, "test");
+    r->cancel({gone});
+    CHECK(r->done(gone) && r->pending_bytes({gone}) == 0);
+
+    // Another size than the fetch expects.
+    in->fetch(1, s1, {{c, 4}}, "receiving data");
+    out1->offer(0, s1, bytes("12345"), "test");
+    int code = 0;
+    try {
+        r->progress();
+    } catch (const Error &e) {
+        code = e.code();
+    }
+    CHECK(code == DTF_ERR_PEER);
+}
+
 int main() {
     test_data_tags();
+    test_data_plane();
     const Tag data = *data_tag(0, 1, 2, 32767);
     LoopbackNet net;
     const int writers = net.add_group(2), readers = net.add_group(3);
