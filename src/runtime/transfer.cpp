@@ -59,9 +59,12 @@ int name_distance(const std::string &a, const std::string &b) {
 
 namespace {
 
-// The session a plan was recorded in, for messages.
-template <class Plan> std::string origin(const Plan &plan) {
-    return format("session %d of '%s'", plan.session, plan.path.c_str());
+// The session a plan was recorded in, and how many sessions before the one that found it as its
+// `since`-th (with num_sessions=1 every session of a path is number 1: this says which cycle), for
+// messages.
+template <class Plan> std::string origin(const Plan &plan, int since) {
+    return format("session %d of '%s' (%d session%s before this one)", plan.session, plan.path.c_str(), since,
+                  since == 1 ? "" : "s");
 }
 
 bool learn_readers(Runtime &rt, WriterSession &ws);
@@ -164,9 +167,10 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
         int distance = 0;
         ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
         ws->plan_exact = ws->plan && distance == 0;
+        if (ws->plan) ws->plan_since = ++ws->plan->found;
         if (ws->plan)
             log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
-                       origin(*ws->plan).c_str(), ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
+                       origin(*ws->plan, ws->plan_since).c_str(), ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
     }
     return ws;
 }
@@ -273,7 +277,7 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
         ws.broken = format("put %zu of writer rank %d, variable '%s' %s, differs from the writes of %s that "
                            "this session replays", pos + 1, vf.rank,
                            vf.header.vars()[static_cast<size_t>(meta.varid)].name.c_str(),
-                           meta.box.to_string().c_str(), origin(plan).c_str());
+                           meta.box.to_string().c_str(), origin(plan, ws.plan_since).c_str());
         return false;
     }
     if (ws.elsize.size() != vf.header.vars().size()) { // the first put, or variables were added since
@@ -504,7 +508,7 @@ bool step(Runtime &rt, WriterSession &ws) {
             send_header_final(rt, ws, nullptr, true);
             fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
                  "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
-                 "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan).c_str());
+                 "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan, ws.plan_since).c_str());
         }
     }
     if (readers_known && !ws.header_sent)
@@ -593,7 +597,7 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     ws.stamp = all[3];
     ws.replay_candidate = ws.plan && all[1] == 0;
     if (ws.plan && all[1] != 0 && all[2] != 0) { // some values were dropped, yet the pattern changed
-        const std::string replayed = origin(*ws.plan);
+        const std::string replayed = origin(*ws.plan, ws.plan_since);
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         const std::string what = !ws.broken.empty() ? ws.broken
                                  : mine[1] ? format("the puts of writer rank %d differ from those of %s", vf.rank, replayed.c_str())
@@ -701,7 +705,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
              "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
              "%lld records this time (%s); set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan).c_str(), rt.config().path.c_str(),
+             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(),
              vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
              static_cast<long long>(numrecs),
              vf.ahead_refused ? "a get this rank was refused might have been accepted"
@@ -807,7 +811,7 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
              "values that pattern reads: set replay_io=0 for this file",
              vf.path.c_str(), vf.session, batch, rt.component_rank(),
              vf.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
-             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", origin(*vf.plan).c_str(),
+             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", origin(*vf.plan, vf.plan_since).c_str(),
              rt.config().path.c_str(), vf.rule->line);
     }
     ++rt.stats().batches_matched;

@@ -79,6 +79,7 @@ struct WriterPlan {
     int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
     std::string path;               // and that session's path and number (for messages)
     int session = 0;
+    mutable int found = 0;          // sessions that found it since (under the runtime lock; for messages)
     std::vector<int> ranks;         // component ranks of the writer's file communicator
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
     std::vector<match::WriteReq> writes;
@@ -94,6 +95,7 @@ struct ReaderPlan {
     int64_t stamp = 0; // the writer session it was recorded in (WriterSession::stamp)
     std::string path;  // and that session's path and number (for messages)
     int session = 0;
+    mutable int found = 0; // sessions that found it since (under the runtime lock; for messages)
     std::vector<int> writer_ranks;
     int64_t numrecs = 0; // the record count of that session's final header
     struct Batch {
@@ -150,6 +152,7 @@ struct WriterSession {
     bool record = false;                     // replay_io=1: record this session's plan
     std::string plan_key;                    // where this session's plan is kept (plan_key())
     std::shared_ptr<const WriterPlan> plan;  // the plan found there, if any
+    int plan_since = 0;                      // this session is the plan's plan_since-th since it was recorded
     bool plan_exact = false;                 // recorded from this very path (else: a similar name's)
     // matcher: the last session's results (memo), whether this session's writes equal its writes
     // (-1: not compared yet), and this session's results (for the next one)
@@ -243,6 +246,7 @@ struct VirtualFile {
     // reader, replay
     std::string plan_key;                   // replay_io=1: where this session's plan is kept
     std::shared_ptr<const ReaderPlan> plan; // the plan found there, if any
+    int plan_since = 0;                     // this session is the plan's plan_since-th since it was recorded
     int replay = -1;               // -1 not known yet, 0 no, 1 the writer pushed the plan's data
     size_t plan_batch = 0;         // next batch of the plan
     int64_t ahead_numrecs = -1;    // >= 0: gets on record variables were checked against the plan's

@@ -138,16 +138,19 @@ def scenario_pair(args, work):
     if args.replay == "records-short":
         expect(status != 0, "a get of records the writers did not write must fail")
         expect(re.search(r"gets on record variables were checked against the 2 records of session [0-9]+ of "
-                         r"'[^']*(state|hist)[^']*', whose transfer pattern the writers may replay \(replay_io=1, "
-                         r"[^)]*\), but component '(model|assim)' wrote 1 records this time \(a get read up to "
-                         r"record 1\); set replay_io=0 for this file", out) and "WRONG DATA" not in out,
+                         r"'[^']*(state|hist)[^']*' \(2 sessions before this one\), whose transfer pattern the "
+                         r"writers may replay \(replay_io=1, [^)]*\), but component '(model|assim)' wrote 1 records "
+                         r"this time \(a get read up to record 1\); set replay_io=0 for this file", out)
+               and "WRONG DATA" not in out,
                "the failing get must say which record count it was checked against and what to do")
         return
     if args.replay == "break":
         expect(status != 0, "a reader that leaves the replayed pattern must fail")
-        expect(re.search(r"is not the one of session 1 of '[^']*state.nc', whose transfer pattern the writers replay", out) and
+        expect(re.search(r"is not the one of session 1 of '[^']*state.nc' \(2 sessions before this one\), whose transfer "
+                         r"pattern the writers replay", out) and
                "set replay_io=0 for this file" in out and "WRONG DATA" not in out,
-               "the failing get must say which batch left which replayed pattern and what to do")
+               "the failing get must say which batch left which replayed pattern (recorded 2 cycles before) and "
+               "what to do")
         return
     expect(status == 0, "dtfrun failed")
     expect(out.count("all values verified") == 2, "both components must verify all values")
