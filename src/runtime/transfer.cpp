@@ -167,10 +167,12 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
         int distance = 0;
         ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
         ws->plan_exact = ws->plan && distance == 0;
-        if (ws->plan) ws->plan_since = ++ws->plan->found;
-        if (ws->plan)
+        if (ws->plan) {
+            ws->plan_since = ++ws->plan->found;
             log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
-                       origin(*ws->plan, ws->plan_since).c_str(), ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
+                       origin(*ws->plan, ws->plan_since).c_str(),
+                       ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
+        }
     }
     return ws;
 }

@@ -115,10 +115,11 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
-        if (f.plan) f.plan_since = ++f.plan->found;
-        if (f.plan)
+        if (f.plan) {
+            f.plan_since = ++f.plan->found;
             log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
                        f.plan->session, f.plan->path.c_str());
+        }
     }
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
     if (f.rank == 0) {
