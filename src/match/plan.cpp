@@ -1,12 +1,10 @@
 #include "match/plan.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <tuple>
 
 #include "common/error.hpp"
 #include "match/index.hpp"
