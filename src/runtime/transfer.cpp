@@ -1070,7 +1070,13 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     if (vf.writer) return serve(rt, vf);
     std::vector<ReadRecord *> batch;
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());
-    int rc = read_batch(rt, vf, batch);
+    int rc;
+    try {
+        rc = read_batch(rt, vf, batch);
+    } catch (...) {
+        vf.pending.clear(); // failed: nothing writes into their buffers later (see wait())
+        throw;
+    }
     vf.pending.clear();
     // Fewer batches than the replayed plan: take what the writers pushed for the others (a reader
     // that read nothing learns here whether they pushed anything).

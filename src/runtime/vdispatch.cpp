@@ -361,7 +361,15 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
         auto it = vf.pending.find(id);
         if (it != vf.pending.end()) batch.push_back(it->second.get());
     }
-    int rc = read_batch(rt, vf, batch);
+    int rc;
+    try {
+        rc = read_batch(rt, vf, batch);
+    } catch (...) {
+        // The gets failed with this wait: they are no longer pending, so that nothing writes into
+        // their buffers later (the next wait, dtf_transfer or close), which the program may have freed.
+        for (int id : ids) vf.pending.erase(id);
+        throw;
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
         const int id = ids[i];
         int st = NC_NOERR;

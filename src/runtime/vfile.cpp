@@ -171,12 +171,16 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
-    rt.discard_closed_sessions();
     if (!vf.ws) MPI_Comm_free(&vf.comm); // a writer's belongs to its session, which may still be served
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
     rt.virtual_files().erase(vf.ncid); // vf is gone after this
+    // Forgotten first: then the messages about the path that came already are the next session's
+    // (numbered 1 again; e.g. the readers' ReaderOpened, once the other writer ranks passed the
+    // barrier above and their root created the next file), which the discard must not take for
+    // this session's.
     if (forget) rt.forget_finished(path);
+    rt.discard_closed_sessions();
     return rc;
 }
 
