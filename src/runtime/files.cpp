@@ -93,12 +93,13 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     phase::Scope timer(phase::Open);
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
+    const std::string context = format("%s of '%s'", call, t.path.c_str());
     if (t.rule->mode == config::Mode::Transfer)
-        return create ? vfile_create(rt, t.path, *t.rule, t.peer, comm, mode, ncidp)
-                      : vfile_open(rt, t.path, *t.rule, t.peer, comm, mode, ncidp);
+        return create ? vfile_create(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp)
+                      : vfile_open(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp);
     const bool writer = create || (mode & NC_WRITE);
-    transport::on_all(comm, [&] { wait_for_turn(rt, t, writer, call); },
-                      rt.collective_over(comm, format("%s of '%s'", call, t.path.c_str())));
+    std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
+    rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
     const OpenFn open = real<OpenFn>(fn);
     int rc;
     {
@@ -112,8 +113,7 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     f.rule = t.rule;
     f.peer = t.peer;
     f.writer = writer;
-    rt.collective(comm, "MPI_Comm_idup", format("%s of '%s'", call, t.path.c_str()),
-                  [&](MPI_Request *r) { return MPI_Comm_idup(comm, &f.comm, r); });
+    f.group = std::move(group);
     rt.open_files()[f.ncid] = f;
     set_owned(f.ncid, true);
     log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
@@ -136,15 +136,11 @@ int close_file(Runtime &rt, int fn, int ncid) {
     if (rc != NC_NOERR || fn == DTF_FN_ncmpi_abort) {
         log::warn("'%s' was %s; the other component is not told", f.path.c_str(),
                   rc != NC_NOERR ? "not closed cleanly" : "aborted");
-        MPI_Comm_free(&f.comm);
         return rc;
     }
     // Every rank has closed (so the data is in the file) before the other component hears of it.
-    rt.collective(f.comm, "MPI_Ibarrier", format("closing '%s'", f.path.c_str()),
-                  [&](MPI_Request *r) { return MPI_Ibarrier(f.comm, r); });
-    int rank;
-    MPI_Comm_rank(f.comm, &rank);
-    MPI_Comm_free(&f.comm);
+    rt.barrier(*f.group, format("closing '%s'", f.path.c_str()));
+    const int rank = f.group->rank();
     PathCounters &c = rt.counters()[f.path];
     int session = f.writer ? ++c.my_writes : ++c.my_reads;
     ++(f.writer ? rt.stats().sessions_written : rt.stats().sessions_read);

@@ -98,7 +98,13 @@ void reacquire_entry() { t_released->lock(); }
 const bool g_hooks_set = (transport::set_blocking_hooks({release_entry, reacquire_entry}), true);
 } // namespace
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+    // Sessions hand their groups to retired_ as they go (WriterSession::~WriterSession).
+    serving_.clear();
+    early_.clear();
+    virtual_files_.clear();
+    retired_.clear();
+}
 
 VirtualFile *Runtime::virtual_file(int ncid) {
     auto it = virtual_files_.find(ncid);
@@ -161,22 +167,16 @@ void Runtime::finish_background(const char *who) {
     wait_until([&] { return serving_.empty(); }, [&] { return std::string(who) + ": " + waiting_for(*this, *serving_.front()); });
 }
 
-std::vector<int> Runtime::component_ranks_of(MPI_Comm comm) const {
-    MPI_Group group, component;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(world_, &component);
-    int n;
-    MPI_Group_size(group, &n);
-    std::vector<int> local(static_cast<size_t>(n)), out(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) local[static_cast<size_t>(i)] = i;
-    MPI_Group_translate_ranks(group, n, local.data(), component, out.data());
-    MPI_Group_free(&group);
-    MPI_Group_free(&component);
-    for (int r : out)
-        if (r == MPI_UNDEFINED)
-            fail(DTF_ERR_ARG, "a communicator given to PnetCDF for a file dtf handles has ranks outside component '%s'",
-                 self_name().c_str());
-    return out;
+std::unique_ptr<Runtime> Runtime::in_process(config::Config config, config::Settings settings, int self, int rank,
+                                             int size, std::map<int, PeerLink> peers) {
+    std::unique_ptr<Runtime> rt(new Runtime);
+    rt->config_ = std::move(config);
+    rt->settings_ = std::move(settings);
+    rt->self_ = self;
+    rt->rank_ = rank;
+    rt->size_ = size;
+    rt->peers_ = std::move(peers);
+    return rt;
 }
 
 void Runtime::setup(const char *config_path, const char *component_name) {
@@ -361,7 +361,8 @@ bool Runtime::progress() {
             happened = true;
         }
     }
-    happened |= queue_->progress();
+    // Sends and receives complete (on MPI, those of every channel: they share the queue).
+    for (auto &[comp, link] : peers_) happened |= link.channel->progress();
     // Replayed data that became complete (or whose readers confirmed the plan) leaves now. A failure
     // stays with the session, reported at its dtf_transfer.
     for (size_t i = 0; i < early_.size();) {
@@ -405,10 +406,7 @@ bool Runtime::progress() {
     return happened;
 }
 
-void Runtime::free_retired() {
-    for (MPI_Comm &c : retired_) MPI_Comm_free(&c);
-    retired_.clear();
-}
+void Runtime::free_retired() { retired_.clear(); }
 
 void Runtime::push_early(const std::shared_ptr<WriterSession> &ws) {
     if (std::find(early_.begin(), early_.end(), ws) == early_.end()) early_.push_back(ws);
@@ -546,21 +544,56 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
     }
 }
 
-void Runtime::collective(MPI_Comm comm, const char *call, const std::string &context,
-                         const std::function<int(MPI_Request *)> &start) {
-    MPI_Request req = MPI_REQUEST_NULL;
-    check_mpi(start(&req), call);
-    wait_until(
-        [&] {
-            int flag = 0;
-            check_mpi(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), call);
-            return flag != 0;
-        },
-        [&] {
-            int size = 0;
-            MPI_Comm_size(comm, &size);
-            return format("%s: %s over %d ranks waited for the others", context.c_str(), call, size);
-        });
+void Runtime::complete(transport::Pending &op, const char *call, const transport::Group &group,
+                       const std::string &context) {
+    wait_until([&] { return op.test(); },
+               [&] { return format("%s: %s over %d ranks waited for the others", context.c_str(), call, group.size()); });
+}
+
+std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::string &context) {
+    free_retired(); // first, so that communicators are reused rather than piled up
+    std::unique_ptr<transport::Pending> ready;
+    std::shared_ptr<transport::Group> group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready);
+    complete(*ready, "MPI_Comm_idup", *group, context);
+    return group;
+}
+
+void Runtime::allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context) {
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    auto op = group.allreduce_max(values, out.data(), n);
+    complete(*op, "MPI_Iallreduce", group, context);
+    std::copy(out.begin(), out.end(), values);
+}
+
+void Runtime::barrier(transport::Group &group, const std::string &context) {
+    auto op = group.barrier();
+    complete(*op, "MPI_Ibarrier", group, context);
+}
+
+void Runtime::on_all(transport::Group &group, const std::function<void()> &fn, const std::string &context) {
+    int code = 0;
+    std::string message;
+    try {
+        fn();
+    } catch (const Error &e) {
+        code = e.code();
+        message = e.what();
+    }
+    int64_t first = code ? group.size() - group.rank() : 0; // the largest: the lowest failing rank
+    allreduce_max(group, &first, 1, context + " (error agreement)");
+    if (first == 0) return;
+    const int root = group.size() - static_cast<int>(first);
+    PayloadWriter w;
+    w.i32(code);
+    w.str(message);
+    std::vector<char> bytes = w.take();
+    auto op = group.broadcast(root, &bytes);
+    complete(*op, "MPI_Ibcast", group, context + " (error agreement)");
+    if (code != 0) throw Error(code, message); // each failing rank reports its own failure
+    PayloadReader r(bytes, "error agreement");
+    code = r.i32();
+    message = r.str();
+    throw Error(code, format("rank %d: %s", root, message.c_str()), true);
 }
 
 void Runtime::pause(double seconds) {
@@ -700,12 +733,10 @@ void Runtime::teardown(bool orderly) {
     for (auto &[ncid, f] : open_files_) {
         log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
         if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], 0, __ATOMIC_RELEASE);
-        if (f.comm != MPI_COMM_NULL) MPI_Comm_free(&f.comm);
     }
     open_files_.clear();
     for (auto &[ncid, vf] : virtual_files_) {
         log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
-        if (vf->comm != MPI_COMM_NULL && !vf->ws) MPI_Comm_free(&vf->comm); // else the session's (retire())
         if (vf->ws) serving_.erase(std::remove(serving_.begin(), serving_.end(), vf->ws), serving_.end());
         if (vf->ws) early_.erase(std::remove(early_.begin(), early_.end(), vf->ws), early_.end());
     }
@@ -735,7 +766,7 @@ void Runtime::teardown(bool orderly) {
             if (synced) MPI_Comm_disconnect(&link.inter);
         }
         // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
-        stats_.unused_messages = static_cast<long>(inbox_.size());
+        stats_.unused_messages = static_cast<long>(unused_messages());
         stats_.path_records = static_cast<long>(counters_.size());
         for (const auto &m : inbox_)
             log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",

@@ -22,6 +22,7 @@
 #include "runtime/message.hpp"
 #include "transport/channel.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/group.hpp"
 #include "transport/mpi_channel.hpp"
 #include "transport/mpi_util.hpp"
 #include "transport/rendezvous.hpp"
@@ -132,7 +133,7 @@ struct OpenFile {
     const config::FileRule *rule = nullptr;
     int peer = -1; // the other component of the rule
     bool writer = false;
-    MPI_Comm comm = MPI_COMM_NULL; // dup of the communicator given to ncmpi_create/ncmpi_open
+    std::shared_ptr<transport::Group> group; // over a dup of the communicator given to ncmpi_create/ncmpi_open
 };
 
 struct Stats {
@@ -152,6 +153,12 @@ public:
     Runtime &operator=(const Runtime &) = delete;
     // Collective over the component (today MPI_COMM_WORLD). Throws dtf::Error (agreed on all ranks).
     static void init(const char *config_path, const char *component_name);
+    // A runtime of rank `rank` of the `size` ranks of component `self`, connected to the peer
+    // components by `peers` (their channel and data plane set), without MPI: for unit tests of the
+    // protocol over in-process channels (transport::LoopbackNet). Not the instance(); no progress
+    // thread; every rank may run in its own thread (calls into it inside an Entry, as the dispatcher's).
+    static std::unique_ptr<Runtime> in_process(config::Config config, config::Settings settings, int self, int rank,
+                                               int size, std::map<int, PeerLink> peers);
     // Collective over the component.
     static void finalize();
     // nullptr outside dtf_init .. dtf_finalize.
@@ -165,8 +172,6 @@ public:
     // This component's communicator (a dup of MPI_COMM_WORLD today; the component's part of it in
     // a single MPMD launch later). Ranks "in the component" are ranks in it.
     MPI_Comm component_comm() const { return world_; }
-    // The component ranks of the ranks of `comm` (a communicator of this component's ranks).
-    std::vector<int> component_ranks_of(MPI_Comm comm) const;
 
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
@@ -193,8 +198,6 @@ public:
     BufferPool &buffers() { return buffers_; }
     // Keep a receive buffer whose receive was cancelled (Channel::cancel) until dtf_finalize.
     void keep_until_finalize(std::vector<char> buffer) { orphans_.push_back(std::move(buffer)); }
-    // A channel over a communicator of this component's ranks (e.g. a file's), on the one queue.
-    std::unique_ptr<transport::Channel> channel_over(MPI_Comm comm) { return transport::mpi_channel(comm, *queue_); }
 
     // Send a message to every rank of component `peer`, or to one of its ranks (non-blocking;
     // completed in progress()). `from_component` is filled in.
@@ -208,6 +211,8 @@ public:
     void discard_closed_sessions();
     // Remove and return the first queued message for which match() holds, if any.
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
+    // Control messages received and not taken yet (at dtf_finalize, each is a protocol leak).
+    size_t unused_messages() const { return inbox_.size(); }
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
     Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what);
     const PeerLink &peer(int component) const;
@@ -216,18 +221,17 @@ public:
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
-    // One of dtf's own collectives over `comm` (ranks of this component): `start` begins it
-    // nonblocking (e.g. MPI_Iallreduce), and it completes like any wait above: the progress thread
-    // serves meanwhile, nothing spins in MPI, and a rank that never joins ends in DTF_ERR_TIMEOUT
+    // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
+    // PnetCDF; collective over it, and completed like the collectives below).
+    std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
+    // dtf's own collectives over a group: they complete like any wait above (the progress thread
+    // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
     // "<context>: <call> over N ranks waited for the others" instead of a hang.
-    void collective(MPI_Comm comm, const char *call, const std::string &context,
-                    const std::function<int(MPI_Request *)> &start);
-    // The same as a transport::RunCollective (for transport::on_all).
-    transport::RunCollective collective_over(MPI_Comm comm, std::string context) {
-        return [this, comm, context = std::move(context)](const char *call, const std::function<int(MPI_Request *)> &start) {
-            collective(comm, call, context, start);
-        };
-    }
+    void allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context); // in place
+    void barrier(transport::Group &group, const std::string &context);
+    // Run `fn` on every rank of `group`, then agree: if any rank failed, every rank throws the error
+    // of the lowest failing rank (those that failed throw their own).
+    void on_all(transport::Group &group, const std::function<void()> &fn, const std::string &context);
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);
@@ -240,10 +244,10 @@ public:
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
-    // Free `comm` later, from an application thread under the runtime lock (at the next file
-    // opened, or dtf_finalize): a session's communicator outlives its file, and the progress thread,
-    // which ends the session, must not free it (a free is collective in MPI's terms).
-    void retire(MPI_Comm comm) { retired_.push_back(comm); }
+    // Free `group` later, from an application thread under the runtime lock (at the next group_of,
+    // or dtf_finalize): a session's group outlives its file, and the progress thread, which
+    // ends the session, must not free its communicator (a free is collective in MPI's terms).
+    void retire(std::shared_ptr<transport::Group> group) { retired_.push_back(std::move(group)); }
     void free_retired();
     // Stop the progress thread and serve the writer sessions of closed files to the end.
     void finish_background(const char *why);
@@ -266,6 +270,7 @@ private:
     void progress_loop();
     // Sleep about `seconds` without the runtime lock.
     void pause(double seconds);
+    void complete(transport::Pending &op, const char *call, const transport::Group &group, const std::string &context);
 
     config::Config config_;
     config::Settings settings_;
@@ -290,7 +295,7 @@ private:
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<std::shared_ptr<WriterSession>> early_; // push_early()
-    std::vector<MPI_Comm> retired_; // communicators of finished sessions, to free (retire())
+    std::vector<std::shared_ptr<transport::Group>> retired_; // groups of finished sessions, to free (retire())
     PlanShelf<WriterPlan> writer_plans_;
     std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos_;
     PlanShelf<ReaderPlan> reader_plans_;

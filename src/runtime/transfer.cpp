@@ -14,12 +14,9 @@
 #include "match/wire.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
-#include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
-
-using transport::check_mpi;
 
 using transport::Tag;
 using transport::Ticket;
@@ -122,7 +119,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
 }
 
 WriterSession::~WriterSession() {
-    if (comm != MPI_COMM_NULL && runtime) runtime->retire(comm);
+    if (group && runtime) runtime->retire(std::move(group));
     if (pool)
         for (auto &w : writes) pool->give(std::move(w.data));
 }
@@ -132,11 +129,11 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->path = vf.path;
     ws->session = vf.session;
     ws->peer = vf.peer;
-    ws->comm = vf.comm; // the session owns it from now on (close_file leaves it alone)
-    ws->local = rt.channel_over(ws->comm);
+    ws->group = vf.group;
+    ws->local = ws->group->channel();
     ws->rank = vf.rank;
     ws->size = vf.size;
-    ws->group = rt.settings().max_workgroup_size;
+    ws->workgroup = rt.settings().max_workgroup_size;
     ws->ranks = vf.ranks;
     ws->pool = &rt.buffers();
     ws->runtime = &rt;
@@ -457,7 +454,7 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
         if (r.i32() != 0) ws.drop_plan = true; // that reader did not follow the replayed plan
         if (++ws.readers_done < ws.reader_ranks.size()) continue;
         std::vector<int> group;
-        for (int x = ws.rank; x < std::min(ws.size, ws.rank + ws.group); ++x) group.push_back(x);
+        for (int x = ws.rank; x < std::min(ws.size, ws.rank + ws.workgroup); ++x) group.push_back(x);
         PayloadWriter finish;
         finish.i32(ws.drop_plan ? 1 : 0);
         ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
@@ -480,12 +477,12 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
     // Every writer rank sends its writes not yet announced to its matcher.
-    const int matcher = ws->rank / ws->group * ws->group;
+    const int matcher = ws->rank / ws->workgroup * ws->workgroup;
     std::vector<match::WriteReq> fresh;
     for (size_t i = ws->writes_announced; i < ws->writes.size(); ++i) fresh.push_back(ws->writes[i].meta);
     ws->writes_announced = ws->writes.size();
     ws->sends.push_back(ws->local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
-    ws->meta_expected = ws->is_matcher() ? std::min(ws->group, ws->size - ws->rank) : 0;
+    ws->meta_expected = ws->is_matcher() ? std::min(ws->workgroup, ws->size - ws->rank) : 0;
     rt.serve(ws);
 }
 
@@ -542,7 +539,7 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws) {
     if (ws.is_matcher())
         state = format("%zu of %zu reader ranks done", ws.readers_done, ws.reader_ranks.size());
     else
-        state = format("its matcher (writer rank %d) %s every reader rank is done", ws.rank / ws.group * ws.group,
+        state = format("its matcher (writer rank %d) %s every reader rank is done", ws.rank / ws.workgroup * ws.workgroup,
                        ws.finished ? "said" : "has not yet said");
     if (ws.meta_expected > 0) state += format(", write metadata of %d ranks of its work group missing", ws.meta_expected);
     return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %s, %zu bytes not "
@@ -583,18 +580,18 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
         return format("dtf_transfer of '%s' (session %d) waited for its writer rank 0's stamp", vf.path.c_str(), vf.session);
     });
     // [3]: the root's stamp, which the other ranks learn here (without replay)
-    long long mine[4] = {vf.header.numrecs(), 0, 0, ws.stamp}, all[4] = {0, 0, 0, 0};
+    int64_t mine[4] = {vf.header.numrecs(), 0, 0, ws.stamp}, all[4];
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
-        mine[0] = std::max<long long>(mine[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
+        mine[0] = std::max<int64_t>(mine[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
     }
     bool same = ws.plan && ws.epoch == 0 && ws.ranks == ws.plan->ranks && ws.writes.size() == ws.plan->writes.size();
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
     mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
-    rt.collective(vf.comm, "MPI_Iallreduce", format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session),
-                  [&](MPI_Request *r) { return MPI_Iallreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, vf.comm, r); });
+    std::copy(mine, mine + 4, all);
+    rt.allreduce_max(*vf.group, all, 4, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
     vf.header.set_numrecs(all[0]);
     ws.stamp = all[3];
     ws.replay_candidate = ws.plan && all[1] == 0;
@@ -633,10 +630,8 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     // One more epoch if no dtf_transfer came, or if any writer rank wrote since the last one: agreed,
     // since serve() is collective (a put of one rank after dtf_transfer is enough).
-    int wrote = ws.epoch == 0 || ws.writes_announced < ws.writes.size(), any = wrote;
-    if (ws.epoch > 0)
-        rt.collective(vf.comm, "MPI_Iallreduce", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
-                      [&](MPI_Request *r) { return MPI_Iallreduce(&wrote, &any, 1, MPI_INT, MPI_MAX, vf.comm, r); });
+    int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
+    if (ws.epoch > 0) rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (any) serve(rt, vf);
     if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws, true);
     ws.closed = true;
@@ -1094,9 +1089,8 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
 // Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
 // all keep, replace or drop the plan alike; collective, in place of the barrier at close.
 void end_reader_session(Runtime &rt, VirtualFile &vf) {
-    int changed = vf.fell_back || vf.epoch != 1, any = 0;
-    rt.collective(vf.comm, "MPI_Iallreduce", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
-                  [&](MPI_Request *r) { return MPI_Iallreduce(&changed, &any, 1, MPI_INT, MPI_MAX, vf.comm, r); });
+    int64_t any = vf.fell_back || vf.epoch != 1;
+    rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     auto &plans = rt.reader_plans();
     if (any) {
         plans.drop(vf.plan_key, vf.plan);

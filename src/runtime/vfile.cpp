@@ -31,19 +31,16 @@ int next_virtual_ncid() {
 }
 
 std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
-                                       MPI_Comm comm, bool writer) {
-    rt.free_retired();
+                                       std::shared_ptr<transport::Group> group, bool writer) {
     auto vf = std::make_unique<VirtualFile>();
     vf->path = path;
     vf->rule = &rule;
     vf->peer = peer;
     vf->writer = writer;
-    rt.collective(comm, "MPI_Comm_idup", format("%s '%s'", writer ? "creating" : "opening", path.c_str()),
-                  [&](MPI_Request *r) { return MPI_Comm_idup(comm, &vf->comm, r); });
-    MPI_Comm_set_errhandler(vf->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(vf->comm, &vf->rank);
-    MPI_Comm_size(vf->comm, &vf->size);
-    vf->ranks = rt.component_ranks_of(vf->comm);
+    vf->group = std::move(group);
+    vf->rank = vf->group->rank();
+    vf->size = vf->group->size();
+    vf->ranks = vf->group->component_ranks();
     // A session of the path this rank wrote may still be served; once it is, the path may be forgotten
     // (num_sessions), and the numbering starts again.
     rt.wait_until([&] { return !rt.serving(path); }, [&] {
@@ -68,8 +65,8 @@ int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
 
 } // namespace
 
-int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
-                 int cmode, int *ncidp) {
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+                 std::shared_ptr<transport::Group> group, int cmode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
     int format = NC_FORMAT_CLASSIC, default_format = NC_FORMAT_CLASSIC;
     if (auto inq = reinterpret_cast<int (*)(int *)>(dtf_pnc_real(DTF_FN_ncmpi_inq_default_format))) {
@@ -78,22 +75,22 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     }
     int rc = model::format_from_cmode(cmode, default_format, &format);
     if (rc != NC_NOERR) return rc;
-    auto vf = make_file(rt, path, rule, peer, comm, true);
+    auto vf = make_file(rt, path, rule, peer, std::move(group), true);
     vf->header = model::Header(format);
     vf->ws = open_writer_session(rt, *vf);
     return finish_open(rt, std::move(vf), ncidp);
 }
 
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
-               int omode, int *ncidp) {
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+               std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
     if (omode & NC_WRITE)
         fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' with NC_WRITE: a transfer-mode file is written by create only",
              path.c_str());
-    auto vf = make_file(rt, path, rule, peer, comm, false);
+    auto vf = make_file(rt, path, rule, peer, std::move(group), false);
     VirtualFile &f = *vf;
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
-    transport::on_all(f.comm, [&] {
+    rt.on_all(*f.group, [&] {
         Message m = rt.wait_message(
             [&](const Message &m) {
                 return m.kind == MessageKind::FileDefined && m.path == f.path && m.session == f.session;
@@ -111,7 +108,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         f.matchers = r.ints(1 << 24);
         f.writer_stamp = r.i64();
         f.header.set_read_only(true);
-    }, rt.collective_over(f.comm, format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session)));
+    }, format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session));
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
@@ -151,8 +148,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     if (!vf.writer && vf.rule->replay_io && !abort) {
         end_reader_session(rt, vf); // collective: all ranks have closed when it returns
     } else {
-        rt.collective(vf.comm, "MPI_Ibarrier", format("closing '%s' (session %d)", vf.path.c_str(), vf.session),
-                      [&](MPI_Request *r) { return MPI_Ibarrier(vf.comm, r); });
+        rt.barrier(*vf.group, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     }
     // Every final header of the session has come (the writer root sends one per epoch, in order), so
     // that none can arrive once the path is forgotten.
@@ -171,7 +167,6 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
-    if (!vf.ws) MPI_Comm_free(&vf.comm); // a writer's belongs to its session, which may still be served
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
     rt.virtual_files().erase(vf.ncid); // vf is gone after this

@@ -33,6 +33,7 @@
 #include "match/plan.hpp"
 #include "model/header.hpp"
 #include "transport/channel.hpp"
+#include "transport/group.hpp"
 #include "types/layout.hpp"
 
 namespace dtf::runtime {
@@ -126,10 +127,10 @@ struct WriterSession {
     // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
     // the session's plan on both sides, since session numbers start again once a path is forgotten.
     int64_t stamp = 0;
-    MPI_Comm comm = MPI_COMM_NULL;             // the file's (VirtualFile::comm), owned by the session
-    std::unique_ptr<transport::Channel> local; // over comm: write metadata and orders
-    int rank = 0, size = 1, group = 1;         // group: ranks per matcher (MAX_WORKGROUP_SIZE)
-    std::vector<int> ranks;                    // component rank of each rank of comm
+    std::shared_ptr<transport::Group> group;   // the file's (VirtualFile::group); may outlive the file
+    std::unique_ptr<transport::Channel> local; // over group: write metadata and orders
+    int rank = 0, size = 1, workgroup = 1;     // workgroup: ranks per matcher (MAX_WORKGROUP_SIZE)
+    std::vector<int> ranks;                    // component rank of each rank of group
     std::vector<WriteRecord> writes;           // write id = position + 1
     size_t writes_announced = 0;               // writes whose metadata went to the matcher
     std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
@@ -187,9 +188,9 @@ struct WriterSession {
     bool borrows = false; // some writes refer to user memory (buffer_data=0): served before close returns
 
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
-    Runtime *runtime = nullptr;       // frees the communicator (Runtime::retire)
+    Runtime *runtime = nullptr;       // frees the group (Runtime::retire)
 
-    bool is_matcher() const { return rank % group == 0; }
+    bool is_matcher() const { return rank % workgroup == 0; }
     ~WriterSession();
 };
 
@@ -211,9 +212,9 @@ struct VirtualFile {
     const config::FileRule *rule = nullptr;
     int peer = -1;
     bool writer = false;
-    MPI_Comm comm = MPI_COMM_NULL; // dup of the user's communicator (a writer's session owns it)
-    int rank = 0, size = 1;
-    std::vector<int> ranks; // component rank of each rank of comm
+    std::shared_ptr<transport::Group> group; // over a dup of the user's communicator (shared with a writer's session)
+    int rank = 0, size = 1;                  // in group
+    std::vector<int> ranks;                  // component rank of each rank of group
     int session = 0; // 1-based session of this path (counted per writer component)
     int epoch = 0;   // reader: dtf_transfer calls completed in this session
     model::Header header;
@@ -260,10 +261,11 @@ struct VirtualFile {
 };
 
 // Entry points used by the dispatcher (files.cpp). All throw dtf::Error or return PnetCDF codes.
-int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
-                 int cmode, int *ncidp);
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer, MPI_Comm comm,
-               int omode, int *ncidp);
+// `group`: the ranks that create or open it (Runtime::group_of the user's communicator).
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+                 std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+               std::shared_ptr<transport::Group> group, int omode, int *ncidp);
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);

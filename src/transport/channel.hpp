@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -73,9 +74,9 @@ public:
     // The same, the message's bytes going in order to `spans` (their sizes add up to the message's):
     // straight into the application's memory, without a copy on the MPI channel (a derived datatype).
     virtual Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) = 0;
-    // Complete the operations that have completed (of every channel sharing this one's queue).
-    // Never blocks. Throws on a failed operation, naming it.
-    virtual void progress() = 0;
+    // Complete the operations that have completed (of every channel sharing this one's queue);
+    // whether any did. Never blocks. Throws on a failed operation, naming it.
+    virtual bool progress() = 0;
     virtual bool done(Ticket t) const = 0;
     // Give up the receives among `tickets` that are not done (a wait for them failed): each is
     // cancelled, and counts as done. One that MPI had already begun to fill completes into its
@@ -93,16 +94,22 @@ public:
 // An in-process network for unit tests: groups of ranks, every rank an endpoint; a channel joins
 // one endpoint to every rank of a group (its own or another). A send is copied into the
 // destination's queue at once; a receive completes in progress() once a matching message is there.
+// Each rank may run in its own thread: the net has one lock.
+class Group;
 class LoopbackNet {
 public:
     // A new group of `size` ranks; returns its id.
     int add_group(int size);
     // The channel of rank `rank` of group `group` to the ranks of `remote_group`.
     std::unique_ptr<Channel> channel(int group, int rank, int remote_group);
+    // Rank `rank`'s member of a transport::Group of all ranks of `group` (group.hpp), like a
+    // duplicate of its communicator: each rank's n-th call joins the n-th such group, a new group of
+    // the net (its own channels and collectives).
+    std::unique_ptr<Group> dup_group(int group, int rank);
     // Messages sent and not yet received by anyone (a test can require none are left).
     size_t undelivered() const;
 
-    // Internals shared with the channels.
+    // Internals shared with the channels and groups (under lock()).
     struct Message {
         int source;
         std::vector<char> bytes;
@@ -111,10 +118,25 @@ public:
         // (sender's group, tag) -> messages in arrival order.
         std::map<std::pair<int, int>, std::deque<Message>> inbox;
     };
+    // One collective of a duplicated group: the contributions so far.
+    struct Round {
+        int arrived = 0;
+        std::vector<int64_t> max;
+        std::vector<char> bytes; // broadcast: the root's
+        int kind = 0;  // which collective (all ranks must agree)
+        int taken = 0; // ranks that saw it complete (then it goes)
+    };
     Endpoint &endpoint(int group, int rank);
+    std::map<int, Round> &rounds(int group) { return rounds_[group]; }
+    int size(int group) const { return static_cast<int>(groups_.at(static_cast<size_t>(group)).size()); }
+    std::unique_lock<std::mutex> lock() const { return std::unique_lock<std::mutex>(mutex_); }
 
 private:
+    mutable std::mutex mutex_;
     std::vector<std::vector<Endpoint>> groups_;
+    std::map<int, std::vector<int>> dups_;               // group -> the groups duplicated from it, in order
+    std::map<std::pair<int, int>, size_t> dups_taken_;   // (group, rank) -> how many of them it joined
+    std::map<int, std::map<int, Round>> rounds_;         // duplicated group -> its collectives by number
 };
 
 } // namespace dtf::transport

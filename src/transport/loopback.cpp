@@ -1,9 +1,11 @@
 // The in-process channel of channel.hpp (no MPI): for unit tests of the protocol in one process.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "common/error.hpp"
 #include "transport/channel.hpp"
+#include "transport/group.hpp"
 
 namespace dtf::transport {
 
@@ -17,6 +19,7 @@ public:
     int remote_size() const override { return remote_size_; }
 
     Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
+        auto lock = net_.lock();
         for (int d : dests) {
             if (d < 0 || d >= remote_size_) fail(DTF_ERR_INTERNAL, "%s: no rank %d in a group of %d", what, d, remote_size_);
             net_.endpoint(remote_group_, d).inbox[{group_, static_cast<int>(tag)}].push_back({rank_, bytes});
@@ -25,6 +28,7 @@ public:
     }
 
     std::optional<Incoming> poll(Tag tag, const char *) override {
+        auto lock = net_.lock();
         auto &inbox = net_.endpoint(group_, rank_).inbox;
         auto it = inbox.find({remote_group_, static_cast<int>(tag)});
         if (it == inbox.end() || it->second.empty()) return std::nullopt;
@@ -48,8 +52,10 @@ public:
         return next_++;
     }
 
-    void progress() override {
+    bool progress() override {
+        auto lock = net_.lock();
         auto &inbox = net_.endpoint(group_, rank_).inbox;
+        bool any = false;
         for (auto r = receives_.begin(); r != receives_.end();) {
             auto &queue = inbox[{remote_group_, static_cast<int>(r->tag)}];
             auto m = std::find_if(queue.begin(), queue.end(), [&](const LoopbackNet::Message &x) { return x.source == r->source; });
@@ -67,7 +73,9 @@ public:
             }
             queue.erase(m);
             r = receives_.erase(r); // done: no longer pending
+            any = true;
         }
+        return any;
     }
 
     void cancel(const std::vector<Ticket> &tickets) override {
@@ -109,9 +117,81 @@ private:
     Ticket next_ = 1;
 };
 
+enum Collective { Allreduce = 1, Barrier, Broadcast };
+
+class LoopbackPending : public Pending {
+public:
+    LoopbackPending(LoopbackNet &net, int group, int round, std::function<void(LoopbackNet::Round &)> finish)
+        : net_(net), group_(group), round_(round), finish_(std::move(finish)) {}
+    bool test() override {
+        if (done_) return true;
+        auto lock = net_.lock();
+        auto &rounds = net_.rounds(group_);
+        LoopbackNet::Round &r = rounds.at(round_);
+        if (r.arrived < net_.size(group_)) return false;
+        if (finish_) finish_(r);
+        if (++r.taken == net_.size(group_)) rounds.erase(round_);
+        return done_ = true;
+    }
+
+private:
+    LoopbackNet &net_;
+    int group_, round_;
+    std::function<void(LoopbackNet::Round &)> finish_;
+    bool done_ = false;
+};
+
+class LoopbackGroup : public Group {
+public:
+    LoopbackGroup(LoopbackNet &net, int group, int rank, int size) : net_(net), group_(group), rank_(rank) {
+        for (int r = 0; r < size; ++r) ranks_.push_back(r);
+    }
+    int rank() const override { return rank_; }
+    int size() const override { return static_cast<int>(ranks_.size()); }
+    const std::vector<int> &component_ranks() const override { return ranks_; }
+    std::unique_ptr<Channel> channel() override { return net_.channel(group_, rank_, group_); }
+    std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
+        return join(Allreduce, [&](LoopbackNet::Round &r) {
+            if (r.arrived == 0) r.max.assign(in, in + n);
+            if (r.max.size() != static_cast<size_t>(n)) fail(DTF_ERR_INTERNAL, "loopback: allreduces of different sizes");
+            for (int i = 0; i < n; ++i) r.max[static_cast<size_t>(i)] = std::max(r.max[static_cast<size_t>(i)], in[i]);
+        }, [out](LoopbackNet::Round &r) { std::copy(r.max.begin(), r.max.end(), out); });
+    }
+    std::unique_ptr<Pending> barrier() override {
+        return join(Barrier, [](LoopbackNet::Round &) {}, nullptr);
+    }
+    std::unique_ptr<Pending> broadcast(int root, std::vector<char> *bytes) override {
+        const bool me = root == rank_;
+        return join(Broadcast, [&](LoopbackNet::Round &r) {
+            if (me) r.bytes = *bytes;
+        }, [bytes, me](LoopbackNet::Round &r) {
+            if (!me) *bytes = r.bytes;
+        });
+    }
+
+private:
+    std::unique_ptr<Pending> join(int kind, const std::function<void(LoopbackNet::Round &)> &arrive,
+                                  std::function<void(LoopbackNet::Round &)> finish) {
+        auto lock = net_.lock();
+        const int number = next_++;
+        LoopbackNet::Round &r = net_.rounds(group_)[number];
+        if (r.arrived > 0 && r.kind != kind) fail(DTF_ERR_INTERNAL, "loopback: ranks started different collectives");
+        r.kind = kind;
+        arrive(r);
+        ++r.arrived;
+        return std::make_unique<LoopbackPending>(net_, group_, number, std::move(finish));
+    }
+
+    LoopbackNet &net_;
+    int group_, rank_;
+    std::vector<int> ranks_;
+    int next_ = 0; // this rank's collectives so far
+};
+
 } // namespace
 
 int LoopbackNet::add_group(int size) {
+    auto lock = this->lock();
     groups_.emplace_back(static_cast<size_t>(size));
     return static_cast<int>(groups_.size()) - 1;
 }
@@ -124,12 +204,31 @@ LoopbackNet::Endpoint &LoopbackNet::endpoint(int group, int rank) {
 }
 
 std::unique_ptr<Channel> LoopbackNet::channel(int group, int rank, int remote_group) {
+    auto lock = this->lock();
     endpoint(group, rank); // checks both
     const int remote_size = static_cast<int>(groups_.at(static_cast<size_t>(remote_group)).size());
     return std::make_unique<LoopbackChannel>(*this, group, rank, remote_group, remote_size);
 }
 
+std::unique_ptr<Group> LoopbackNet::dup_group(int group, int rank) {
+    int dup, size;
+    {
+        auto lock = this->lock();
+        endpoint(group, rank);
+        const size_t n = dups_taken_[{group, rank}]++;
+        auto &made = dups_[group];
+        if (n == made.size()) {
+            groups_.emplace_back(groups_[static_cast<size_t>(group)].size());
+            made.push_back(static_cast<int>(groups_.size()) - 1);
+        }
+        dup = made[n];
+        size = static_cast<int>(groups_[static_cast<size_t>(dup)].size());
+    }
+    return std::make_unique<LoopbackGroup>(*this, dup, rank, size);
+}
+
 size_t LoopbackNet::undelivered() const {
+    auto lock = this->lock();
     size_t n = 0;
     for (const auto &group : groups_)
         for (const auto &e : group)

@@ -41,7 +41,7 @@ public:
     Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) override {
         return queue_.receive(comm_, source, static_cast<int>(tag), spans, what);
     }
-    void progress() override { queue_.progress(); }
+    bool progress() override { return queue_.progress(); }
     bool done(Ticket t) const override { return queue_.done(t); }
     void cancel(const std::vector<Ticket> &tickets) override { queue_.cancel(tickets); }
     size_t pending_bytes(const std::vector<Ticket> &tickets) const override { return queue_.pending_bytes(tickets); }

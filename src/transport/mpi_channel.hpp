@@ -6,11 +6,13 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/buffers.hpp"
 #include "transport/channel.hpp"
+#include "transport/group.hpp"
 
 namespace dtf::transport {
 
@@ -53,5 +55,11 @@ private:
 // A Channel over an MPI communicator: an inter-communicator to a peer component, or an
 // intra-communicator of this component (the remote group is then the communicator itself).
 std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue);
+
+// A Group over a duplicate of `comm` (ranks of the communicator `component`, which is named
+// `component_name` in errors), its channels on `queue`. The duplication is collective over `comm` and
+// nonblocking: the group may be used once `*ready` tests done.
+std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
+                                 std::unique_ptr<Pending> *ready);
 
 } // namespace dtf::transport

@@ -86,14 +86,7 @@ void on_root(MPI_Comm comm, int root, const std::function<void()> &fn) {
     if (code != 0) throw Error(code, message, rank != root);
 }
 
-void run_blocking(const char *call, const std::function<int(MPI_Request *)> &start) {
-    Blocking blocking;
-    MPI_Request req = MPI_REQUEST_NULL;
-    check_mpi(start(&req), call);
-    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), call);
-}
-
-void on_all(MPI_Comm comm, const std::function<void()> &fn, const RunCollective &run) {
+void on_all(MPI_Comm comm, const std::function<void()> &fn) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -106,8 +99,10 @@ void on_all(MPI_Comm comm, const std::function<void()> &fn, const RunCollective 
         own_message = e.what();
     }
     int mine = own_code ? rank : size, first = size;
-    run("MPI_Iallreduce (error agreement)",
-        [&](MPI_Request *r) { return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, r); });
+    {
+        Blocking blocking;
+        check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+    }
     if (first == size) return;
     int code = own_code;
     std::string message = own_message;

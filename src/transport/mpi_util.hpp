@@ -64,16 +64,10 @@ std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, c
 // same error (quietly on the ranks other than root). Collective over `comm`.
 void on_root(MPI_Comm comm, int root, const std::function<void()> &fn);
 
-// Runs one collective to completion: `start` begins it nonblocking (e.g. MPI_Iallreduce); `call`
-// names it in errors. run_blocking starts it and waits in MPI_Wait without the runtime lock; the
-// runtime passes its own (Runtime::collective: progress meanwhile, no spinning, DTF_TIMEOUT).
-using RunCollective = std::function<void(const char *call, const std::function<int(MPI_Request *)> &start)>;
-void run_blocking(const char *call, const std::function<int(MPI_Request *)> &start);
-
 // Run `fn` on every rank of `comm`, then agree: if any rank failed, every rank throws the error of the
-// lowest failing rank (ranks that failed themselves throw their own). Collective over `comm`; the
-// agreement runs through `run`.
-void on_all(MPI_Comm comm, const std::function<void()> &fn, const RunCollective &run = run_blocking);
+// lowest failing rank (ranks that failed themselves throw their own). Collective over `comm`; blocks
+// in MPI without the runtime lock (for dtf_init; the runtime's own is Runtime::on_all).
+void on_all(MPI_Comm comm, const std::function<void()> &fn);
 
 // Wait for `req`, polling with backoff, until `deadline`; on expiry cancel nothing (the caller decides)
 // and throw DTF_ERR_TIMEOUT with "<what()> (waited S s; DTF_TIMEOUT=T)".

@@ -1,7 +1,8 @@
 // Unit test of the in-process channel (src/transport/loopback.cpp), the stand-in for MPI in the
 // protocol's unit tests, so it must keep MPI's rules: messages from one rank with one tag arrive in
 // send order; poll() takes any source, but never a message a posted receive is waiting for; a
-// receive of the wrong size is an error, never a partial fill; a channel to its own group works.
+// receive of the wrong size is an error, never a partial fill; a channel to its own group works. Its
+// groups (LoopbackNet::dup_group) complete collectives only once every rank started them.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "common/error.hpp"
 #include "transport/channel.hpp"
 #include "transport/data_plane.hpp"
+#include "transport/group.hpp"
 
 using namespace dtf;
 using namespace dtf::transport;
@@ -101,9 +103,55 @@ void test_data_plane() {
     CHECK(code == DTF_ERR_PEER);
 }
 
+// Groups duplicated from a loopback group: the n-th dup of every rank is one group; its collectives
+// complete once every rank started them, in order; ranks that start different ones are an error.
+void test_groups() {
+    LoopbackNet net;
+    const int comp = net.add_group(3);
+    std::vector<std::unique_ptr<Group>> g, h;
+    for (int r = 0; r < 3; ++r) g.push_back(net.dup_group(comp, r));
+    for (int r = 0; r < 3; ++r) h.push_back(net.dup_group(comp, r));
+    CHECK(g[2]->rank() == 2 && g[2]->size() == 3 && g[1]->component_ranks() == std::vector<int>({0, 1, 2}));
+    int64_t in[3][2] = {{1, 9}, {5, -3}, {2, 4}}, out[3][2] = {};
+    std::vector<std::unique_ptr<Pending>> ops;
+    for (int r = 0; r < 2; ++r) ops.push_back(g[static_cast<size_t>(r)]->allreduce_max(in[r], out[r], 2));
+    CHECK(!ops[0]->test() && !ops[1]->test()); // rank 2 has not joined
+    ops.push_back(g[2]->allreduce_max(in[2], out[2], 2));
+    bool all = true;
+    for (int r = 0; r < 3; ++r) all = all && ops[static_cast<size_t>(r)]->test() && out[r][0] == 5 && out[r][1] == 9;
+    CHECK(all);
+    // A broadcast, then a barrier; the other group's collectives are its own.
+    std::vector<std::vector<char>> buf = {{}, bytes("root"), {'x'}};
+    ops.clear();
+    for (int r = 0; r < 3; ++r) ops.push_back(g[static_cast<size_t>(r)]->broadcast(1, &buf[static_cast<size_t>(r)]));
+    auto hb = h[0]->barrier();
+    CHECK(!hb->test());
+    for (auto &op : ops) CHECK(op->test());
+    CHECK(text(buf[0]) == "root" && text(buf[2]) == "root");
+    auto b1 = h[1]->barrier(), b2 = h[2]->barrier();
+    CHECK(hb->test() && b1->test() && b2->test());
+    // A group's channel reaches its ranks, apart from the component's own channels.
+    auto c0 = g[0]->channel(), c2 = g[2]->channel();
+    c0->send(2, Tag::Meta, bytes("meta"), "test");
+    auto m = c2->poll(Tag::Meta, "test");
+    CHECK(m && m->source == 0 && text(m->bytes) == "meta");
+    CHECK(!net.channel(comp, 2, comp)->poll(Tag::Meta, "test"));
+    // Different collectives started as the same one: an error, not a wrong result.
+    g[0]->barrier();
+    bool refused = false;
+    try {
+        int64_t one = 1, res = 0;
+        g[1]->allreduce_max(&one, &res, 1);
+    } catch (const Error &e) {
+        refused = e.code() == DTF_ERR_INTERNAL;
+    }
+    CHECK(refused);
+}
+
 int main() {
     test_data_tags();
     test_data_plane();
+    test_groups();
     const Tag data = *data_tag(0, 1, 2, 32767);
     LoopbackNet net;
     const int writers = net.add_group(2), readers = net.add_group(3);

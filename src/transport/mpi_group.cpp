@@ -1,0 +1,109 @@
+// transport::Group over an MPI communicator (group.hpp).
+#include <climits>
+
+#include "transport/mpi_channel.hpp"
+#include "transport/mpi_util.hpp"
+
+namespace dtf::transport {
+
+namespace {
+
+// One nonblocking MPI operation; `then` may start the next step of a chain when it completes.
+class MpiPending : public Pending {
+public:
+    MpiPending(const char *call, std::function<int(MPI_Request *)> start,
+               std::function<std::function<int(MPI_Request *)>()> then = nullptr)
+        : call_(call), then_(std::move(then)) {
+        check_mpi(start(&req_), call_);
+    }
+    bool test() override {
+        for (;;) {
+            if (req_ == MPI_REQUEST_NULL) return true;
+            int flag = 0;
+            check_mpi(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), call_);
+            if (!flag) return false;
+            if (!then_) return true;
+            auto next = then_();
+            then_ = nullptr;
+            if (next) check_mpi(next(&req_), call_);
+        }
+    }
+
+private:
+    const char *call_;
+    MPI_Request req_ = MPI_REQUEST_NULL;
+    std::function<std::function<int(MPI_Request *)>()> then_;
+};
+
+class MpiGroup : public Group {
+public:
+    MpiGroup(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name) : queue_(queue) {
+        MPI_Comm_rank(comm, &rank_);
+        MPI_Comm_size(comm, &size_);
+        MPI_Group group, whole;
+        MPI_Comm_group(comm, &group);
+        MPI_Comm_group(component, &whole);
+        std::vector<int> local(static_cast<size_t>(size_));
+        for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
+        ranks_.resize(local.size());
+        MPI_Group_translate_ranks(group, size_, local.data(), whole, ranks_.data());
+        MPI_Group_free(&group);
+        MPI_Group_free(&whole);
+        for (int r : ranks_)
+            if (r == MPI_UNDEFINED)
+                fail(DTF_ERR_ARG, "a communicator given to PnetCDF for a file dtf handles has ranks outside component '%s'",
+                     component_name.c_str());
+    }
+    ~MpiGroup() override {
+        if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    }
+    std::unique_ptr<Pending> dup(MPI_Comm comm) {
+        return std::make_unique<MpiPending>("MPI_Comm_idup", [this, comm](MPI_Request *r) { return MPI_Comm_idup(comm, &comm_, r); },
+                                            [this] {
+                                                MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+                                                return std::function<int(MPI_Request *)>();
+                                            });
+    }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const std::vector<int> &component_ranks() const override { return ranks_; }
+    std::unique_ptr<Channel> channel() override { return mpi_channel(comm_, queue_); }
+    std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
+        // MPI reads `in` when the operation progresses, so it is copied here.
+        auto copy = std::make_shared<std::vector<int64_t>>(in, in + n);
+        return std::make_unique<MpiPending>(
+            "MPI_Iallreduce",
+            [=](MPI_Request *r) { return MPI_Iallreduce(copy->data(), out, n, MPI_INT64_T, MPI_MAX, comm_, r); },
+            [copy] { return std::function<int(MPI_Request *)>(); });
+    }
+    std::unique_ptr<Pending> barrier() override {
+        return std::make_unique<MpiPending>("MPI_Ibarrier", [=](MPI_Request *r) { return MPI_Ibarrier(comm_, r); });
+    }
+    std::unique_ptr<Pending> broadcast(int root, std::vector<char> *bytes) override {
+        auto size = std::make_shared<int64_t>(static_cast<int64_t>(bytes->size()));
+        return std::make_unique<MpiPending>(
+            "MPI_Ibcast", [=](MPI_Request *r) { return MPI_Ibcast(size.get(), 1, MPI_INT64_T, root, comm_, r); },
+            [=]() -> std::function<int(MPI_Request *)> {
+                if (*size > INT_MAX) fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(*size));
+                bytes->resize(static_cast<size_t>(*size));
+                return [=](MPI_Request *r) { return MPI_Ibcast(bytes->data(), static_cast<int>(*size), MPI_BYTE, root, comm_, r); };
+            });
+    }
+
+private:
+    MpiQueue &queue_;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1;
+    std::vector<int> ranks_;
+};
+
+} // namespace
+
+std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
+                                 std::unique_ptr<Pending> *ready) {
+    auto group = std::make_unique<MpiGroup>(comm, component, queue, component_name);
+    *ready = group->dup(comm);
+    return group;
+}
+
+} // namespace dtf::transport

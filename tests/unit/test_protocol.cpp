@@ -1,0 +1,379 @@
+// Unit test of the transfer protocol itself, without MPI: writer and reader components of several
+// ranks run in one process, each rank a Runtime::in_process() in its own thread, connected by the
+// in-process channels and groups of transport::LoopbackNet. Each rank makes the PnetCDF calls a
+// program would (through vfile_call, as the dispatcher does), and the values read are checked
+// element by element against the values written. Cases: an M x N transfer matched every cycle, a
+// replayed one (no requests after the first cycle, data pushed before dtf_transfer), a pattern change
+// under replay on either side (re-matched when the writers still hold the data, a clear error when
+// they do not), two files in flight at once, and a writer that never comes (a timeout that says who
+// waited for what). Every case ends with every message sent received and used.
+#include <pnetcdf.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "config/config.hpp"
+#include "pnc/hook.h"
+#include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
+#include "transport/channel.hpp"
+#include "transport/data_plane.hpp"
+
+using namespace dtf;
+using namespace dtf::runtime;
+
+namespace {
+std::atomic<int> failures{0};
+
+void check(bool ok, const std::string &what, int line) {
+    if (ok) return;
+    std::fprintf(stderr, "test_protocol.cpp:%d: FAILED: %s\n", line, what.c_str());
+    ++failures;
+}
+#define CHECK(cond) check((cond), #cond, __LINE__)
+
+const char *kIni = R"(
+[INFO]
+ncomp=2
+comp_name="model"
+comp_name="assim"
+
+[FILE]
+filename="%/matched%.nc"
+comp1="model"
+comp2="assim"
+
+[FILE]
+filename="%/replayed%.nc"
+comp1="model"
+comp2="assim"
+replay_io=1
+)";
+
+constexpr int kWriter = 0, kReader = 1;
+
+// Two components of `sizes` ranks over one LoopbackNet; run() starts every rank in its own thread.
+class World {
+public:
+    explicit World(std::vector<int> sizes, double timeout_s = 30) : sizes_(sizes) {
+        config_ = config::parse(kIni, "protocol.ini");
+        config::Settings settings;
+        settings.timeout_s = timeout_s;
+        settings.max_workgroup_size = 1; // every writer rank matches its own writes: several matchers
+        for (int c = 0; c < 2; ++c) components_.push_back(net_.add_group(sizes[static_cast<size_t>(c)]));
+        for (int c = 0; c < 2; ++c) {
+            ranks_.emplace_back();
+            for (int r = 0; r < sizes[static_cast<size_t>(c)]; ++r) {
+                const int other = 1 - c;
+                std::map<int, PeerLink> peers;
+                PeerLink &link = peers[other];
+                link.component = other;
+                link.name = config_.components[static_cast<size_t>(other)];
+                link.remote_size = sizes[static_cast<size_t>(other)];
+                link.channel = net_.channel(components_[static_cast<size_t>(c)], r, components_[static_cast<size_t>(other)]);
+                link.data = transport::point_to_point(*link.channel);
+                ranks_.back().push_back(Runtime::in_process(config_, settings, c, r, sizes[static_cast<size_t>(c)], std::move(peers)));
+            }
+        }
+    }
+    // fn(component, rank, runtime) on every rank at once; then, as dtf_finalize does, the writer
+    // sessions still being served (a replayed epoch returns once its data is delivered) are served to
+    // the end.
+    void run(const std::function<void(int, int, Runtime &)> &fn) {
+        std::vector<std::thread> threads;
+        for (int c = 0; c < 2; ++c)
+            for (int r = 0; r < sizes_[static_cast<size_t>(c)]; ++r)
+                threads.emplace_back([&, c, r] {
+                    Runtime &rt = *ranks_[static_cast<size_t>(c)][static_cast<size_t>(r)];
+                    fn(c, r, rt);
+                    Entry entry;
+                    rt.finish_background("the end of the test");
+                });
+        for (auto &t : threads) t.join();
+    }
+    // Every message sent was received and used.
+    bool all_used() const {
+        size_t unused = net_.undelivered();
+        for (const auto &component : ranks_)
+            for (const auto &rt : component) unused += rt->unused_messages();
+        return unused == 0;
+    }
+    std::shared_ptr<transport::Group> group(int component, int rank) {
+        return net_.dup_group(components_[static_cast<size_t>(component)], rank);
+    }
+    const config::FileRule &rule(const std::string &path) const { return *config_.match(path); }
+    Runtime &rt(int component, int rank) { return *ranks_[static_cast<size_t>(component)][static_cast<size_t>(rank)]; }
+
+private:
+    std::vector<int> sizes_;
+    config::Config config_;
+    transport::LoopbackNet net_;
+    std::vector<int> components_;
+    std::vector<std::vector<std::unique_ptr<Runtime>>> ranks_;
+};
+
+// One PnetCDF call on virtual file `ncid`, as the dispatcher makes it (args[i] points to the i-th
+// parameter); a dtf::Error propagates.
+template <class... A> int call(Runtime &rt, int fn, int ncid, A... a) {
+    void *args[] = {&ncid, &a...};
+    Entry entry;
+    VirtualFile *vf = rt.virtual_file(ncid);
+    if (!vf) fail(DTF_ERR_INTERNAL, "no virtual file %d", ncid);
+    return vfile_call(rt, *vf, fn, args);
+}
+
+int create(World &w, Runtime &rt, int rank, const std::string &path) {
+    Entry entry;
+    int ncid = -1;
+    CHECK(vfile_create(rt, path, w.rule(path), kReader, w.group(kWriter, rank), NC_CLOBBER, &ncid) == NC_NOERR);
+    return ncid;
+}
+
+int open(World &w, Runtime &rt, int rank, const std::string &path) {
+    Entry entry;
+    int ncid = -1;
+    CHECK(vfile_open(rt, path, w.rule(path), kWriter, w.group(kReader, rank), NC_NOWRITE, &ncid) == NC_NOERR);
+    return ncid;
+}
+
+int transfer(Runtime &rt, int ncid) {
+    Entry entry;
+    return vfile_transfer(rt, *rt.virtual_file(ncid));
+}
+
+constexpr MPI_Offset kRows = 6, kCols = 10;
+
+double value(int cycle, MPI_Offset i, MPI_Offset j) { return cycle * 1000.0 + static_cast<double>(i * kCols + j); }
+
+// A writer: a 2-D variable, rows split among the ranks (the last takes the rest; `split` shifts the
+// boundary), one put each. Returns the file's ncid.
+int write_file(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, int split = 0) {
+    const int ncid = create(w, rt, rank, path);
+    int dims[2], varid = -1;
+    call(rt, DTF_FN_ncmpi_def_dim, ncid, "y", kRows, &dims[0]);
+    call(rt, DTF_FN_ncmpi_def_dim, ncid, "x", kCols, &dims[1]);
+    call(rt, DTF_FN_ncmpi_def_var, ncid, "t", NC_DOUBLE, 2, static_cast<const int *>(dims), &varid);
+    CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+    const MPI_Offset per = kRows / ranks + split;
+    const MPI_Offset first = rank * per, rows = rank == ranks - 1 ? kRows - first : per;
+    std::vector<double> values;
+    for (MPI_Offset i = first; i < first + rows; ++i)
+        for (MPI_Offset j = 0; j < kCols; ++j) values.push_back(value(cycle, i, j));
+    MPI_Offset start[2] = {first, 0}, count[2] = {rows, kCols};
+    CHECK(call(rt, DTF_FN_ncmpi_put_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(start),
+               static_cast<const MPI_Offset *>(count), static_cast<const double *>(values.data())) == NC_NOERR);
+    return ncid;
+}
+
+// A writer's cycle: the file written, dtf_transfer, close.
+void write_cycle(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, int split = 0) {
+    const int ncid = write_file(w, rt, rank, ranks, path, cycle, split);
+    CHECK(transfer(rt, ncid) == NC_NOERR);
+    CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+}
+
+// A reader's block: columns split unevenly among the ranks (`shift` moves the split), every row.
+struct Block {
+    MPI_Offset start[2], count[2];
+};
+Block block_of(int rank, int ranks, MPI_Offset shift) {
+    const MPI_Offset per = kCols / ranks, first = rank * per + (rank > 0 ? shift : 0);
+    const MPI_Offset last = rank == ranks - 1 ? kCols : (rank + 1) * per + shift;
+    return Block{{0, first}, {kRows, last - first}};
+}
+
+// A reader's gets on an open file: two nonblocking gets (one block in two halves of rows) and one
+// blocking get of a single element, then dtf_transfer; every value checked.
+void read_values(Runtime &rt, int ncid, int rank, int ranks, int cycle, MPI_Offset shift = 0) {
+    int varid = -1;
+    CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, "t", &varid) == NC_NOERR);
+    const Block b = block_of(rank, ranks, shift);
+    std::vector<double> got(static_cast<size_t>(b.count[0] * b.count[1]), -1);
+    const MPI_Offset half = b.count[0] / 2;
+    MPI_Offset s1[2] = {0, b.start[1]}, c1[2] = {half, b.count[1]};
+    MPI_Offset s2[2] = {half, b.start[1]}, c2[2] = {b.count[0] - half, b.count[1]};
+    int reqs[2];
+    CHECK(call(rt, DTF_FN_ncmpi_iget_vara_double, ncid, varid, static_cast<const MPI_Offset *>(s1),
+               static_cast<const MPI_Offset *>(c1), got.data(), &reqs[0]) == NC_NOERR);
+    CHECK(call(rt, DTF_FN_ncmpi_iget_vara_double, ncid, varid, static_cast<const MPI_Offset *>(s2),
+               static_cast<const MPI_Offset *>(c2), got.data() + half * b.count[1], &reqs[1]) == NC_NOERR);
+    int statuses[2] = {-1, -1};
+    CHECK(call(rt, DTF_FN_ncmpi_wait_all, ncid, 2, static_cast<int *>(reqs), static_cast<int *>(statuses)) == NC_NOERR);
+    CHECK(statuses[0] == NC_NOERR && statuses[1] == NC_NOERR);
+    double one = -1;
+    MPI_Offset at[2] = {kRows - 1 - rank, static_cast<MPI_Offset>(rank)}, ones[2] = {1, 1};
+    CHECK(call(rt, DTF_FN_ncmpi_get_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(at),
+               static_cast<const MPI_Offset *>(ones), &one) == NC_NOERR);
+    CHECK(one == value(cycle, at[0], at[1]));
+    size_t wrong = 0;
+    for (MPI_Offset i = 0; i < b.count[0]; ++i)
+        for (MPI_Offset j = 0; j < b.count[1]; ++j)
+            if (got[static_cast<size_t>(i * b.count[1] + j)] != value(cycle, i, b.start[1] + j)) ++wrong;
+    CHECK(wrong == 0);
+    CHECK(transfer(rt, ncid) == NC_NOERR);
+}
+
+// A reader's cycle: open, read_values(), close. Returns the error of a failing call, if any.
+std::string read_cycle(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, MPI_Offset shift = 0) {
+    const int ncid = open(w, rt, rank, path);
+    try {
+        read_values(rt, ncid, rank, ranks, cycle, shift);
+    } catch (const Error &e) {
+        const std::string what = e.what();
+        try {
+            call(rt, DTF_FN_ncmpi_close, ncid);
+        } catch (const Error &again) {
+            return what + " / at close: " + again.what();
+        }
+        return what;
+    }
+    CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+    return "";
+}
+
+// Cycles of one path, 2 writer ranks and 3 reader ranks (M x N, uneven): every value arrives.
+void test_matched_cycles() {
+    World w({2, 3});
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 3; ++cycle) {
+            if (c == kWriter) write_cycle(w, rt, r, 2, "/run/matched.nc", cycle);
+            else CHECK(read_cycle(w, rt, r, 3, "/run/matched.nc", cycle).empty());
+        }
+    });
+    long matched = 0, replayed = 0;
+    for (int r = 0; r < 3; ++r) matched += w.rt(kReader, r).stats().batches_matched, replayed += w.rt(kReader, r).stats().batches_replayed;
+    CHECK(matched == 3 * 3 * 2 && replayed == 0); // 3 cycles x 3 ranks x 2 batches (wait_all, the blocking get)
+    CHECK(w.rt(kWriter, 0).stats().sessions_written == 3 && w.rt(kReader, 2).stats().sessions_read == 3);
+    CHECK(w.all_used());
+}
+
+// replay_io=1 with a new file name every cycle: from the second cycle on, no request is matched,
+// the readers take every batch from the plan, and the writers push the data without being asked.
+void test_replayed_cycles() {
+    World w({2, 3});
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 5; ++cycle) {
+            const std::string path = "/run/replayed." + std::to_string(cycle) + ".nc";
+            if (c == kWriter) write_cycle(w, rt, r, 2, path, cycle);
+            else CHECK(read_cycle(w, rt, r, 3, path, cycle).empty());
+        }
+    });
+    long matched = 0, replayed = 0, requests = 0, pushed = 0;
+    for (int r = 0; r < 3; ++r) matched += w.rt(kReader, r).stats().batches_matched, replayed += w.rt(kReader, r).stats().batches_replayed;
+    for (int r = 0; r < 2; ++r) {
+        const Stats &s = w.rt(kWriter, r).stats();
+        requests += s.requests_matched + s.requests_reused;
+        pushed += s.pushed_early + s.pushed_at_transfer;
+    }
+    CHECK(matched == 3 * 2);      // the first cycle only
+    CHECK(replayed == 4 * 3 * 2); // every batch of cycles 2..5
+    CHECK(requests == 3 * 2 * 2); // each reader batch asks both matchers, in the first cycle only
+    CHECK(pushed > 0);
+    CHECK(w.all_used());
+}
+
+// Under replay the writers change their decomposition in cycle 3, before they dropped any value:
+// the session is matched again (right values), and cycle 4 replays the new pattern. Then the readers
+// change theirs in cycle 5, after the writers kept only what the plan reads: a clear error on the
+// readers, never other values; cycle 6 is matched again.
+void test_replay_pattern_changes() {
+    World w({2, 3});
+    std::vector<std::string> errors(3);
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 6; ++cycle) {
+            const std::string path = "/run/replayed." + std::to_string(cycle) + ".nc";
+            if (c == kWriter) {
+                write_cycle(w, rt, r, 2, path, cycle, cycle >= 3 ? 1 : 0);
+                continue;
+            }
+            const std::string e = read_cycle(w, rt, r, 3, path, cycle, cycle == 5 ? 1 : 0);
+            if (cycle == 5) errors[static_cast<size_t>(r)] = e;
+            else CHECK(e.empty());
+        }
+    });
+    for (int r = 0; r < 3; ++r) {
+        const std::string &e = errors[static_cast<size_t>(r)];
+        CHECK(e.find("'/run/replayed.5.nc'") != std::string::npos);
+        CHECK(e.find("variable 't'") != std::string::npos);
+        // the plan recorded in cycle 3 (matched again there) and replayed in 4
+        CHECK(e.find("session 1 of '/run/replayed.3.nc' (2 sessions before this one)") != std::string::npos);
+        CHECK(e.find("set replay_io=0 for this file") != std::string::npos);
+    }
+    long replayed = 0;
+    for (int r = 0; r < 3; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
+    // Cycles 2 and 4 replayed (3 ranks x 2 batches each); 3 (the writers changed) and 6 (the
+    // readers changed in 5) are matched; in 5 every reader's first batch differs from the plan.
+    CHECK(replayed == 6 + 6);
+    CHECK(w.all_used());
+}
+
+// Two replayed files in flight at once on the same links: from the second cycle on the writers
+// push both files' data without being asked, and the readers, holding both open, read the second
+// file first. Each gets its own values (the data tags of the two sessions keep their messages
+// apart; with one tag the first file's messages, of the same sizes, would fill the second's gets).
+void test_two_files_in_flight() {
+    World w({2, 2});
+    auto path = [](char file, int cycle) { return format("/run/replayed.%c.%d.nc", file, cycle); };
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 3; ++cycle) {
+            if (c == kWriter) {
+                write_cycle(w, rt, r, 2, path('a', cycle), cycle);
+                write_cycle(w, rt, r, 2, path('b', cycle), cycle + 100);
+                continue;
+            }
+            // (In the first cycle the writers serve each file until it is read: in their order.)
+            const int a = open(w, rt, r, path('a', cycle));
+            if (cycle == 1) read_values(rt, a, r, 2, cycle);
+            const int b = open(w, rt, r, path('b', cycle));
+            read_values(rt, b, r, 2, cycle + 100);
+            if (cycle > 1) read_values(rt, a, r, 2, cycle);
+            CHECK(call(rt, DTF_FN_ncmpi_close, b) == NC_NOERR && call(rt, DTF_FN_ncmpi_close, a) == NC_NOERR);
+        }
+    });
+    long replayed = 0;
+    for (int r = 0; r < 2; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
+    CHECK(replayed == 2 * 2 * 2 * 2); // cycles 2 and 3, both files, both ranks, both batches
+    CHECK(w.all_used());
+}
+
+// A writer component that never creates the file: the reader's open times out and says who waited
+// for whom, and for what.
+void test_missing_writer_times_out() {
+    World w({1, 1}, 0.5);
+    std::string error;
+    w.run([&](int c, int r, Runtime &rt) {
+        if (c != kReader) return;
+        try {
+            open(w, rt, r, "/run/matched.nc");
+        } catch (const Error &e) {
+            error = e.what();
+            CHECK(e.code() == DTF_ERR_TIMEOUT);
+        }
+    });
+    CHECK(error.find("ncmpi_open of '/run/matched.nc' (transfer mode, session 1) waited for component 'model' to "
+                     "define it") != std::string::npos);
+    CHECK(error.find("DTF_TIMEOUT=0.5") != std::string::npos);
+}
+} // namespace
+
+int main() {
+    if (const char *v = std::getenv("DTF_VERBOSE_LEVEL")) log::set_level(std::atoi(v)); // to follow the messages
+    test_matched_cycles();
+    test_replayed_cycles();
+    test_replay_pattern_changes();
+    test_two_files_in_flight();
+    test_missing_writer_times_out();
+    if (failures) {
+        std::fprintf(stderr, "test_protocol: %d check(s) failed\n", failures.load());
+        return 1;
+    }
+    std::printf("test_protocol: all checks passed\n");
+    return 0;
+}
