@@ -75,14 +75,14 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
             return format("%s of '%s' waited for component '%s' to finish reading version %d of it before "
                           "overwriting it (it has closed %d read sessions)",
                           call, t.path.c_str(), peer.c_str(), c.my_writes, c.peer_reads);
-        });
+        }, t.peer);
     else
         rt.wait_until([&] { return c.peer_writes > c.my_reads; }, [&] {
             return format("%s of '%s' waited for component '%s' to close write session %d of it (it has closed "
                           "%d; file mode, %s:%d)",
                           call, t.path.c_str(), peer.c_str(), c.my_reads + 1, c.peer_writes,
                           rt.config().path.c_str(), t.rule->line);
-        });
+        }, t.peer);
 }
 
 using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);

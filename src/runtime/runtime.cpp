@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +22,10 @@ using transport::check_mpi;
 
 namespace {
 Runtime *g_runtime = nullptr; // the one instance, guarded by the runtime lock (Entry)
+// Why dtf could not part from a peer component at finalize, if it could not, and DTF_TIMEOUT then
+// (on_mpi_finalize).
+std::string g_parted;
+double g_parted_timeout = 0;
 std::mutex g_lock;
 thread_local Entry *t_entry = nullptr; // the calling thread's entry, if it is inside dtf
 
@@ -138,18 +144,38 @@ void Runtime::init(const char *config_path, const char *component_name) {
 namespace {
 int g_finalize_key = MPI_KEYVAL_INVALID;
 
-// MPI_Finalize deletes the attributes of MPI_COMM_SELF first, while MPI still works: if the program
-// did not call dtf_finalize, the progress thread must stop before MPI goes away, and the files it
-// closed are served to their readers (bounded by DTF_TIMEOUT) instead of being lost.
+// MPI_Finalize deletes the attributes of MPI_COMM_SELF first, while MPI still works. A program that
+// did not call dtf_finalize is finalized here (bounded by DTF_TIMEOUT, as dtf_finalize): the files
+// it closed are served to their readers, and the peers' dtf_finalize meet it. When dtf could not part
+// from a peer (here or in dtf_finalize: it never came, or was lost), the connection to it is still
+// open, and MPI_Finalize may wait for that job forever (Open MPI waits for the jobs this one
+// connected to): a watchdog ends the process, with status 1 and the reason, if MPI_Finalize has not
+// completed min(DTF_TIMEOUT, 10 s) later.
 int on_mpi_finalize(MPI_Comm, int, void *, void *) {
     if (Entry::nested()) return MPI_SUCCESS; // dtf_finalize removing the attribute
-    Entry entry;
-    Runtime *rt = Runtime::instance();
-    if (rt) guard([&] {
-        log::warn("MPI_Finalize was called without dtf_finalize");
-        rt->finish_background("MPI_Finalize without dtf_finalize");
-        return 0;
-    });
+    {
+        Entry entry;
+        if (Runtime::instance()) {
+            log::warn("MPI_Finalize was called without dtf_finalize: dtf finalizes now");
+            guard([&] {
+                Runtime::finalize(true);
+                return 0;
+            });
+        }
+    }
+    if (!g_parted.empty())
+        std::thread([grace = std::min(g_parted_timeout, 10.0)] {
+            const Deadline deadline(grace);
+            for (int done = 0; !done; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+                MPI_Finalized(&done); // callable from any thread at any time
+                if (!done && deadline.expired()) {
+                    std::fprintf(stderr, "[dtf] %s, and MPI_Finalize still waits for it after %.0f s: this process ends "
+                                 "now with status 1\n", g_parted.c_str(), grace);
+                    std::fflush(nullptr);
+                    std::_Exit(1);
+                }
+            }
+        }).detach();
     return MPI_SUCCESS;
 }
 } // namespace
@@ -164,7 +190,11 @@ void Runtime::watch_mpi_finalize() {
 // too, before it meets the other components).
 void Runtime::finish_background(const char *who) {
     stop_progress_thread();
-    wait_until([&] { return serving_.empty(); }, [&] { return std::string(who) + ": " + waiting_for(*this, *serving_.front()); });
+    while (!serving_.empty()) {
+        const WriterSession *first = serving_.front().get();
+        wait_until([&] { return serving_.empty() || serving_.front().get() != first; },
+                   [&] { return std::string(who) + ": " + waiting_for(*this, *first); }, first->peer);
+    }
 }
 
 std::unique_ptr<Runtime> Runtime::in_process(config::Config config, config::Settings settings, int self, int rank,
@@ -494,9 +524,9 @@ std::optional<Message> Runtime::take(const std::function<bool(const Message &)> 
 }
 
 Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
-                              const std::function<std::string()> &what) {
+                              const std::function<std::string()> &what, int peer) {
     std::optional<Message> found;
-    wait_until([&] { return (found = take(match)).has_value(); }, what);
+    wait_until([&] { return (found = take(match)).has_value(); }, what, peer);
     return std::move(*found);
 }
 
@@ -514,8 +544,12 @@ void Runtime::check_peers_alive(const std::function<std::string()> &what) const 
     }
 }
 
-void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what) {
+void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer) {
     phase::Scope timer(phase::Wait);
+    if (auto it = unanswered_.find(peer); it != unanswered_.end() && !done())
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
+             "so this rank does not wait for it again", rank_, self_name().c_str(), what().c_str(),
+             config_.components[static_cast<size_t>(peer)].c_str(), settings_.timeout_s, it->second.c_str());
     Deadline deadline(settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
     double next_check = 0.1;
@@ -535,9 +569,12 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
             check_peers_alive(what);
             next_check = deadline.elapsed() + 0.1;
         }
-        if (deadline.expired())
-            fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_,
-                 self_name().c_str(), what().c_str(), deadline.elapsed(), settings_.timeout_s);
+        if (deadline.expired()) {
+            const std::string waited = what();
+            if (peer >= 0) unanswered_.emplace(peer, waited);
+            fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_, self_name().c_str(),
+                 waited.c_str(), deadline.elapsed(), settings_.timeout_s);
+        }
         // Look again after 2% of the time waited so far (20 us .. 2 ms): the answer is seen at most that
         // late, and a long wait costs little CPU. A crowded node backs off from the start instead.
         pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6));
@@ -678,14 +715,23 @@ void Runtime::stop_progress_thread() {
     thread_.join();
 }
 
-void Runtime::finalize() {
+void Runtime::finalize(bool in_mpi_finalize) {
     Runtime *rt = g_runtime;
     if (!rt) fail(DTF_ERR_NOT_INIT, "dtf_finalize: dtf is not initialized");
     g_runtime = nullptr;
     __atomic_store_n(&dtf_pnc_active_, 0, __ATOMIC_RELEASE);
     std::unique_ptr<Runtime> owner(rt);
-    MPI_Comm_delete_attr(MPI_COMM_SELF, g_finalize_key); // nothing left for MPI_Finalize to do
-    rt->teardown(true);
+    // Then nothing is left for MPI_Finalize to do, unless dtf could not part from a peer.
+    auto unwatch = [&] {
+        if (!in_mpi_finalize && g_parted.empty()) MPI_Comm_delete_attr(MPI_COMM_SELF, g_finalize_key);
+    };
+    try {
+        rt->teardown(true);
+    } catch (...) {
+        unwatch();
+        throw;
+    }
+    unwatch();
 }
 
 namespace {
@@ -747,12 +793,18 @@ void Runtime::teardown(bool orderly) {
         attempt([&] { finish_background("dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] {
+            // (the messages go to the peers; one that stopped answering will not take them)
             wait_until([&] { return queue_->pending() == 0; },
-                       [&] { return format("delivering %zu messages", queue_->pending()); });
+                       [&] { return format("delivering %zu messages", queue_->pending()); },
+                       unanswered_.empty() ? -1 : unanswered_.begin()->first);
         });
         for (auto &[comp, link] : peers_) {
             bool synced = false;
             attempt([&] {
+                if (auto it = unanswered_.find(comp); it != unanswered_.end())
+                    fail(DTF_ERR_PEER, "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
+                         "to answer for DTF_TIMEOUT=%g s (%s)", rank_, self_name().c_str(), link.name.c_str(),
+                         settings_.timeout_s, it->second.c_str());
                 MPI_Request req;
                 check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
                 transport::wait_request(&req, Deadline(settings_.timeout_s), [&] {
@@ -762,8 +814,14 @@ void Runtime::teardown(bool orderly) {
                 synced = true;
                 progress();
             });
-            // Disconnecting from a peer that never arrived would block; leave that link to MPI_Finalize.
+            // Disconnecting from a peer that never arrived would block; MPI_Finalize may, too
+            // (on_mpi_finalize then ends the process).
             if (synced) MPI_Comm_disconnect(&link.inter);
+            else if (g_parted.empty()) {
+                g_parted = format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
+                                  rank_, self_name().c_str(), link.name.c_str());
+                g_parted_timeout = settings_.timeout_s;
+            }
         }
         // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
         stats_.unused_messages = static_cast<long>(unused_messages());

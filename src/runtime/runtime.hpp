@@ -159,8 +159,9 @@ public:
     // thread; every rank may run in its own thread (calls into it inside an Entry, as the dispatcher's).
     static std::unique_ptr<Runtime> in_process(config::Config config, config::Settings settings, int self, int rank,
                                                int size, std::map<int, PeerLink> peers);
-    // Collective over the component.
-    static void finalize();
+    // Collective over the component. `in_mpi_finalize`: called from MPI_Finalize (the program did
+    // not call dtf_finalize).
+    static void finalize(bool in_mpi_finalize = false);
     // nullptr outside dtf_init .. dtf_finalize.
     static Runtime *instance();
 
@@ -213,14 +214,17 @@ public:
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
     // Control messages received and not taken yet (at dtf_finalize, each is a protocol leak).
     size_t unused_messages() const { return inbox_.size(); }
-    // Wait (progress, backoff, DTF_TIMEOUT) for such a message.
-    Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what);
+    // Wait (progress, backoff, DTF_TIMEOUT) for such a message from component `peer`.
+    Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what,
+                         int peer);
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);
     bool connected_to(int component) const { return peers_.count(component) != 0; }
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
-    // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps.
-    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what);
+    // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps. `peer`: the component it
+    // waits for, if it waits for one. Once a wait for a peer timed out, every later wait for it fails
+    // at once (DTF_ERR_PEER, saying so), so that a lost peer costs one DTF_TIMEOUT, not one per call.
+    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer = -1);
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below).
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
@@ -306,6 +310,7 @@ private:
     std::string thread_note_ = "off";    // whether the progress thread runs, and why not (statistics)
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
+    std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)
 };
 
 } // namespace dtf::runtime

@@ -155,7 +155,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     rt.wait_until([&] { return !rt.serving_key(ws->plan_key); }, [&] {
         return format("creating '%s' (session %d) waited for the readers of the previous file of its pattern to "
                       "call dtf_transfer or close it", vf.path.c_str(), vf.session);
-    });
+    }, vf.peer);
     if (ws->is_matcher()) {
         auto memo = rt.match_memos().find(ws->plan_key);
         if (memo != rt.match_memos().end()) ws->memo = memo->second;
@@ -563,7 +563,7 @@ bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sen
 void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
     if (ws.serving)
         rt.wait_until([&] { return !ws.serving || (until_delivered && delivered(ws)); },
-                      [&] { return waiting_for(rt, ws); });
+                      [&] { return waiting_for(rt, ws); }, ws.peer);
     if (ws.error) {
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
@@ -681,7 +681,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
         return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
                       "with the number of records, comes with it)",
                       vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-    });
+    }, vf.peer);
     PayloadReader r(m.payload, "header-final");
     const int64_t replayed = r.i64();
     const int replayed_session = r.i32();
@@ -744,10 +744,10 @@ namespace {
 // Wait for the data receives `recvs`. If the wait fails (a timeout, a lost peer), they are
 // cancelled and `give_up` hands their buffers to the runtime: MPI may still fill a receive it had
 // begun, so the buffer must outlive the call (and then any reuse by the next session's messages).
-void wait_receives(Runtime &rt, transport::Channel &channel, const std::vector<Ticket> &recvs,
+void wait_receives(Runtime &rt, int peer, transport::Channel &channel, const std::vector<Ticket> &recvs,
                    const std::function<void()> &give_up, const std::function<std::string()> &what) {
     try {
-        rt.wait_until([&] { return channel.done(recvs); }, what);
+        rt.wait_until([&] { return channel.done(recvs); }, what, peer);
     } catch (...) {
         channel.cancel(recvs);
         give_up();
@@ -781,7 +781,7 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
         }
     vf.plan_batch = vf.plan->batches.size();
     wait_receives(
-        rt, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
+        rt, vf.peer, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
         [&] {
             return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
                           "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
@@ -820,7 +820,7 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
         Message m = rt.wait_message(for_file(vf, MessageKind::ReadPlan, tag), [&] {
             return format("a get on '%s' waited for the plan of %zu matcher ranks of component '%s' (%zu arrived)",
                           vf.path.c_str(), vf.matchers.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(), i);
-        });
+        }, vf.peer);
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
     return pieces;
@@ -950,7 +950,7 @@ void settle_ahead(Runtime &rt, VirtualFile &vf) {
             rt.wait_until([&] { return channel.done(posted->recvs); }, [&] {
                 return format("'%s' (session %d): reader rank %d waited for %zu bytes the writers had already sent",
                               vf.path.c_str(), vf.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
-            });
+            }, vf.peer);
             ++vf.plan_batch;
         } else {
             channel.cancel(posted->recvs); // nothing was sent for them
@@ -1026,7 +1026,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     }
     if (!ready) post_batch(rt, vf, batch, plan_batch(rt, vf, reqs), false, posted);
     if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
-    wait_receives(rt, channel, posted.recvs, keep, [&] {
+    wait_receives(rt, vf.peer, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
                       "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
                       posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());

@@ -47,7 +47,7 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
         const WriterSession *ws = rt.serving(path);
         return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it%s",
                       writer ? "creating" : "opening", path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
-    });
+    }, peer);
     rt.forget_finished(path);
     PathCounters &c = rt.counters()[path];
     vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
@@ -99,7 +99,8 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                 return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
                               "(ncmpi_enddef)",
                               f.path.c_str(), f.session, peer_name.c_str());
-            });
+            },
+            peer);
         PayloadReader r(m.payload, "file-defined");
         std::vector<char> header = r.bytes();
         if (model::Header::decode(header.data(), header.size(), &f.header) != NC_NOERR)
@@ -163,7 +164,8 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
                               "'%s' (it comes with its dtf_transfer)",
                               vf.path.c_str(), vf.session, vf.epoch,
                               rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-            });
+            },
+            vf.peer);
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);

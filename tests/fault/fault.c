@@ -13,10 +13,16 @@
  *             complete with correct values (no hang), and the transfer afterwards must work
  *   kill      writer rank 1 is killed (SIGKILL) between its puts and dtf_transfer, while the readers
  *             wait for its data
- *   noexit    the writer skips dtf_finalize (it calls MPI_Finalize after its transfer and close); the
- *             reader's dtf_finalize must fail within DTF_TIMEOUT, naming the writer
+ *   noexit    the writer skips dtf_finalize (it calls MPI_Finalize after its transfer and close): dtf
+ *             finalizes it inside MPI_Finalize, so the reader's dtf_finalize meets it and succeeds
  *   noclose   reader rank 1 never closes the file: the other reader ranks' ncmpi_close must fail
  *             within DTF_TIMEOUT, naming the collective they waited in, and every rank must finish
+ *   lost-connect, lost-transfer, lost-finalize
+ *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
+ *             dtf_init, after opening the file (while the writer transfers), or after closing it
+ *             (before dtf_finalize). The writer reports each failed call and goes on to dtf_finalize
+ *             and MPI_Finalize as a careful program would; fault.py (launched without dtfrun) checks
+ *             that it ends by itself, soon, with a non-zero status and messages naming the reader.
  * Prints "fault <role>: <scenario> ok" when every check passed; exits 1 otherwise.
  */
 #include <dtf.h>
@@ -66,6 +72,14 @@ static void expect_error(int got, int want, const char *call, ...) {
 
 static float value(int y, int x) { return (float)(100 * y + x); }
 
+/* lost-*: the writer reports a failed call and goes on. */
+static int lost_errors;
+static void report(int rc, const char *call) {
+    if (rc == NC_NOERR) return;
+    ++lost_errors;
+    printf("fault rank %d: %s -> %s: %s\n", rank, call, ncmpi_strerror(rc), dtf_errmsg());
+}
+
 static void writer(const char *scenario) {
     int ncid, dy, dx, vt, vp, dims[2];
     NC(ncmpi_create(MPI_COMM_WORLD, "f.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
@@ -84,6 +98,11 @@ static void writer(const char *scenario) {
     MPI_Offset p0 = 0, pn = rank == 0 ? NX : 0;
     NC(ncmpi_put_vara_double_all(ncid, vp, &p0, &pn, p));
     if (!strcmp(scenario, "kill") && rank == 1) raise(SIGKILL);
+    if (!strncmp(scenario, "lost-", 5)) { /* the reader dies somewhere: report and go on */
+        report(dtf_transfer("f.nc", ncid), "dtf_transfer");
+        report(ncmpi_close(ncid), "ncmpi_close");
+        return;
+    }
     NC(dtf_transfer("f.nc", ncid));
     NC(ncmpi_close(ncid));
 }
@@ -92,6 +111,7 @@ static void writer(const char *scenario) {
 static void reader(const char *scenario) {
     int ncid, vt, vp;
     NC(ncmpi_open(MPI_COMM_WORLD, "f.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    if (!strcmp(scenario, "lost-transfer") && rank == 0) raise(SIGKILL);
     NC(ncmpi_inq_varid(ncid, "T", &vt));
     NC(ncmpi_inq_varid(ncid, "P", &vp));
     MPI_Offset ny;
@@ -142,10 +162,25 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (argc != 4) {
-        if (rank == 0) fprintf(stderr, "usage: fault writer|reader INI ok|mismatch|badarg|kill|noexit|noclose\n");
+        if (rank == 0)
+            fprintf(stderr, "usage: fault writer|reader INI "
+                            "ok|mismatch|badarg|kill|noexit|noclose|lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
+    const int writes = !strcmp(role, "writer");
+    if (!strcmp(scenario, "lost-connect") && !writes && rank == 0) raise(SIGKILL);
+    if (!strncmp(scenario, "lost-", 5) && writes) {
+        int rc = dtf_init(argv[2], role);
+        report(rc, "dtf_init");
+        if (rc == NC_NOERR) {
+            writer(scenario);
+            report(dtf_finalize(), "dtf_finalize");
+        }
+        MPI_Finalize();
+        if (rank == 0) printf("fault writer: %s: %d error(s), finalized\n", scenario, lost_errors);
+        return lost_errors ? 1 : 0;
+    }
     NC(dtf_init(argv[2], role));
     if (!strcmp(role, "writer"))
         writer(scenario);
@@ -155,12 +190,13 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && !all) printf("fault %s: %s ok\n", role, scenario);
     if (!strcmp(scenario, "noexit") && !strcmp(role, "writer")) {
-        MPI_Finalize(); /* without dtf_finalize: the reader's dtf_finalize must time out naming us */
+        MPI_Finalize(); /* without dtf_finalize: dtf finalizes here, meeting the reader's dtf_finalize */
         return 0;
     }
     /* noclose: the readers come to dtf_finalize DTF_TIMEOUT late (their close timed out); a writer
      * waiting as long for them would give up at the same moment. */
     if (!strcmp(scenario, "noclose") && !strcmp(role, "writer")) sleep(3);
+    if (!strcmp(scenario, "lost-finalize") && rank == 0) raise(SIGKILL);
     NC(dtf_finalize());
     MPI_Finalize();
     return all ? 1 : 0;

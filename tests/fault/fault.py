@@ -3,10 +3,13 @@
 
 usage: fault.py SCENARIO --dtfrun PATH --exe PATH [--writers N] [--readers N]
 
-Every launch runs under dtfrun --walltime, so a hang fails the test.
+Every launch runs under dtfrun --walltime, so a hang fails the test; the lost-* scenarios run
+without dtfrun (two mpiruns meeting through an ompi-server, as a site may launch them), each bounded
+by a timeout of this script.
 """
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,13 +29,16 @@ mode="transfer"
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose"])
+    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose",
+                                        "lost-connect", "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)
     p.add_argument("--readers", type=int, default=3)
     a = p.parse_args()
     timeout = 5
+    if a.scenario.startswith("lost-"):
+        return lost(a, timeout)
     with tempfile.TemporaryDirectory(prefix="dtf-fault-") as work:
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
@@ -71,12 +77,13 @@ def main():
         if left:
             failures.append(f"processes left behind: {left}")
     elif a.scenario == "noexit":
-        if run.returncode == 0:
-            failures.append("a component whose peer skipped dtf_finalize must fail")
-        if "fault writer: noexit ok" not in out:
-            failures.append("the writer did not finish its part")
-        if not ("DTF_ERR_TIMEOUT" in out and "dtf_finalize waited for component 'writer'" in out):
-            failures.append("the reader's dtf_finalize must time out naming the writer")
+        # dtf finalizes the writer inside MPI_Finalize, where the reader's dtf_finalize meets it (else
+        # that dtf_finalize fails after DTF_TIMEOUT, and the reader aborts).
+        if run.returncode != 0:
+            failures.append(f"dtfrun exited with status {run.returncode}")
+        for role in ("writer", "reader"):
+            if f"fault {role}: noexit ok" not in out:
+                failures.append(f"the {role} did not report 'noexit ok'")
         if elapsed > timeout + 30:
             failures.append(f"took {elapsed:.1f} s with DTF_TIMEOUT={timeout}")
     else:
@@ -85,6 +92,76 @@ def main():
         for role in ("writer", "reader"):
             if f"fault {role}: {a.scenario} ok" not in out:
                 failures.append(f"the {role} did not report '{a.scenario} ok'")
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    print("PASS")
+
+
+def run_bounded(proc, limit):
+    """Output and status of `proc`, or (output, None) after killing its session if it ran `limit` s."""
+    try:
+        out, _ = proc.communicate(timeout=limit)
+        return out, proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return out, None
+
+
+def lost(a, timeout):
+    """The reader dies (fault.c: before dtf_init, while the writer transfers, before dtf_finalize) and no
+    dtfrun tells the writer: its first wait for the reader ends after DTF_TIMEOUT, every later one at
+    once, and the writer ends by itself, non-zero, naming the reader (and, should MPI_Finalize wait for
+    the dead job, dtf's watchdog ends it min(DTF_TIMEOUT, 10 s) later)."""
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="dtf-fault-") as work:
+        ini = os.path.join(work, "dtf.ini")
+        with open(ini, "w") as f:
+            f.write(CONFIG)
+        uri = os.path.join(work, "server.uri")
+        env = dict(os.environ, DTF_TIMEOUT=str(timeout), DTF_INI_FILE=ini, OMPI_MCA_oob_tcp_if_include="lo",
+                   OMPI_MCA_btl_tcp_if_include="lo", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        server = subprocess.Popen(["ompi-server", "--no-daemonize", "--report-uri", uri], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            for _ in range(100):
+                if os.path.exists(uri) and os.path.getsize(uri) > 0:
+                    break
+                time.sleep(0.1)
+            base = ["mpirun", "--ompi-server", "file:" + uri, "--bind-to", "none", "--oversubscribe",
+                    "-x", "DTF_TIMEOUT", "-x", "DTF_INI_FILE"]
+            launch = lambda role, n: subprocess.Popen(  # noqa: E731
+                base + ["-n", str(n), os.path.abspath(a.exe), role, ini, a.scenario], cwd=work, env=env, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            print("$ " + " ".join(base + ["-n", str(a.writers), a.exe, "writer", ini, a.scenario]) + " &", flush=True)
+            print("$ " + " ".join(base + ["-n", str(a.readers), a.exe, "reader", ini, a.scenario]), flush=True)
+            t0 = time.monotonic()
+            writer, reader = launch("writer", a.writers), launch("reader", a.readers)
+            limit = 4 * timeout + 40  # far beyond what is allowed: a hang fails, and the rest is still checked
+            out, status = run_bounded(writer, limit)
+            elapsed = time.monotonic() - t0
+            rout, rstatus = run_bounded(reader, 10)
+        finally:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    print("--- writer\n" + out + "--- reader\n" + rout)
+    print(f"writer: exit status {status} after {elapsed:.1f} s; reader: exit status {rstatus}")
+    if status is None:
+        failures.append(f"the writer hung: still running after {limit} s (DTF_TIMEOUT={timeout})")
+    elif status == 0:
+        failures.append("the writer of a run whose reader was lost must exit with a non-zero status")
+    # One wait for the lost reader times out, every later one fails at once: DTF_TIMEOUT and a margin
+    # (a wait per call, as before, took 3 x DTF_TIMEOUT in lost-transfer), plus the watchdog's
+    # min(DTF_TIMEOUT, 10 s) if MPI_Finalize waits for the dead job (it does not with Open MPI 4.1 here).
+    bound = timeout + 8 + (timeout if "still waits for it" in out else 0)
+    if elapsed > bound:
+        failures.append(f"the writer took {elapsed:.1f} s to end with DTF_TIMEOUT={timeout} (at most {bound} s)")
+    if "component 'reader'" not in out:
+        failures.append("the writer's messages must name component 'reader'")
+    if a.scenario == "lost-transfer" and "already failed to answer" not in out:
+        failures.append("after one timeout, the writer's later waits for the reader must fail at once, saying so")
     for f in failures:
         print("FAIL: " + f)
     if failures:
