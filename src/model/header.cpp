@@ -298,6 +298,18 @@ int Header::inq_varoffset(int varid, int64_t *offset) const {
     return NC_NOERR;
 }
 
+int64_t Header::file_size() const {
+    int64_t fixed_end = layout_.extent, records = -1;
+    for (size_t i = 0; i < layout_.begin.size() && i < vars_.size(); ++i) {
+        const int id = static_cast<int>(i);
+        if (is_record_var(id))
+            records = records < 0 ? layout_.begin[i] : std::min(records, layout_.begin[i]);
+        else
+            fixed_end = std::max(fixed_end, layout_.begin[i] + var_len(id));
+    }
+    return records < 0 ? fixed_end : records + numrecs_ * layout_.recsize;
+}
+
 // netCDF's NC_check_vlens: in CDF-1/CDF-2 a variable (one record of a record variable) may
 // exceed the format's size limit only if it is the last fixed-size variable and there are no
 // record variables, or if it is the last record variable.

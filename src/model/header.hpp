@@ -152,6 +152,9 @@ public:
     // last enddef (or decode); a variable defined since has no offset (NC_ENOTVAR).
     int inq_layout(int64_t *header_size, int64_t *header_extent, int64_t *recsize) const;
     int inq_varoffset(int varid, int64_t *offset) const;
+    // The size of the file PnetCDF writes with this layout and numrecs() records once every
+    // variable is written: the end of the fixed-size variables, or of the last record.
+    int64_t file_size() const;
 
     // ---- direct views for the runtime (ids are indices)
     int format() const { return format_; }

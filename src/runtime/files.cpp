@@ -94,9 +94,12 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     const std::string context = format("%s of '%s'", call, t.path.c_str());
-    if (t.rule->mode == config::Mode::Transfer)
-        return create ? vfile_create(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp)
-                      : vfile_open(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp);
+    if (t.rule->mode == config::Mode::Transfer) {
+        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp)
+                              : vfile_open(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp);
+        if (rc == NC_NOERR) rt.virtual_file(*ncidp)->hints = transport::info_entries(info);
+        return rc;
+    }
     const bool writer = create || (mode & NC_WRITE);
     std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
     rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);

@@ -1047,6 +1047,8 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     }
     int first_error = NC_NOERR;
     for (auto *r : batch) {
+        for (const auto &part : r->parts)
+            vf.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
         if (r->direct) continue; // already in place, nothing to convert
         const size_t n = r->staging.size() / types::type_size(r->xtype);
         std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);

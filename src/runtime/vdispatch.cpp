@@ -147,6 +147,7 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
     size_t offset = 0;
     for (const auto &box : boxes) {
         const size_t bytes = static_cast<size_t>(box.size()) * es;
+        vf.put_bytes += static_cast<int64_t>(bytes);
         WriteRecord w;
         w.meta = match::WriteReq{vf.rank, vf.ws->writes.size() + 1, varid, box};
         if (!box.empty() && pack_for_replay(rt, vf, w.meta, values + offset)) {
@@ -168,6 +169,14 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         record_write(vf, std::move(w));
     }
     if (!owned.empty()) rt.buffers().give(std::move(owned));
+}
+
+// ncmpi_inq_put_size: PnetCDF's root writes the header's record count whenever a put makes it grow
+// (here: this rank's puts; the growth another rank's put makes is not seen before dtf_transfer).
+void count_numrecs(VirtualFile &vf) {
+    if (vf.rank != 0 || vf.header.numrecs() <= vf.numrecs_counted) return;
+    vf.numrecs_counted = vf.header.numrecs();
+    vf.put_bytes += vf.header.format() == NC_FORMAT_CDF5 ? 8 : 4;
 }
 
 int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *l) {
@@ -242,6 +251,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     for (size_t i = 0; i < accesses.size(); ++i)
         if (in.kind != DTF_PNC_KIND_VARN || !c.boxes[i].empty()) vf.header.note_write(accesses[i]);
     if (!nonblocking) {
+        count_numrecs(vf);
         record_values(rt, vf, c.varid, c.boxes, values, std::move(owned));
         return conv;
     }
@@ -387,6 +397,7 @@ int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
             for (auto &w : p->second.records)
                 record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
             if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
+            count_numrecs(vf);
             vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {
             st = NC_EINVAL_REQUEST; // not pending (e.g. already completed): the id stays as it is
@@ -445,6 +456,7 @@ int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno)
     if (!vf.header.is_record_var(varid)) return NC_ENOTRECVAR;
     if (recno < 0) return NC_EINVALCOORDS;
     if (vf.header.numrecs() < recno + 1) vf.header.set_numrecs(recno + 1);
+    count_numrecs(vf);
     if (vf.header.vars()[static_cast<size_t>(varid)].no_fill) return NC_NOERR;
     std::vector<int64_t> shape = vf.header.shape(varid);
     shape[0] = 1;

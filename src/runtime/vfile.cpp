@@ -3,6 +3,7 @@
 
 #include <pnetcdf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.hpp"
@@ -24,6 +25,25 @@ int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses
 namespace {
 
 template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
+
+// PnetCDF's default nc_header_read_chunk_size: how much of a file its root reads at open.
+constexpr int64_t kHeaderReadChunk = 262144;
+
+// What ncmpi_inq_file_info gives for the file: the program's hints, then PnetCDF's own (1.12), as
+// it reports them for a file without MPI-IO hints of its own. Alignments are 0 until the file's
+// layout is set (a created file's first enddef; an opened file reports 0).
+MPI_Info file_info(const VirtualFile &vf) {
+    std::vector<std::pair<std::string, std::string>> all = vf.hints;
+    const bool laid_out = vf.writer && vf.defined_sent;
+    const std::pair<const char *, const char *> pnetcdf[] = {
+        {"nc_header_align_size", laid_out ? "512" : "0"}, {"nc_var_align_size", laid_out ? "4" : "0"},
+        {"nc_record_align_size", laid_out ? "4" : "0"},   {"nc_header_read_chunk_size", "262144"},
+        {"nc_in_place_swap", "auto"},                     {"nc_ibuf_size", "16777216"},
+        {"pnetcdf_subfiling", "disable"},                 {"nc_num_subfiles", "0"}};
+    for (const auto &[key, value] : pnetcdf)
+        if (std::none_of(all.begin(), all.end(), [&](const auto &e) { return e.first == key; })) all.emplace_back(key, value);
+    return transport::make_info(all);
+}
 
 int next_virtual_ncid() {
     static int next = DTF_PNC_VIRTUAL_BASE;
@@ -190,7 +210,11 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_enddef:
     case DTF_FN_ncmpi__enddef: {
         int rc = h.enddef();
-        if (rc == NC_NOERR) announce_definition(rt, vf);
+        if (rc != NC_NOERR) return rc;
+        announce_definition(rt, vf);
+        int64_t size = 0;
+        h.inq_layout(&size, nullptr, nullptr);
+        if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header
         return rc;
     }
     case DTF_FN_ncmpi_redef: return h.redef();
@@ -352,6 +376,21 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_cancel:
         return vfile_cancel(rt, vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
     case DTF_FN_ncmpi_fill_var_rec: return vfile_fill_record(rt, vf, arg<int>(args, 1), arg<MPI_Offset>(args, 2));
+    // As PnetCDF counts them: the bytes of the puts and gets in the variables' types; the root has
+    // written the header at every enddef, and read the file's first 256 KiB (its header read chunk)
+    // at open.
+    case DTF_FN_ncmpi_inq_put_size: case DTF_FN_ncmpi_inq_get_size: {
+        MPI_Offset *out = arg<MPI_Offset *>(args, 1);
+        if (!out) return NC_NOERR;
+        if (fn == DTF_FN_ncmpi_inq_put_size) *out = vf.put_bytes;
+        else *out = vf.get_bytes + (!vf.writer && vf.rank == 0 ? std::min<int64_t>(vf.header.file_size(), kHeaderReadChunk) : 0);
+        return NC_NOERR;
+    }
+    case DTF_FN_ncmpi_inq_file_info: {
+        MPI_Info *out = arg<MPI_Info *>(args, 1);
+        if (out) *out = file_info(vf);
+        return NC_NOERR;
+    }
     case DTF_FN_ncmpi_inq_nreqs: {
         int *n = arg<int *>(args, 1);
         if (n) *n = static_cast<int>(vf.pending.size() + vf.pending_puts.size());

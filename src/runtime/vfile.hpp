@@ -216,6 +216,12 @@ struct VirtualFile {
     int rank = 0, size = 1;                  // in group
     std::vector<int> ranks;                  // component rank of each rank of group
     int session = 0; // 1-based session of this path (counted per writer component)
+    // ncmpi_inq_put_size/_get_size: bytes this rank's puts and gets moved, in the variables' types
+    // (with the header bytes PnetCDF's root writes at enddef, and reads at open: io_sizes()).
+    int64_t put_bytes = 0, get_bytes = 0;
+    int64_t numrecs_counted = 0; // rank 0: the record count whose header write put_bytes counts
+    // The hints given to ncmpi_create/ncmpi_open (ncmpi_inq_file_info returns them with PnetCDF's).
+    std::vector<std::pair<std::string, std::string>> hints;
     int epoch = 0;   // reader: dtf_transfer calls completed in this session
     model::Header header;
 

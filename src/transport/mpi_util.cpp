@@ -37,6 +37,32 @@ ScopedErrorsReturn::~ScopedErrorsReturn() {
     MPI_Errhandler_free(&self_);
 }
 
+std::vector<std::pair<std::string, std::string>> info_entries(MPI_Info info) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (info == MPI_INFO_NULL) return out;
+    int n = 0;
+    MPI_Info_get_nkeys(info, &n);
+    for (int i = 0; i < n; ++i) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        int len = 0, found = 0;
+        MPI_Info_get_nthkey(info, i, key);
+        MPI_Info_get_valuelen(info, key, &len, &found);
+        if (!found) continue;
+        std::string value(static_cast<size_t>(len) + 1, '\0');
+        MPI_Info_get(info, key, len, value.data(), &found); // len: without the terminator
+        value.resize(static_cast<size_t>(len));
+        out.emplace_back(key, value);
+    }
+    return out;
+}
+
+MPI_Info make_info(const std::vector<std::pair<std::string, std::string>> &entries) {
+    MPI_Info info;
+    check_mpi(MPI_Info_create(&info), "MPI_Info_create");
+    for (const auto &[key, value] : entries) MPI_Info_set(info, key.c_str(), value.c_str());
+    return info;
+}
+
 void check_mpi(int rc, const char *what) {
     if (rc != MPI_SUCCESS) fail(DTF_ERR_MPI, "%s failed: %s", what, mpi_error_string(rc).c_str());
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.hpp"
@@ -51,6 +52,10 @@ public:
 private:
     bool released_;
 };
+
+// The (key, value) pairs of `info` in its order (none for MPI_INFO_NULL), and an info made of them.
+std::vector<std::pair<std::string, std::string>> info_entries(MPI_Info info);
+MPI_Info make_info(const std::vector<std::pair<std::string, std::string>> &entries);
 
 // Throw DTF_ERR_MPI "<what> failed: <MPI error string>" unless rc == MPI_SUCCESS.
 void check_mpi(int rc, const char *what);

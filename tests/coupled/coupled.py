@@ -11,6 +11,8 @@ Scenarios
             component it waited for.
   mismatch  the components start with different config files (mode, file pattern, component
             list): dtf_init fails on both sides and says which line differs.
+  sizes     pair for 2 cycles in file mode, then in transfer mode: ncmpi_inq_put_size, _get_size and
+            _inq_file_info must answer alike on every rank before every close.
 Every launch runs under dtfrun --walltime, so a hang fails the test.
 """
 import argparse
@@ -195,6 +197,33 @@ def scenario_pair(args, work):
         expect(len(hist_files) == args.cycles, f"expected {args.cycles} hist files, found {hist_files}")
 
 
+SIZES = re.compile(r"^\[\w+\] (sizes .*)$", re.M)
+
+
+def scenario_sizes(args, work):
+    """ncmpi_inq_put_size, _inq_get_size and _inq_file_info on every rank before every close: the
+    same answers in transfer mode as on the real files of file mode (2 cycles: vara, then varn and a
+    record variable)."""
+    answers = {}
+    for mode in ("file", "transfer"):
+        run = os.path.join(work, mode)
+        data = os.path.join(run, "data")
+        os.makedirs(data)
+        ini = os.path.join(run, "dtf.ini")
+        write_config(ini, mode=mode, hist_mode=mode)
+        status, out, _ = launch(args, [
+            (args.model_ranks, [args.c_exe, "model", ini, data, "2"]),
+            (args.assim_ranks, [args.c_exe, "assim", ini, data, "2"])],
+            # the second cycle's files have a record variable too (2 records), read first
+            {"DTF_TIMEOUT": "30", "FILEMODE_SIZES": "1", "FILEMODE_RECORDS": "02", "FILEMODE_READ_RECORDS": "02"})
+        expect(status == 0, f"the {mode}-mode run failed")
+        answers[mode] = sorted(SIZES.findall(out))
+    expect(answers["file"], "no sizes were printed")
+    diff = [f"file:     {a}\ntransfer: {b}" for a, b in zip(answers["file"], answers["transfer"]) if a != b]
+    expect(len(answers["file"]) == len(answers["transfer"]) and not diff,
+           "transfer mode must answer as the real files do:\n" + "\n".join(diff))
+
+
 def scenario_missing(args, work):
     ini = os.path.join(work, "dtf.ini")
     write_config(ini)
@@ -235,7 +264,7 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")

@@ -13,7 +13,9 @@
  * files also hold a record variable (see records()).
  * This order also suits transfer mode, where a writer's dtf_transfer waits for its reader.
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
- * read the previous cycle's values. Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
+ * read the previous cycle's values. With FILEMODE_SIZES=1 every rank prints, before each close, what
+ * ncmpi_inq_put_size, _inq_get_size and _inq_file_info say (coupled.py sizes compares the two modes).
+ * Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
  *
  * usage: filemode (model|assim) CONFIG DIR CYCLES [NY NX]
  */
@@ -101,6 +103,31 @@ static int read_series(int ncid, const char *path, int which, int cycle, MPI_Off
     return bad;
 }
 
+/* FILEMODE_SIZES=1: one line of what PnetCDF's accounting calls say about the open file. */
+static void print_sizes(int ncid, const char *path, const char *how, int cycle) {
+    if (!getenv("FILEMODE_SIZES")) return;
+    MPI_Offset put = -1, get = -1;
+    MPI_Info info;
+    CHECK(ncmpi_inq_put_size(ncid, &put));
+    CHECK(ncmpi_inq_get_size(ncid, &get));
+    CHECK(ncmpi_inq_file_info(ncid, &info));
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char line[2048];
+    int n = snprintf(line, sizeof line, "sizes %s rank %d %s %s cycle %d: put %lld get %lld info", role, rank, how,
+                     base, cycle, (long long)put, (long long)get);
+    int keys = 0;
+    MPI_Info_get_nkeys(info, &keys);
+    for (int i = 0; i < keys && n < (int)sizeof line - 300; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], value[256];
+        int found = 0;
+        MPI_Info_get_nthkey(info, i, key);
+        MPI_Info_get(info, key, (int)sizeof value - 1, value, &found);
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%s", key, found ? value : "?");
+    }
+    MPI_Info_free(&info);
+    printf("%s\n", line);
+}
+
 static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_Offset nx) {
     int ncid, dims[3], var, series = -1;
     MPI_Offset start[2], count[2];
@@ -155,6 +182,7 @@ static void write_file(const char *path, int which, int cycle, MPI_Offset ny, MP
         }
         CHECK(ncmpi_end_indep_data(ncid));
     }
+    print_sizes(ncid, path, "wrote", cycle);
     CHECK(ncmpi_close(ncid));
     free(buf);
 }
@@ -199,6 +227,7 @@ static int read_file(const char *path, int which, int cycle, MPI_Offset ny, MPI_
         free(colbuf);
     }
     CHECK(dtf_transfer(path, ncid));
+    print_sizes(ncid, path, "read", cycle);
     CHECK(ncmpi_close(ncid));
     if (file_cycle != cycle) {
         fprintf(stderr, "%s rank %d: %s has cycle %d, expected %d\n", role, rank, path, file_cycle, cycle);
