@@ -160,6 +160,11 @@ public:
 
 private:
     [[noreturn]] void fail_at(int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+    // A key of the original DTF that dtf accepts and ignores: one warning saying why.
+    void ignored(const RawEntry &e, const char *why) {
+        config_.warnings.push_back(format("%s:%d: %s is accepted for compatibility with the original DTF and ignored: %s",
+                                          filename_.c_str(), e.line, e.key.c_str(), why));
+    }
 
     std::vector<RawSection> split(std::string_view text);
     void lex_line(std::string_view line, int n, std::vector<RawSection> &sections);
@@ -331,10 +336,13 @@ void Parser::apply_info(const RawSection &section) {
             config_.buffer_data = to_bool(e);
         } else if (e.key == "iodb_build_mode") {
             config_.iodb_build_mode = to_int(e, 0);
+            ignored(e, "dtf matches every request against an index of the writes' exact boxes, built one way");
         } else if (e.key == "do_checksum") {
             config_.do_checksum = to_bool(e);
+            ignored(e, "dtf computes no checksums (every message's size is checked; the values are MPI's)");
         } else if (e.key == "log_ioreqs") {
             config_.log_ioreqs = to_bool(e);
+            ignored(e, "dtf keeps no log of I/O requests (DTF_VERBOSE_LEVEL=2 traces its messages)");
         }
     }
 }
@@ -356,7 +364,10 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "replay_io") rule.replay_io = to_bool(e);
         else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
         else if (e.key == "write_only") rule.write_only = to_bool(e);
-        else if (e.key == "mirror_io_root") rule.mirror_io_root = to_bool(e);
+        else if (e.key == "mirror_io_root") {
+            rule.mirror_io_root = to_bool(e);
+            ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
+        }
     }
     const char *missing = rule.pattern.empty() ? "filename"
                           : rule.comp1.empty() ? "comp1"

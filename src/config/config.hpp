@@ -27,10 +27,12 @@ struct Config {
     std::string path;                    // file it was read from (for messages)
     std::vector<std::string> components; // comp_name= in order; index = component id
     bool buffer_data = true; // put values are copied; 0: writes refer to the user's buffers until close
-    int iodb_build_mode = 0; // accepted for compatibility
-    bool do_checksum = false;
-    bool log_ioreqs = false;
+    int iodb_build_mode = 0; // accepted for compatibility, ignored (a warning)
+    bool do_checksum = false; // likewise
+    bool log_ioreqs = false;  // likewise
     std::vector<FileRule> files;
+    // Keys of the original DTF that are accepted and ignored: "file:line: key ... ignored: why".
+    std::vector<std::string> warnings;
 
     // Index of a component name, or -1.
     int component_index(std::string_view name) const;

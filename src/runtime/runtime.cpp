@@ -253,6 +253,8 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     text.resize(static_cast<size_t>(len));
     check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, 0, world_), "MPI_Bcast");
     if (rank_ != 0) config_ = config::parse(text, config_path_);
+    if (rank_ == 0)
+        for (const auto &w : config_.warnings) std::fprintf(stderr, "[dtf] warning: %s\n", w.c_str());
 
     self_ = config_.component_index(component_name);
     if (self_ < 0) {

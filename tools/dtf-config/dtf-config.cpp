@@ -104,6 +104,7 @@ int run(const Options &o) {
     if (path.empty()) usage_error("%s", "no CONFIG given and DTF_INI_FILE is not set");
 
     cfg::Config config = cfg::load(path);
+    for (const auto &w : config.warnings) std::fprintf(stderr, "dtf-config: warning: %s\n", w.c_str());
     if (o.check) std::printf("%s: ok\n", path.c_str());
     for (const auto &m : o.match) print_match(config, m);
     if (!o.check && o.match.empty()) std::fputs(cfg::describe(config, settings).c_str(), stdout);
