@@ -518,6 +518,8 @@ const EnvVar kEnvVars[] = {
          if (s.rendezvous != "auto" && s.rendezvous != "file" && s.rendezvous != "name")
              bad_env(n, v, "auto, file or name");
      }},
+    {"DTF_COMPONENT",
+     [](Settings &s, const std::string &, const std::string &v) { s.component = std::string(trim(v)); }},
     {"DTF_LOST_DIR",
      [](Settings &s, const std::string &, const std::string &v) { s.lost_dir = v; }},
     {"DTF_PROGRESS_THREAD",

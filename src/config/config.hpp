@@ -67,6 +67,7 @@ struct Settings {
     int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
     std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name
     std::string lost_dir;            // DTF_LOST_DIR: where dtfrun reports components that died
+    std::string component;           // DTF_COMPONENT: zero-change mode, dtf starts in MPI_Init as this
     bool progress_thread = true;     // DTF_PROGRESS_THREAD (0: off): a thread progresses dtf while the
                                      // program computes, when MPI provides MPI_THREAD_MULTIPLE
     bool progress_thread_asked = false; // DTF_PROGRESS_THREAD=1 given (a warning if it cannot run)

@@ -119,8 +119,13 @@ VirtualFile *Runtime::virtual_file(int ncid) {
 
 Runtime *Runtime::instance() { return g_runtime; }
 
-void Runtime::init(const char *config_path, const char *component_name) {
-    if (g_runtime) fail(DTF_ERR_ALREADY_INIT, "dtf_init: dtf is already initialized");
+void Runtime::init(const char *config_path, const char *component_name, bool in_mpi_init) {
+    if (g_runtime && g_runtime->in_mpi_init_ && component_name && g_runtime->self_name() == component_name)
+        return; // zero-change mode: dtf started in MPI_Init as this component already
+    if (g_runtime)
+        fail(DTF_ERR_ALREADY_INIT, "dtf_init: dtf is already initialized%s",
+             g_runtime->in_mpi_init_ ? format(" (in MPI_Init, as component '%s' of DTF_COMPONENT)",
+                                             g_runtime->self_name().c_str()).c_str() : "");
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -134,6 +139,7 @@ void Runtime::init(const char *config_path, const char *component_name) {
         throw;
     }
     rt->stats_.init_s = now_s() - t0;
+    rt->in_mpi_init_ = in_mpi_init;
     g_runtime = rt.release();
     for (const auto &rule : g_runtime->config_.files)
         if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name())

@@ -152,7 +152,9 @@ public:
     Runtime(const Runtime &) = delete;
     Runtime &operator=(const Runtime &) = delete;
     // Collective over the component (today MPI_COMM_WORLD). Throws dtf::Error (agreed on all ranks).
-    static void init(const char *config_path, const char *component_name);
+    // `in_mpi_init`: the zero-change mode (mpi_init.cpp); a dtf_init of the same component later is
+    // then a no-op.
+    static void init(const char *config_path, const char *component_name, bool in_mpi_init = false);
     // A runtime of rank `rank` of the `size` ranks of component `self`, connected to the peer
     // components by `peers` (their channel and data plane set), without MPI: for unit tests of the
     // protocol over in-process channels (transport::LoopbackNet). Not the instance(); no progress
@@ -308,6 +310,7 @@ private:
     int waiting_ = 0;                    // application threads in wait_until (the thread stands aside)
     bool stop_ = false;                  // tells the progress thread to end
     std::string thread_note_ = "off";    // whether the progress thread runs, and why not (statistics)
+    bool in_mpi_init_ = false;           // initialized inside MPI_Init (zero-change mode)
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
     std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)

@@ -13,6 +13,8 @@ Scenarios
             list): dtf_init fails on both sides and says which line differs.
   sizes     pair for 2 cycles in file mode, then in transfer mode: ncmpi_inq_put_size, _get_size and
             _inq_file_info must answer alike on every rank before every close.
+  unaware   the zero-change mode: a writer and a reader that never call dtf, preloaded with libdtf
+            (DTF_COMPONENT names each), move a transfer-mode file: every value checked, no file on disk.
 Every launch runs under dtfrun --walltime, so a hang fails the test.
 """
 import argparse
@@ -224,6 +226,37 @@ def scenario_sizes(args, work):
            "transfer mode must answer as the real files do:\n" + "\n".join(diff))
 
 
+def scenario_unaware(args, work):
+    """The zero-change mode: a program without a dtf call, not linked with dtf, preloaded with it;
+    DTF_COMPONENT names its component. In transfer mode its file never reaches the disk."""
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
+                '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    # A sanitizer build of libdtf needs its sanitizer's runtime loaded first (the programs are not built with it).
+    ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
+    runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
+    libs = ":".join(runtimes + [os.path.abspath(args.lib)])
+    preload = lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]  # noqa: E731
+    cmd = [args.dtfrun, "-c", ini, "--walltime", "90", "--name", "model", "-n", str(args.model_ranks)] + \
+        preload("model") + [args.writer_exe or args.unaware_exe, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
+        preload("assim") + [args.unaware_exe, "reader", data]
+    print("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="1"), text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
+    print(p.stdout)
+    expect(p.returncode == 0, f"dtfrun exited with status {p.returncode}")
+    expect("unaware reader: all values verified" in p.stdout, "the reader must verify every value")
+    expect(not os.listdir(data), f"a transfer-mode file reached the disk: {os.listdir(data)}")
+    expect(f"[dtf model] stats over {args.model_ranks} ranks" in p.stdout and
+           f"{args.model_ranks} write and 0 read sessions closed" in p.stdout and
+           f"[dtf assim] stats over {args.assim_ranks} ranks" in p.stdout and
+           f"0 write and {args.assim_ranks} read sessions closed" in p.stdout,
+           "both components must report dtf's statistics (dtf ran in both, and finalized in MPI_Finalize)")
+
+
 def scenario_missing(args, work):
     ini = os.path.join(work, "dtf.ini")
     write_config(ini)
@@ -264,7 +297,10 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware"])
+    p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
+    p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
+    p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")

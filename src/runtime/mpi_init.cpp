@@ -1,0 +1,90 @@
+// Zero-change mode: with DTF_COMPONENT set (and DTF_INI_FILE), dtf initializes inside MPI_Init /
+// MPI_Init_thread as that component, so that a program that never calls dtf_* (unchanged, run with
+// LD_PRELOAD=libdtf.so) has its files handled: puts and gets go through the PnetCDF wrappers, data
+// moves at ncmpi_close (the writer serves its readers there, a reader fetches what it has not), and
+// dtf finalizes inside MPI_Finalize (runtime.cpp, on_mpi_finalize). MPI is asked for
+// MPI_THREAD_MULTIPLE, which the progress thread needs (a level at least the one the program asked
+// for). Without DTF_COMPONENT the wrappers only pass the call on.
+//
+// Open MPI's Fortran bindings call PMPI_Init themselves, so the Fortran entry points are wrapped too:
+// mpi_init_ and mpi_init_thread_ (mpif.h, `use mpi`) and their mpi_f08 versions, each passed on to
+// the pmpi_ one of the next library (dlsym(RTLD_NEXT)).
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "common/api.hpp"
+#include "common/error.hpp"
+#include "runtime/runtime.hpp"
+
+namespace {
+
+const char *zero_change_component() {
+    const char *c = std::getenv("DTF_COMPONENT");
+    return c && *c ? c : nullptr;
+}
+
+// After MPI's initialization succeeded: dtf's, as DTF_COMPONENT. A failure is reported (the message
+// as for dtf_init) and returned as MPI_ERR_OTHER.
+int start_dtf(int rc) {
+    const char *component = zero_change_component();
+    if (rc != MPI_SUCCESS || !component) return rc;
+    const int code = dtf::guard([&] {
+        dtf::runtime::Entry entry;
+        dtf::runtime::Runtime::init(nullptr, component, true);
+        return 0;
+    });
+    return code == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+template <class F> F next(const char *name) { return reinterpret_cast<F>(dlsym(RTLD_NEXT, name)); }
+
+using FortranInitThread = void (*)(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr);
+using FortranInit = void (*)(MPI_Fint *ierr);
+
+// A Fortran MPI_Init: `init` (the next library's), or, in zero-change mode, `init_thread` asking
+// for MPI_THREAD_MULTIPLE; then dtf. `ierr` may be null (mpi_f08's optional ierror).
+void fortran_init(const char *init, const char *init_thread, MPI_Fint *ierr) {
+    MPI_Fint rc = MPI_SUCCESS;
+    if (zero_change_component()) {
+        MPI_Fint required = MPI_THREAD_MULTIPLE, provided = 0;
+        if (auto f = next<FortranInitThread>(init_thread)) f(&required, &provided, &rc);
+        else rc = MPI_ERR_OTHER;
+    } else if (auto f = next<FortranInit>(init)) {
+        f(&rc);
+    } else {
+        rc = MPI_ERR_OTHER;
+    }
+    rc = start_dtf(rc);
+    if (ierr) *ierr = rc;
+}
+
+void fortran_init_thread(const char *name, MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+    MPI_Fint rc = MPI_SUCCESS, level = zero_change_component() ? MPI_THREAD_MULTIPLE : *required;
+    if (auto f = next<FortranInitThread>(name)) f(&level, provided, &rc);
+    else rc = MPI_ERR_OTHER;
+    rc = start_dtf(rc);
+    if (ierr) *ierr = rc;
+}
+
+} // namespace
+
+DTF_API int MPI_Init(int *argc, char ***argv) {
+    if (!zero_change_component()) return PMPI_Init(argc, argv);
+    int provided = 0;
+    return start_dtf(PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+}
+
+DTF_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    return start_dtf(PMPI_Init_thread(argc, argv, zero_change_component() ? MPI_THREAD_MULTIPLE : required, provided));
+}
+
+DTF_API void mpi_init_(MPI_Fint *ierr) { fortran_init("pmpi_init_", "pmpi_init_thread_", ierr); }
+DTF_API void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+    fortran_init_thread("pmpi_init_thread_", required, provided, ierr);
+}
+DTF_API void mpi_init_f08_(MPI_Fint *ierr) { fortran_init("pmpi_init_f08_", "pmpi_init_thread_f08_", ierr); }
+DTF_API void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
+    fortran_init_thread("pmpi_init_thread_f08_", required, provided, ierr);
+}
