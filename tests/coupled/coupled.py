@@ -235,13 +235,16 @@ def scenario_unaware(args, work):
                 '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
     data = os.path.join(work, "data")
     os.mkdir(data)
-    # A sanitizer build of libdtf needs its sanitizer's runtime loaded first (the programs are not built with it).
+    # dtfrun --preload sets LD_PRELOAD and DTF_COMPONENT; a sanitizer build of libdtf also needs its
+    # sanitizer's runtime preloaded first (the programs are not built with it): then through mpirun.
     ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
     runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
     libs = ":".join(runtimes + [os.path.abspath(args.lib)])
-    preload = lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]  # noqa: E731
-    cmd = [args.dtfrun, "-c", ini, "--walltime", "90", "--name", "model", "-n", str(args.model_ranks)] + \
-        preload("model") + [args.writer_exe or args.unaware_exe, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
+    preload = (lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]) if runtimes else \
+        (lambda name: [])
+    cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + ([] if runtimes else ["--preload", args.lib]) + \
+        ["--name", "model", "-n", str(args.model_ranks)] + preload("model") + \
+        [args.writer_exe or args.unaware_exe, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
         preload("assim") + [args.unaware_exe, "reader", data]
     print("$ " + " ".join(cmd))
     p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="1"), text=True,

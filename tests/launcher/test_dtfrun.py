@@ -377,6 +377,8 @@ def case_usage_errors(ws):
         (["--name", "x", "-n", "1", starter, ":", "--name", "x", "-n", "1", starter],
          "both named 'x'"),
         ([], "no component given"),
+        (["--preload", missing, "--name", "x", "-n", "1", starter], "--preload '%s': no such file" % missing),
+        (["--preload", starter, "-n", "1", starter], "--preload: component 1 needs --name"),
     ]
     for args, expected in cases:
         r = run_dtfrun(args)
@@ -415,6 +417,21 @@ done
                 check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
     for var in ("DTF_INI_FILE", "DTF_TIMEOUT", "DTF_VERBOSE_LEVEL"):
         check("-x %s" % var in r.err, "mpirun not given '-x %s'\n%s" % (var, r))
+
+
+def case_preload(ws):
+    """--preload LIB: every rank of every component gets LD_PRELOAD=LIB and DTF_COMPONENT=<its name>
+    (the zero-change mode; coupled.zero-change.* runs it with libdtf)."""
+    libc = re.search(r"=> (/\S*libc\.so\S*)", subprocess.run(["ldd", "/bin/sh"], capture_output=True,
+                                                              text=True).stdout).group(1)  # harmless to preload
+    show = ws.script("show.sh", 'echo "$OMPI_COMM_WORLD_RANK DTF_COMPONENT=$DTF_COMPONENT LD_PRELOAD=$LD_PRELOAD"')
+    r = run_dtfrun(["-v", "--preload", libc, "--name", "model", "-n", "2", show, ":", "--name", "assim", "-n", "1",
+                    show], env=clean_env(), cwd=ws.dir)
+    check(r.rc == 0, "expected exit 0\n%s" % r)
+    for name, ranks in (("model", 2), ("assim", 1)):
+        for rank in range(ranks):
+            line = "[%s] %d DTF_COMPONENT=%s LD_PRELOAD=%s" % (name, rank, name, libc)
+            check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
 
 
 def case_ompi_server(ws):
