@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # The dtf demo workflow: a two-member ensemble of a toy weather model (2 ranks per member) and a toy
 # data assimilation (2 ranks), launched as two separate MPI jobs by dtfrun, exchanging netCDF files
-# for several cycles; run once with the files in mode="file" (through the file system) and once in
-# mode="transfer" (directly over MPI), with the same programs. Both components check every value.
+# for several cycles; run once with the files in mode="file" (through the file system), once in
+# mode="transfer" (directly over MPI), with the same programs, and once in transfer mode with the
+# same programs built without any dtf call (the zero-change mode: dtfrun --preload). Both components
+# check every value.
 #
-# usage: examples/demo.sh BUILD_DIR [--cycles N] [--grid NZ NY NX] [--members M] [--mode file|transfer|both]
-#                        [--fortran] [--quiet]
-# `make demo` runs it with the defaults (5 cycles, 2 members, 16 x 256 x 256 floats per field, both modes).
+# usage: examples/demo.sh BUILD_DIR [--cycles N] [--grid NZ NY NX] [--members M]
+#                        [--mode file|transfer|zero-change|both|all] [--fortran] [--quiet]
+# `make demo` runs it with the defaults (5 cycles, 2 members, 16 x 256 x 256 floats per field, all
+# three modes; `both` is file and transfer; the Fortran model has no zero-change build).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: demo.sh BUILD_DIR [options]}" && pwd)
 shift
-cycles=5 nz=16 ny=256 nx=256 members=2 modes="file transfer" model=demo_model quiet=0
+cycles=5 nz=16 ny=256 nx=256 members=2 modes=all model=demo_model quiet=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cycles) cycles=$2; shift 2 ;;
     --grid) nz=$2 ny=$3 nx=$4; shift 4 ;;
     --members) members=$2; shift 2 ;;
-    --mode) modes=$2; [ "$modes" = both ] && modes="file transfer"; shift 2 ;;
+    --mode) modes=$2; shift 2 ;;
     --fortran) model=demo_model_f; shift ;;
     --quiet) quiet=1; shift ;;
     *) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+[ "$modes" = both ] && modes="file transfer"
+[ "$modes" = all ] && { [ "$model" = demo_model ] && modes="file transfer zero-change" || modes="file transfer"; }
 model_ranks=$((2 * members))
 say() { [ "$quiet" = 1 ] || echo "$@"; }
 
@@ -38,30 +43,36 @@ for mode in $modes; do
   run="$build/demo-run/$model/$mode"
   rm -rf "$run"
   mkdir -p "$run"
-  sed "s/^mode=.*/mode=\"$mode\"/" "$here/dtf.ini" > "$run/dtf.ini"
+  sed "s/^mode=.*/mode=\"${mode/zero-change/transfer}\"/" "$here/dtf.ini" > "$run/dtf.ini"
   say ""
+  exe_model=$model exe_assim=demo_assim preload=()
   case $mode in
     file) say "-- mode=\"file\": the data goes through the file system; each reader's open waits (without polling) until the writer has closed the file" ;;
     transfer) say "-- mode=\"transfer\": the data moves from the writer's ranks to the reader's ranks over MPI; no file is written" ;;
+    zero-change)
+      say "-- zero-change: mode=\"transfer\" with the programs built without any dtf call (${model}_unaware, demo_assim_unaware),"
+      say "   run with dtfrun --preload libdtf.so: dtf starts in MPI_Init and moves the data at ncmpi_close"
+      exe_model=${model}_unaware exe_assim=demo_assim_unaware preload=(--preload "$build/src/libdtf.so") ;;
+    *) echo "demo.sh: unknown mode '$mode'" >&2; exit 2 ;;
   esac
   start=$EPOCHREALTIME
   set +e
-  (cd "$run" && DTF_PRINT_STATS=1 timeout 600 "$build/bin/dtfrun" -c dtf.ini --timeout 60 --walltime 500 \
-    --name model -n "$model_ranks" "$build/examples/$model" "$cycles" "$nz" "$ny" "$nx" "$members" : \
-    --name assim -n 2 "$build/examples/demo_assim" "$cycles" "$nz" "$ny" "$nx" "$members" 2>&1) | tee "$run.out"
+  (cd "$run" && DTF_PRINT_STATS=1 timeout 600 "$build/bin/dtfrun" -c dtf.ini --timeout 60 --walltime 500 "${preload[@]}" \
+    --name model -n "$model_ranks" "$build/examples/$exe_model" "$cycles" "$nz" "$ny" "$nx" "$members" : \
+    --name assim -n 2 "$build/examples/$exe_assim" "$cycles" "$nz" "$ny" "$nx" "$members" 2>&1) | tee "$run.out"
   rc=${PIPESTATUS[0]}
   set -e
   seconds[$mode]=$(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $start }")
   verified=$(grep -c "values verified" "$run.out" || true)
   files=$(find "$run" -maxdepth 1 -name '*.nc' | wc -l)
   if [ "$rc" -ne 0 ] || [ "$verified" -ne 2 ]; then
-    echo "-- mode=\"$mode\" FAILED (dtfrun status $rc, $verified of 2 components verified their data)" >&2
+    echo "-- $mode FAILED (dtfrun status $rc, $verified of 2 components verified their data)" >&2
     status=1
-  elif [ "$mode" = transfer ] && [ "$files" -ne 0 ]; then
-    echo "-- mode=\"transfer\" FAILED: $files netCDF files reached the file system" >&2
+  elif [ "$mode" != file ] && [ "$files" -ne 0 ]; then
+    echo "-- $mode FAILED: $files netCDF files reached the file system" >&2
     status=1
   else
-    say "-- mode=\"$mode\": ${seconds[$mode]} s in all (launch included); $files netCDF files on disk in $run"
+    say "-- $([ "$mode" = zero-change ] && echo zero-change || echo "mode=\"$mode\""): ${seconds[$mode]} s in all (launch included); $files netCDF files on disk in $run"
   fi
 done
 
@@ -81,7 +92,7 @@ if [ "$quiet" = 0 ]; then
   # The median model cycle of each mode, cycle 1 (warm-up, and the one replay matches) left out.
   median() { sed -n 's/^\[model\] cycle \([0-9]*\): .*; cycle \([0-9.]*\) s$/\1 \2/p' "$1" |
              awk '$1 > 1 { print $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-  if [ "$modes" = "file transfer" ]; then
+  if [ "${modes#file transfer}" != "$modes" ]; then
     f=$(median "$build/demo-run/$model/file.out") t=$(median "$build/demo-run/$model/transfer.out")
     [ -n "$f" ] && [ -n "$t" ] && awk -v f="$f" -v t="$t" 'BEGIN {
       if (t <= f) printf "   median model cycle after the first: transfer %.3f s, file %.3f s: transfer is %.1fx faster\n", t, f, f / t
