@@ -35,9 +35,10 @@ constexpr int64_t kHeaderReadChunk = 262144;
 MPI_Info file_info(const VirtualFile &vf) {
     std::vector<std::pair<std::string, std::string>> all = vf.hints;
     const bool laid_out = vf.writer && vf.defined_sent;
+    const std::string chunk = std::to_string(kHeaderReadChunk);
     const std::pair<const char *, const char *> pnetcdf[] = {
         {"nc_header_align_size", laid_out ? "512" : "0"}, {"nc_var_align_size", laid_out ? "4" : "0"},
-        {"nc_record_align_size", laid_out ? "4" : "0"},   {"nc_header_read_chunk_size", "262144"},
+        {"nc_record_align_size", laid_out ? "4" : "0"},   {"nc_header_read_chunk_size", chunk.c_str()},
         {"nc_in_place_swap", "auto"},                     {"nc_ibuf_size", "16777216"},
         {"pnetcdf_subfiling", "disable"},                 {"nc_num_subfiles", "0"}};
     for (const auto &[key, value] : pnetcdf)

@@ -9,11 +9,12 @@ namespace dtf::transport {
 namespace {
 
 // One nonblocking MPI operation; `then` may start the next step of a chain when it completes.
+// `keep`: memory the operation reads or writes, kept as long as it.
 class MpiPending : public Pending {
 public:
     MpiPending(const char *call, std::function<int(MPI_Request *)> start,
-               std::function<std::function<int(MPI_Request *)>()> then = nullptr)
-        : call_(call), then_(std::move(then)) {
+               std::function<std::function<int(MPI_Request *)>()> then = nullptr, std::shared_ptr<void> keep = nullptr)
+        : call_(call), then_(std::move(then)), keep_(std::move(keep)) {
         check_mpi(start(&req_), call_);
     }
     bool test() override {
@@ -33,6 +34,7 @@ private:
     const char *call_;
     MPI_Request req_ = MPI_REQUEST_NULL;
     std::function<std::function<int(MPI_Request *)>()> then_;
+    std::shared_ptr<void> keep_;
 };
 
 class MpiGroup : public Group {
@@ -74,7 +76,7 @@ public:
         return std::make_unique<MpiPending>(
             "MPI_Iallreduce",
             [=](MPI_Request *r) { return MPI_Iallreduce(copy->data(), out, n, MPI_INT64_T, MPI_MAX, comm_, r); },
-            [copy] { return std::function<int(MPI_Request *)>(); });
+            nullptr, copy);
     }
     std::unique_ptr<Pending> barrier() override {
         return std::make_unique<MpiPending>("MPI_Ibarrier", [=](MPI_Request *r) { return MPI_Ibarrier(comm_, r); });
@@ -87,7 +89,8 @@ public:
                 if (*size > INT_MAX) fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(*size));
                 bytes->resize(static_cast<size_t>(*size));
                 return [=](MPI_Request *r) { return MPI_Ibcast(bytes->data(), static_cast<int>(*size), MPI_BYTE, root, comm_, r); };
-            });
+            },
+            size);
     }
 
 private:

@@ -228,7 +228,15 @@ def scenario_sizes(args, work):
 
 def scenario_unaware(args, work):
     """The zero-change mode: a program without a dtf call, not linked with dtf, preloaded with it;
-    DTF_COMPONENT names its component. In transfer mode its file never reaches the disk."""
+    DTF_COMPONENT names its component. In transfer mode its file never reaches the disk, and each
+    reader rank gets the bytes it gets when the same programs run one after the other without dtf
+    (the file-mode oracle)."""
+    writer = args.writer_exe or args.unaware_exe
+    oracle = os.path.join(work, "oracle")
+    os.mkdir(oracle)
+    for ranks, argv in ((args.model_ranks, [writer, "writer", oracle]), (args.assim_ranks, [args.unaware_exe, "reader", oracle])):
+        status, _, _ = launch(args, [(ranks, argv)], {"UNAWARE_DUMP": os.path.join(work, "oracle.dump")})
+        expect(status == 0, f"the run without dtf failed ({argv[1]})")
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
         f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
@@ -244,10 +252,11 @@ def scenario_unaware(args, work):
         (lambda name: [])
     cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + ([] if runtimes else ["--preload", args.lib]) + \
         ["--name", "model", "-n", str(args.model_ranks)] + preload("model") + \
-        [args.writer_exe or args.unaware_exe, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
+        [writer, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
         preload("assim") + [args.unaware_exe, "reader", data]
     print("$ " + " ".join(cmd))
-    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="1"), text=True,
+    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="1",
+                                      UNAWARE_DUMP=os.path.join(work, "dtf.dump")), text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
     print(p.stdout)
     expect(p.returncode == 0, f"dtfrun exited with status {p.returncode}")
@@ -258,6 +267,9 @@ def scenario_unaware(args, work):
            f"[dtf assim] stats over {args.assim_ranks} ranks" in p.stdout and
            f"0 write and {args.assim_ranks} read sessions closed" in p.stdout,
            "both components must report dtf's statistics (dtf ran in both, and finalized in MPI_Finalize)")
+    for r in range(args.assim_ranks):
+        with open(os.path.join(work, f"oracle.dump.{r}"), "rb") as a, open(os.path.join(work, f"dtf.dump.{r}"), "rb") as b:
+            expect(a.read() == b.read(), f"reader rank {r} got other bytes than through the file system")
 
 
 def scenario_missing(args, work):

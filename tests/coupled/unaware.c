@@ -4,7 +4,8 @@
  *   writer  creates DIR/unaware.nc: t(y, x) doubles, row blocks over its ranks, closes it
  *   reader  opens it, reads column blocks (another decomposition), checks every value, closes it
  * Prints "unaware reader: all values verified" when they are; exit status 1 on wrong data, 2 on an
- * error.
+ * error. With UNAWARE_DUMP=PREFIX each reader rank also writes the bytes it read to PREFIX.<rank>
+ * (coupled.py compares them with a run through the file system).
  *
  * usage: unaware writer|reader DIR [NY NX]
  */
@@ -67,6 +68,13 @@ int main(int argc, char **argv) {
         double *buf = malloc(sizeof(double) * (size_t)(ny * count[1] + 1));
         CHECK(ncmpi_get_vara_double_all(ncid, var, start, count, buf));
         CHECK(ncmpi_close(ncid));
+        if (getenv("UNAWARE_DUMP")) {
+            char dump[4200];
+            snprintf(dump, sizeof dump, "%s.%d", getenv("UNAWARE_DUMP"), rank);
+            FILE *f = fopen(dump, "wb");
+            if (!f || fwrite(buf, sizeof(double), (size_t)(ny * count[1]), f) != (size_t)(ny * count[1])) bad = 1;
+            if (f) fclose(f);
+        }
         for (MPI_Offset j = 0; j < ny; j++)
             for (MPI_Offset i = 0; i < count[1]; i++)
                 if (buf[j * count[1] + i] != value(j, start[1] + i)) {
