@@ -490,15 +490,15 @@ void Runtime::apply(Message &&m) {
     inbox_.push_back(std::move(m));
 }
 
-// Whether `m` is about a transfer-mode session this rank has already closed in the role the message
-// addresses (reader: final header, plans; writer: reader group, requests, done): then it has no use.
+// Whether `m` is about a transfer-mode session this rank has already closed (as the reader: final
+// header, plans; as the writer and served it: reader group, requests, done): then it has no use.
 bool Runtime::session_closed(const Message &m) const {
     auto it = counters_.find(m.path);
     if (it == counters_.end()) return false;
     switch (m.kind) {
-    case MessageKind::HeaderFinal: case MessageKind::ReadPlan: return it->second.my_reads >= m.session;
+    case MessageKind::HeaderFinal: case MessageKind::ReadPlan: return it->second.closed() >= m.session;
     case MessageKind::ReaderOpened: case MessageKind::ReadRequest: case MessageKind::ReaderDone:
-        return it->second.my_writes >= m.session && !serving(m.path, m.session);
+        return it->second.closed() >= m.session && !serving(m.path, m.session);
     default: return false;
     }
 }
@@ -508,7 +508,7 @@ void Runtime::forget_finished(const std::string &path) {
     if (it == counters_.end()) return;
     const config::FileRule *rule = config_.match(path);
     if (!rule || rule->mode != config::Mode::Transfer ||
-        it->second.my_writes + it->second.my_reads < rule->num_sessions)
+        it->second.closed() < rule->num_sessions)
         return;
     for (const auto &[ncid, vf] : virtual_files_)
         if (vf->path == path) return;

@@ -19,6 +19,7 @@
 #include "common/buffers.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "model/header.hpp"
 #include "runtime/message.hpp"
 #include "transport/channel.hpp"
 #include "transport/data_plane.hpp"
@@ -120,10 +121,16 @@ struct PeerLink {
     std::unique_ptr<transport::DataPlane> data;  // the data messages, over `channel`
 };
 
-// What this rank knows about one path (file mode): its own closed sessions and the peer's.
+// What this rank knows about one path: its own closed sessions and (file mode) the peer's.
+// Transfer mode numbers a path's sessions from 1 in the order both components take part in them
+// (each session has one writer and one reader): session = my_writes + my_reads + 1.
 struct PathCounters {
     int my_writes = 0, my_reads = 0;     // sessions this rank closed
     int peer_writes = 0, peer_reads = 0; // sessions the other component closed (from notices)
+    // Transfer mode: the header of the last session this rank closed (with its final record count),
+    // which an ncmpi_open with NC_WRITE continues (vfile.cpp).
+    std::shared_ptr<const model::Header> header;
+    int closed() const { return my_writes + my_reads; }
 };
 
 // A file dtf handles that is open on this rank.

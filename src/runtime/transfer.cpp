@@ -115,6 +115,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     p.ints(vf.ranks);
     p.ints(matchers);
     p.i64(vf.ws->stamp);
+    p.i32(vf.inherited);
     rt.notify(vf.peer, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
 }
 
@@ -614,6 +615,7 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
 // the background and this returns at once (the values are dtf's copies); without it, it serves
 // until every reader rank is done, or, in a replayed epoch, until its data is delivered.
 int serve(Runtime &rt, VirtualFile &vf) {
+    announce_definition(rt, vf); // a file opened with NC_WRITE and not written to
     finish_epoch(rt, *vf.ws); // the previous epoch, completely
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
@@ -839,6 +841,7 @@ struct PostedBatch {
     std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`
     std::map<int, std::vector<char>> data; // pieces that overlap: each writer's message, unpacked in writer order
     std::vector<Ticket> recvs;
+    std::vector<Part> uncovered; // parts some of whose elements no piece covers
 };
 
 namespace {
@@ -867,6 +870,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             overlap = overlap || sum != covered;
             if (covered == box.size()) continue;
             if (ahead) return false;
+            out.uncovered.push_back(PostedBatch::Part{r, i});
             if (r->direct) to_fill.emplace_back(r, i);
         }
     for (auto [r, i] : to_fill) {
@@ -1058,6 +1062,23 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         rt.buffers().give(std::move(r->staging));
         rt.buffers().give(std::move(mem));
         if (first_error == NC_NOERR) first_error = r->status;
+    }
+    // Elements of variables defined before this session (an ncmpi_open with NC_WRITE continued the
+    // file) that this session's writers did not write: the file holds an earlier session's values
+    // there, which transfer mode does not keep. Those gets fail rather than return fill values.
+    for (const auto &[r, i] : posted.uncovered) {
+        const match::ReadReq &part = r->parts[i];
+        if (part.varid >= vf.inherited || r->status == DTF_ERR_UNSUPPORTED) continue;
+        r->status = DTF_ERR_UNSUPPORTED;
+        if (first_error == NC_NOERR) first_error = DTF_ERR_UNSUPPORTED;
+        std::string name = std::to_string(part.varid);
+        if (part.varid < static_cast<int>(vf.header.vars().size())) name = vf.header.vars()[static_cast<size_t>(part.varid)].name;
+        report_error(DTF_ERR_UNSUPPORTED,
+                     format("a get on '%s' (session %d) of variable '%s' %s: component '%s' opened the file with NC_WRITE "
+                            "and did not write all of these elements in this session; the file holds the values of an "
+                            "earlier session there, which transfer mode does not keep (read them in that session, or "
+                            "write them again)", vf.path.c_str(), vf.session, name.c_str(), part.box.to_string().c_str(),
+                            rt.config().components[static_cast<size_t>(vf.peer)].c_str()).c_str());
     }
     return first_error;
 }

@@ -226,6 +226,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     types::MemLayout layout;
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
+    announce_definition(rt, vf); // a file opened with NC_WRITE: by its first put (vfile.cpp, continue_file)
     const int64_t numrecs_before = vf.header.numrecs();
     const bool nonblocking = in.req >= 0;
     int *req = nonblocking ? arg<int *>(args, in.req) : nullptr;
@@ -296,7 +297,11 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
 }
 
 int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
-    if (vf.writer) return NC_EPERM; // reading back one's own virtual file is not supported
+    if (vf.writer) // the writer keeps only what it puts in this session, and only until the reader took it
+        fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode, session %d): this component %s the file, and in transfer "
+             "mode only the other component reads it; read the values in the session they were written in, or set "
+             "mode=\"file\" for it (%s:%d)", dtf_pnc_name(fn), vf.path.c_str(), vf.session,
+             vf.continued ? "opened with NC_WRITE, so it writes" : "writes", rt.config().path.c_str(), vf.rule->line);
     const int varid = arg<int>(args, in.varid);
     // Reads are bounded by the final numrecs (or, while a replay may come, the plan's: records_ahead).
     const bool record = vf.header.is_record_var(varid), ahead = record && records_ahead(vf);

@@ -34,7 +34,7 @@ constexpr int64_t kHeaderReadChunk = 262144;
 // layout is set (a created file's first enddef; an opened file reports 0).
 MPI_Info file_info(const VirtualFile &vf) {
     std::vector<std::pair<std::string, std::string>> all = vf.hints;
-    const bool laid_out = vf.writer && vf.defined_sent;
+    const bool laid_out = vf.writer && !vf.continued && vf.defined_sent;
     const std::string chunk = std::to_string(kHeaderReadChunk);
     const std::pair<const char *, const char *> pnetcdf[] = {
         {"nc_header_align_size", laid_out ? "512" : "0"}, {"nc_var_align_size", laid_out ? "4" : "0"},
@@ -51,6 +51,19 @@ int next_virtual_ncid() {
     return next++;
 }
 
+// A session of the path this rank wrote may still be served; once it is, the path may be forgotten
+// (num_sessions), and the numbering starts again. The path's record after that, if there is one.
+const PathCounters *settle_path(Runtime &rt, const std::string &path, int peer, const char *doing) {
+    rt.wait_until([&] { return !rt.serving(path); }, [&] {
+        const WriterSession *ws = rt.serving(path);
+        return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it%s",
+                      doing, path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
+    }, peer);
+    rt.forget_finished(path);
+    auto it = rt.counters().find(path);
+    return it == rt.counters().end() ? nullptr : &it->second;
+}
+
 std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
                                        std::shared_ptr<transport::Group> group, bool writer) {
     auto vf = std::make_unique<VirtualFile>();
@@ -62,16 +75,8 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     vf->rank = vf->group->rank();
     vf->size = vf->group->size();
     vf->ranks = vf->group->component_ranks();
-    // A session of the path this rank wrote may still be served; once it is, the path may be forgotten
-    // (num_sessions), and the numbering starts again.
-    rt.wait_until([&] { return !rt.serving(path); }, [&] {
-        const WriterSession *ws = rt.serving(path);
-        return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it%s",
-                      writer ? "creating" : "opening", path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
-    }, peer);
-    rt.forget_finished(path);
-    PathCounters &c = rt.counters()[path];
-    vf->session = writer ? c.my_writes + 1 : c.my_reads + 1;
+    const PathCounters *c = settle_path(rt, path, peer, writer ? "creating" : "opening");
+    vf->session = (c ? c->closed() : 0) + 1;
     return vf;
 }
 
@@ -102,12 +107,60 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     return finish_open(rt, std::move(vf), ncidp);
 }
 
+namespace {
+
+// ncmpi_open with NC_WRITE: this component continues the file, as the writer of the path's next
+// session, from the header of its last one: the session this rank closed last (read or written),
+// or, if it took part in none since the path was last forgotten, the session the other component
+// writes now, which it joins as a reader that reads nothing. Gets on the file fail (the values of
+// the last session are not kept here); the readers of the new session get what it writes, and an
+// error for what it does not write of the inherited variables (read_batch).
+int continue_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+                  std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
+    const std::string context = format("ncmpi_open of '%s' with NC_WRITE (transfer mode)", path.c_str());
+    const PathCounters *c = settle_path(rt, path, peer, "opening");
+    const bool has = c && c->header;
+    const int closed = c ? c->closed() : 0;
+    int64_t lacks[2] = {has ? 0 : 1, has ? 1 : 0}; // whether some rank lacks / has the header
+    rt.allreduce_max(*group, lacks, 2, context);
+    if (lacks[0] && lacks[1])
+        fail(DTF_ERR_UNSUPPORTED, "%s: some of the ranks opening it took part in its last session and others did not; "
+             "open it with the communicator it was read or written with", context.c_str());
+    // The session it writes: the next one, or the one after the session it joins.
+    const int session = closed + 1 + static_cast<int>(lacks[0]);
+    if (session > rule.num_sessions)
+        fail(DTF_ERR_UNSUPPORTED, "%s: writing it again makes session %d of the file, but %s:%d allows num_sessions=%d "
+             "(dtf forgets a file after that many sessions): set num_sessions to the number of times the file is "
+             "opened or created per cycle, by both components together", context.c_str(), session,
+             rt.config().path.c_str(), rule.line, rule.num_sessions);
+    if (lacks[0]) {
+        int ncid = -1, rc = vfile_open(rt, path, rule, peer, group, omode & ~NC_WRITE, &ncid);
+        if (rc == NC_NOERR) rc = vfile_call(rt, *rt.virtual_file(ncid), DTF_FN_ncmpi_close, nullptr);
+        if (rc != NC_NOERR) return rc;
+    }
+    auto vf = make_file(rt, path, rule, peer, std::move(group), true);
+    const PathCounters &now = rt.counters().at(path);
+    if (vf->session != session || !now.header)
+        fail(DTF_ERR_INTERNAL, "%s: continues session %d, not %d", context.c_str(), vf->session - 1, session - 1);
+    vf->header = *now.header;
+    vf->header.set_read_only(false);
+    if (vf->header.in_indep_mode()) vf->header.end_indep_data();
+    vf->header.inq(nullptr, &vf->inherited, nullptr, nullptr);
+    vf->continued = true;
+    // PnetCDF's root reads the header at open.
+    if (vf->rank == 0) vf->get_bytes = std::min<int64_t>(vf->header.file_size(), kHeaderReadChunk);
+    // The readers learn the header at the first enddef (the program may add definitions first), put
+    // or dtf_transfer, whichever comes first.
+    vf->ws = open_writer_session(rt, *vf);
+    return finish_open(rt, std::move(vf), ncidp);
+}
+
+} // namespace
+
 int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
-    if (omode & NC_WRITE)
-        fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' with NC_WRITE: a transfer-mode file is written by create only",
-             path.c_str());
+    if (omode & NC_WRITE) return continue_file(rt, path, rule, peer, std::move(group), omode, ncidp);
     auto vf = make_file(rt, path, rule, peer, std::move(group), false);
     VirtualFile &f = *vf;
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
@@ -129,6 +182,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         f.writer_ranks = r.ints(1 << 24);
         f.matchers = r.ints(1 << 24);
         f.writer_stamp = r.i64();
+        f.inherited = r.i32();
         f.header.set_read_only(true);
     }, format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session));
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
@@ -189,6 +243,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
             vf.peer);
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
+    if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record

@@ -5,6 +5,8 @@
 //
 // Protocol of one session (see message.hpp for the control messages):
 //   writer enddef      rank 0: FileDefined(header, writer ranks, matchers) -> every reader-component rank
+//                      (a writer that opened the file with NC_WRITE continues the last session's
+//                      header: FileDefined at its first enddef, put or dtf_transfer; vfile.cpp)
 //   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks) -> writer-file ranks
 //   writer transfer    waits for ReaderOpened; root: FileWithdrawn -> reader-component ranks outside the
 //                      reader group; numrecs agreed; root: HeaderFinal -> reader-file ranks;
@@ -224,6 +226,11 @@ struct VirtualFile {
     std::vector<std::pair<std::string, std::string>> hints;
     int epoch = 0;   // reader: dtf_transfer calls completed in this session
     model::Header header;
+    // Variables defined before this session (an ncmpi_open with NC_WRITE continues the path's last
+    // session; varids below this): in the file, what this session does not write of them keeps an
+    // earlier session's values, which transfer mode does not keep. Reader: sent with FileDefined.
+    int inherited = 0;
+    bool continued = false; // writer: opened with NC_WRITE (not created)
 
     // writer
     std::shared_ptr<WriterSession> ws;

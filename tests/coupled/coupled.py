@@ -15,6 +15,12 @@ Scenarios
             _inq_file_info must answer alike on every rank before every close.
   unaware   the zero-change mode: a writer and a reader that never call dtf, preloaded with libdtf
             (DTF_COMPONENT names each), move a transfer-mode file: every value checked, no file on disk.
+  letkf     the SCALE-LETKF pattern (letkf_pattern.c or its Fortran twin): an ensemble model writes
+            history and analysis files, the assimilation reads them, opens the analysis files again
+            with NC_WRITE and writes them back, the model reads that back; in file mode, then in
+            transfer mode: every value checked, each rank's values and I/O sizes byte for byte the
+            same in both, no transfer-mode file on disk, and in the first cycle a read of what the
+            assimilation did not write back refused in transfer mode (file mode: the model's values).
 Every launch runs under dtfrun --walltime, so a hang fails the test.
 """
 import argparse
@@ -272,6 +278,71 @@ def scenario_unaware(args, work):
             expect(a.read() == b.read(), f"reader rank {r} got other bytes than through the file system")
 
 
+LETKF_CONFIG = """[INFO]
+ncomp=2
+comp_name="model"
+comp_name="assim"
+[FILE]
+filename="hist.%.nc"
+comp1="model"
+comp2="assim"
+mode="{mode}"
+[FILE]
+; the analysis: written by the model, read by the assimilation, then opened with NC_WRITE and
+; written back by it, and read by the model: two sessions per file
+filename="anal.%.nc"
+comp1="model"
+comp2="assim"
+mode="{mode}"
+num_sessions=2
+replay_io=1
+mirror_io_root=1
+"""
+
+
+def scenario_letkf(args, work):
+    members, cycles = args.members, args.cycles
+    model_exe, assim_exe = args.model_exe or args.c_exe, args.assim_exe or args.c_exe
+    runs = {}
+    for mode in ("file", "transfer"):
+        run = os.path.join(work, mode)
+        os.mkdir(run)
+        ini = os.path.join(run, "dtf.ini")
+        with open(ini, "w") as f:
+            f.write(LETKF_CONFIG.format(mode=mode))
+        status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model", ini, run, str(cycles), str(members)]),
+                                       (args.assim_ranks, [assim_exe, "assim", ini, run, str(cycles), str(members)])],
+                                {"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, walltime=120)
+        expect(status == 0, f"{mode} mode: exit status {status}")
+        for comp, ranks in (("model", args.model_ranks), ("assim", args.assim_ranks)):
+            expect(f"{comp}: {ranks} ranks, {members} members, {cycles} cycles, all values verified" in out,
+                   f"{mode} mode: {comp} must verify every value")
+        files = sorted(f for f in os.listdir(run) if f.endswith(".nc"))
+        if mode == "file":
+            expect(len(files) == 2 * members * cycles, f"file mode must leave every file on disk: {files}")
+            expect(out.count("read the variable not written back") == members,
+                   "file mode: every member reads the variable not written back (its own values)")
+        else:
+            expect(not files, f"a transfer-mode file reached the disk: {files}")
+            expect(len(re.findall(r"model member \d+: refused", out)) == members and
+                   "opened the file with NC_WRITE and did not write all of these elements" in out,
+                   "transfer mode: the read of a variable not written back must be refused with the reason")
+            # The analysis files (replay_io=1): the assimilation's reads replayed from the second cycle
+            # on; the model's reads of the written-back session from the third (the first cycle's
+            # extra read made the second differ).
+            replayed = {m.group(1): int(m.group(2)) for m in REPLAYED.finditer(out)}
+            expect(replayed == {"assim": args.assim_ranks * members * (cycles - 1),
+                                "model": args.model_ranks * max(cycles - 2, 0)},
+                   f"get batches replayed: {replayed}")
+        runs[mode] = run
+    for comp, ranks in (("model", args.model_ranks), ("assim", args.assim_ranks)):
+        for r in range(ranks):
+            name = f"{comp}.{r}.dump"
+            with open(os.path.join(runs["file"], name), "rb") as a, open(os.path.join(runs["transfer"], name), "rb") as b:
+                expect(a.read() == b.read(), f"{comp} rank {r}: other values or I/O sizes in transfer mode than "
+                                             "in file mode")
+
+
 def scenario_missing(args, work):
     ini = os.path.join(work, "dtf.ini")
     write_config(ini)
@@ -312,13 +383,15 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
+    p.add_argument("--assim-exe", help="another assim component (scenario letkf)")
+    p.add_argument("--members", type=int, default=2, help="ensemble members (scenario letkf)")
     p.add_argument("--model-ranks", type=int, default=1)
     p.add_argument("--assim-ranks", type=int, default=1)
     p.add_argument("--cycles", type=int, default=1)

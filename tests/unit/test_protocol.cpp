@@ -5,8 +5,8 @@
 // element by element against the values written. Cases: an M x N transfer matched every cycle, a
 // replayed one (no requests after the first cycle, data pushed before dtf_transfer), a pattern change
 // under replay on either side (re-matched when the writers still hold the data, a clear error when
-// they do not), two files in flight at once, and a writer that never comes (a timeout that says who
-// waited for what, and only one). Every case ends with every message sent received and used.
+// they do not), two files in flight at once, a writer that never comes (a timeout that says who
+// waited for what, and only one), and a file opened again with NC_WRITE and written back. Every case ends with every message sent received and used.
 #include <pnetcdf.h>
 
 #include <atomic>
@@ -55,6 +55,12 @@ filename="%/replayed%.nc"
 comp1="model"
 comp2="assim"
 replay_io=1
+
+[FILE]
+filename="%/written%.nc"
+comp1="model"
+comp2="assim"
+num_sessions=2
 )";
 
 constexpr int kWriter = 0, kReader = 1;
@@ -364,6 +370,115 @@ void test_missing_writer_times_out() {
     CHECK(error.find("DTF_TIMEOUT=0.5") != std::string::npos);
     CHECK(again.find("but component 'model' already failed to answer for DTF_TIMEOUT=0.5 s") != std::string::npos);
 }
+// ncmpi_open of component `comp` (the other is the peer).
+int open_as(World &w, Runtime &rt, int comp, int rank, const std::string &path, int omode) {
+    Entry entry;
+    int ncid = -1;
+    CHECK(vfile_open(rt, path, w.rule(path), 1 - comp, w.group(comp, rank), omode, &ncid) == NC_NOERR);
+    return ncid;
+}
+
+int get_rows(Runtime &rt, int ncid, const char *var, MPI_Offset first, MPI_Offset rows, std::vector<double> *out) {
+    int varid = -1;
+    CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, var, &varid) == NC_NOERR);
+    out->assign(static_cast<size_t>(rows * kCols), -1);
+    MPI_Offset start[2] = {first, 0}, count[2] = {rows, kCols};
+    return call(rt, DTF_FN_ncmpi_get_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(start),
+                static_cast<const MPI_Offset *>(count), out->data());
+}
+
+// The analysis write-back (num_sessions=2): the writers create and write t; the readers open the
+// file again with NC_WRITE (in cycle 1 without having read it: they join the first session reading
+// nothing; later after reading it), add a variable u, write t but its last row and the upper half of
+// u; the first writers read that back. What the second session wrote arrives, u's unwritten half is
+// u's fill (zeros: no fill mode), t's last row (the file keeps the first session's values there) is
+// refused, and so is a get of the component that opened the file for writing. An NC_WRITE open of a
+// file whose rule allows one session says why it cannot be done.
+void test_write_back() {
+    World w({2, 3});
+    std::vector<std::string> refused(2), own_get(3), one_session(3);
+    w.run([&](int c, int r, Runtime &rt) {
+        if (c == kReader) {
+            try {
+                Entry entry;
+                int ncid;
+                vfile_open(rt, "/run/matched.9.nc", w.rule("/run/matched.9.nc"), kWriter, w.group(kReader, r), NC_WRITE, &ncid);
+            } catch (const Error &e) {
+                one_session[static_cast<size_t>(r)] = e.what();
+            }
+        }
+        for (int cycle = 1; cycle <= 3; ++cycle) {
+            const std::string path = "/run/written." + std::to_string(cycle) + ".nc";
+            if (c == kWriter) {
+                write_cycle(w, rt, r, 2, path, cycle);
+                const int ncid = open_as(w, rt, kWriter, r, path, NC_NOWRITE);
+                std::vector<double> t, u;
+                const MPI_Offset first = r * 2, rows = r == 0 ? 2 : 3; // rows 0-1 and 2-4 (not the last)
+                CHECK(get_rows(rt, ncid, "t", first, rows, &t) == NC_NOERR);
+                CHECK(get_rows(rt, ncid, "u", first, rows, &u) == NC_NOERR);
+                size_t wrong = 0;
+                for (MPI_Offset i = 0; i < rows; ++i)
+                    for (MPI_Offset j = 0; j < kCols; ++j) {
+                        const size_t at = static_cast<size_t>(i * kCols + j);
+                        wrong += t[at] != value(cycle + 50, first + i, j);
+                        wrong += u[at] != (first + i < kRows / 2 ? value(cycle + 60, first + i, j) : 0.0);
+                    }
+                CHECK(wrong == 0);
+                std::vector<double> last;
+                CHECK(get_rows(rt, ncid, "t", kRows - 1, 1, &last) == DTF_ERR_UNSUPPORTED);
+                if (cycle == 1) refused[static_cast<size_t>(r)] = last_error();
+                CHECK(transfer(rt, ncid) == NC_NOERR);
+                CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+                continue;
+            }
+            if (cycle > 1) CHECK(read_cycle(w, rt, r, 3, path, cycle).empty());
+            const int ncid = open_as(w, rt, kReader, r, path, NC_WRITE);
+            int t = -1, u = -1, dims[2];
+            CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, "t", &t) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_inq_dimid, ncid, "y", &dims[0]) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_inq_dimid, ncid, "x", &dims[1]) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_redef, ncid) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_def_var, ncid, "u", NC_DOUBLE, 2, static_cast<const int *>(dims), &u) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+            const Block b = block_of(r, 3, 0);
+            std::vector<double> tv, uv;
+            for (MPI_Offset i = 0; i < kRows; ++i)
+                for (MPI_Offset j = b.start[1]; j < b.start[1] + b.count[1]; ++j) {
+                    tv.push_back(value(cycle + 50, i, j));
+                    uv.push_back(value(cycle + 60, i, j));
+                }
+            MPI_Offset tc[2] = {kRows - 1, b.count[1]}, uc[2] = {kRows / 2, b.count[1]};
+            CHECK(call(rt, DTF_FN_ncmpi_put_vara_double_all, ncid, t, static_cast<const MPI_Offset *>(b.start),
+                       static_cast<const MPI_Offset *>(tc), static_cast<const double *>(tv.data())) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_put_vara_double_all, ncid, u, static_cast<const MPI_Offset *>(b.start),
+                       static_cast<const MPI_Offset *>(uc), static_cast<const double *>(uv.data())) == NC_NOERR);
+            try {
+                double one;
+                MPI_Offset at[2] = {0, 0};
+                call(rt, DTF_FN_ncmpi_get_var1_double, ncid, t, static_cast<const MPI_Offset *>(at), &one);
+            } catch (const Error &e) {
+                if (cycle == 1) own_get[static_cast<size_t>(r)] = e.what();
+            }
+            CHECK(transfer(rt, ncid) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+        }
+    });
+    for (const auto &e : refused)
+        CHECK(e.find("a get on '/run/written.1.nc' (session 2) of variable 't' [5:1:1, 0:10:1]: component 'assim' "
+                     "opened the file with NC_WRITE and did not write all of these elements") != std::string::npos);
+    for (const auto &e : own_get)
+        CHECK(e.find("ncmpi_get_var1_double on '/run/written.1.nc' (transfer mode, session 2): this component opened "
+                     "with NC_WRITE") != std::string::npos);
+    for (const auto &e : one_session)
+        CHECK(e.find("ncmpi_open of '/run/matched.9.nc' with NC_WRITE (transfer mode): writing it again makes "
+                     "session 2 of the file, but protocol.ini:") != std::string::npos &&
+              e.find("allows num_sessions=1") != std::string::npos);
+    CHECK(w.rt(kWriter, 0).stats().sessions_written == 3 && w.rt(kWriter, 0).stats().sessions_read == 3);
+    CHECK(w.rt(kReader, 0).stats().sessions_written == 3 && w.rt(kReader, 0).stats().sessions_read == 3);
+    CHECK(w.rt(kReader, 0).counters().empty()); // forgotten after 2 sessions
+    CHECK(w.rt(kWriter, 1).counters().empty());
+    CHECK(w.all_used());
+}
 } // namespace
 
 int main() {
@@ -373,6 +488,7 @@ int main() {
     test_replay_pattern_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();
+    test_write_back();
     if (failures) {
         std::fprintf(stderr, "test_protocol: %d check(s) failed\n", failures.load());
         return 1;
