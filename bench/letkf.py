@@ -3,7 +3,8 @@
 
 usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--png-dir DIR]
 
-Each run launches the model and the assimilation as two separate MPI jobs with dtfrun; one launch
+Each run launches the model and the assimilation as two separate MPI jobs with dtfrun (or, for the
+runs labelled launch.mpmd, as one MPMD mpirun: dtfrun --mpmd, shared memory in between); one launch
 runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
 compared within one run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command
 of every run to OUT/meta.json; then the planning micro-benchmark (bench/plan_bench.cpp) writes
@@ -12,8 +13,11 @@ OUT/planning.csv. With --md, bench/report.py then writes the report and its plot
 Sweeps:
   full   what `make bench` runs (about 8 minutes here): the default size, weak scaling (1, 2, 4
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), and
-         runs with 100 ms of computing per cycle and role, without and with dtf's progress thread.
-         Ranks beyond the machine's cores are oversubscribed; the report says so.
+         runs with 100 ms of computing per cycle and role, without and with dtf's progress thread,
+         and the default size in one MPMD launch. Ranks beyond the machine's cores are
+         oversubscribed; the report says so.
+  launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
+         minute): the launch modes compared.
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -29,13 +33,17 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
-#  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes])
+#  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes,
+#   launch ("mpmd": one MPMD mpirun instead of two jobs)])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
 # has computed, without and with dtf's progress thread (report.py: "Computing while the data moves").
 COMPUTE = "transfer,transfer-replay,mpi-raw"
+DEFAULT = ("default", 2, 1, 1, (128, 128, 16), None, 3, 6)
+MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
 SWEEPS = {
     "full": [
-        ("default", 2, 1, 1, (128, 128, 16), None, 3, 6),
+        DEFAULT,
+        MPMD,
         ("weak", 1, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 2, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 4, 1, 1, (64, 64, 16), None, 2, 5),
@@ -47,6 +55,7 @@ SWEEPS = {
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
     ],
+    "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised.
     "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
@@ -102,8 +111,9 @@ def command(build, run_dir, spec, csv_prefix, timeout):
         args += ["--modes", opt["modes"]]
     args = [str(a) for a in args]
     exe = os.path.join(build, "bench", "letkf_io")
+    launch = ["--mpmd"] if opt.get("launch") == "mpmd" else []
     return [os.path.join(build, "bin", "dtfrun"), "-c", os.path.join(HERE, "letkf.ini"), "--timeout", "60",
-            "--walltime", str(timeout),
+            "--walltime", str(timeout), *launch,
             "--name", "model", "-n", str(ranks), exe, "--role", "model", *args, "--csv", csv_prefix + ".model.csv",
             ":", "--name", "assim", "-n", str(ranks), exe, "--role", "assim", *args, "--csv", csv_prefix + ".assim.csv"]
 

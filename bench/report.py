@@ -121,10 +121,37 @@ def run_results(samples, meta, run):
 def results(samples, meta, images):
     lines = ["## Results", ""] + image(images, "cycle_time.png", "cycle time per mode")
     lines += ["Cycle times in ms over reps x cycles >= 1; ratios are ratios of medians.", ""]
-    for label in dict.fromkeys(run.label for run in plot.runs(samples, meta) if not run.label.startswith("compute")):
+    for label in dict.fromkeys(run.label for run in plot.runs(samples, meta)
+                               if not run.label.startswith(("compute", "launch"))):
         lines += [f"### {label}", ""]
         for run in plot.runs(samples, meta, label):
             lines += run_results(samples, meta, run)
+    return lines
+
+
+def launches(samples, meta):
+    """The default size as two jobs and as one MPMD launch (runs `default` and `launch.mpmd`)."""
+    pairs = [(launch, run) for launch, label in (("two jobs", "default"), ("one MPMD launch", "launch.mpmd"))
+             for run in plot.runs(samples, meta, label)]
+    if not any(launch == "one MPMD launch" for launch, _ in pairs):
+        return []
+    lines = ["## One MPMD launch or two jobs", "",
+             "The default size with the components as two separately launched jobs (TCP over loopback "
+             "between them) and as one MPMD launch (`dtfrun --mpmd`: shared memory between them). "
+             "Median cycle times in ms over the cycles of every run of that launch in the sweep (the "
+             "`launch` sweep alternates them); the fraction of the MPI ceiling is mpi-raw / transfer.", ""]
+    rows = []
+    for launch, run in pairs:
+        t = {m: median(cycle_times(samples, run, m)) for m in ("transfer", "transfer-replay", "file", "mpi-raw")}
+        raw = ratio(samples, run, "mpi-raw")
+        rows.append([launch, ms(t["transfer"]), ms(t["transfer-replay"]), ms(t["file"]), ms(t["mpi-raw"]),
+                     "–" if raw is None else f"{raw:.2f}", times(ratio(samples, run, "file"))])
+    lines += table(["launch", "transfer", "transfer-replay", "file", "mpi-raw", "fraction of the ceiling",
+                    "file / transfer"], rows)
+    by = {launch: median(cycle_times(samples, run, "transfer")) for launch, run in pairs}
+    if len(by) == 2 and None not in by.values():
+        lines += [f"Transfer cycle time, one MPMD launch / two jobs: "
+                  f"{by['one MPMD launch'] / by['two jobs']:.2f}.", ""]
     return lines
 
 
@@ -335,8 +362,8 @@ def where_the_time_goes(samples, run):
             f"`dtf.pack`) {ms(ms_of('dtf.pack'))} ms, waiting for the assimilation or the network "
             f"(`dtf.wait`) {ms(ms_of('dtf.wait'))} ms, protocol (`dtf.transfer`) "
             f"{ms(ms_of('dtf.transfer'))} ms. The waits are mostly the assimilation's own work: it "
-            "reads every member's files (each message received by MPI straight into the user's "
-            "buffers) before it writes the analysis the model reads back.", ""]
+            "reads every member's files (each message received by MPI, then copied into the user's "
+            "buffers where it is not one contiguous run) before it writes the analysis the model reads back.", ""]
 
 
 def caveats(samples, meta):
@@ -368,7 +395,7 @@ def main():
         sys.exit(f"report.py: {e}")
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
-    lines = (intro(meta) + machine(meta) + results(samples, meta, images)
+    lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
     os.makedirs(md_dir, exist_ok=True)

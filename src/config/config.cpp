@@ -520,6 +520,11 @@ const EnvVar kEnvVars[] = {
      }},
     {"DTF_COMPONENT",
      [](Settings &s, const std::string &, const std::string &v) { s.component = std::string(trim(v)); }},
+    {"DTF_MPMD", // read inside MPI_Init (mpi/mpmd.cpp); checked here to report a bad value
+     [](Settings &, const std::string &n, const std::string &v) {
+         std::string_view t = trim(v);
+         if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
+     }},
     {"DTF_LOST_DIR",
      [](Settings &s, const std::string &, const std::string &v) { s.lost_dir = v; }},
     {"DTF_PROGRESS_THREAD",

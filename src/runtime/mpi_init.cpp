@@ -6,6 +6,8 @@
 // MPI_THREAD_MULTIPLE, which the progress thread needs (a level at least the one the program asked
 // for). Without DTF_COMPONENT the wrappers only pass the call on.
 //
+// In a single MPMD launch the world is split by component here first (mpi/mpmd.hpp).
+//
 // Open MPI's Fortran bindings call PMPI_Init themselves, so the Fortran entry points are wrapped too:
 // mpi_init_ and mpi_init_thread_ (mpif.h, `use mpi`) and their mpi_f08 versions, each passed on to
 // the pmpi_ one of the next library (dlsym(RTLD_NEXT)).
@@ -16,6 +18,7 @@
 
 #include "common/api.hpp"
 #include "common/error.hpp"
+#include "mpi/mpmd.hpp"
 #include "runtime/runtime.hpp"
 
 namespace {
@@ -25,9 +28,10 @@ const char *zero_change_component() {
     return c && *c ? c : nullptr;
 }
 
-// After MPI's initialization succeeded: dtf's, as DTF_COMPONENT. A failure is reported (the message
-// as for dtf_init) and returned as MPI_ERR_OTHER.
+// After MPI's initialization succeeded: the MPMD mode's world split (mpi/mpmd.hpp), then dtf's, as
+// DTF_COMPONENT. A failure is reported (the message as for dtf_init) and returned as MPI_ERR_OTHER.
 int start_dtf(int rc) {
+    if (rc == MPI_SUCCESS) rc = dtf::mpmd::setup();
     const char *component = zero_change_component();
     if (rc != MPI_SUCCESS || !component) return rc;
     const int code = dtf::guard([&] {

@@ -11,6 +11,7 @@
 #include "common/cwd.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "mpi/mpmd.hpp"
 #include "pnc/hook.h"
 #include "runtime/vfile.hpp"
 #include "transport/connect.hpp"
@@ -285,6 +286,7 @@ void Runtime::setup(const char *config_path, const char *component_name) {
 void Runtime::connect_peers() {
     std::vector<int> peers = config_.peers_of(self_);
     if (peers.empty()) return;
+    if (mpmd::active()) return connect_in_launch(peers);
     std::unique_ptr<transport::Board> board;
     transport::on_root(world_, 0, [&] {
         const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
@@ -302,20 +304,49 @@ void Runtime::connect_peers() {
     // Pairs in one global order (lower component index accepts), so no two components wait on
     // each other in opposite orders.
     for (int p : peers) {
-        PeerLink link;
-        link.component = p;
-        link.name = config_.components[p];
-        log::debug("connecting to component '%s'", link.name.c_str());
-        transport::PairSpec spec{self_name(), link.name, self_ < p};
-        link.inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
-        MPI_Comm_remote_size(link.inter, &link.remote_size);
-        link.channel = transport::mpi_channel(link.inter, *queue_);
-        link.data = transport::point_to_point(*link.channel);
-        PeerLink &added = peers_[p] = std::move(link);
-        handshake(added, settings_.timeout_s);
-        node_ranks_ += transport::open_all_routes(added.inter, spec.acceptor, settings_.timeout_s, added.name);
-        log::info("connected to component '%s' (%d ranks)", added.name.c_str(), added.remote_size);
+        log::debug("connecting to component '%s'", config_.components[p].c_str());
+        transport::PairSpec spec{self_name(), config_.components[p], self_ < p};
+        add_peer(p, transport::connect_pair(world_, board.get(), spec, settings_.timeout_s), spec.acceptor);
     }
+}
+
+// One MPMD launch: the inter-communicators to the other programs exist since MPI_Init (mpi/mpmd.hpp);
+// their roots tell each other which component they run (every program of the launch calls dtf_init,
+// or runs in the zero-change mode), in ascending order of application context on every process.
+void Runtime::connect_in_launch(const std::vector<int> &peers) {
+    std::map<std::string, std::pair<int, MPI_Comm>> running; // component -> its context and link
+    std::string seen;
+    for (const auto &[context, inter] : mpmd::links()) {
+        const std::string what = format("program %d of this launch (MPI_APPNUM)", context);
+        const std::string name = transport::exchange_with_peer(inter, world_, self_name(), settings_.timeout_s, what);
+        running[name] = {context, inter};
+        seen += format("%s%d '%s'", seen.empty() ? "" : ", ", context, name.c_str());
+    }
+    for (int p : peers) {
+        auto it = running.find(config_.components[p]);
+        if (it == running.end())
+            fail(DTF_ERR_CONNECT, "component '%s' (%s) must connect to component '%s', which is not among the "
+                 "programs of this MPMD launch (this is program %d; the others: %s)", self_name().c_str(),
+                 config_.path.c_str(), config_.components[p].c_str(), mpmd::context(),
+                 seen.empty() ? "none" : seen.c_str());
+        MPI_Comm inter;
+        check_mpi(MPI_Comm_dup(it->second.second, &inter), "MPI_Comm_dup of the launch's inter-communicator");
+        add_peer(p, inter, mpmd::context() < it->second.first);
+    }
+}
+
+void Runtime::add_peer(int p, MPI_Comm inter, bool acceptor) {
+    PeerLink link;
+    link.component = p;
+    link.name = config_.components[p];
+    link.inter = inter;
+    MPI_Comm_remote_size(link.inter, &link.remote_size);
+    link.channel = transport::mpi_channel(link.inter, *queue_);
+    link.data = transport::point_to_point(*link.channel);
+    PeerLink &added = peers_[p] = std::move(link);
+    handshake(added, settings_.timeout_s);
+    node_ranks_ += transport::open_all_routes(added.inter, acceptor, settings_.timeout_s, added.name);
+    log::info("connected to component '%s' (%d ranks)", added.name.c_str(), added.remote_size);
 }
 
 // Both sides must run compatible dtf versions with the same configuration.
@@ -813,12 +844,18 @@ void Runtime::teardown(bool orderly) {
                     fail(DTF_ERR_PEER, "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
                          "to answer for DTF_TIMEOUT=%g s (%s)", rank_, self_name().c_str(), link.name.c_str(),
                          settings_.timeout_s, it->second.c_str());
+                // Progressing meanwhile: a peer may still be sending control messages that this rank
+                // has no use for (e.g. FileDefined of a file it does not read), and a message above
+                // MPI's eager limit (4 KiB in shared memory) is not delivered until it is received.
                 MPI_Request req;
                 check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
-                transport::wait_request(&req, Deadline(settings_.timeout_s), [&] {
-                    return format("rank %d (%s): dtf_finalize waited for component '%s' to call dtf_finalize",
-                                  rank_, self_name().c_str(), link.name.c_str());
-                });
+                int done = 0;
+                wait_until([&] {
+                    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test of dtf_finalize's barrier");
+                    return done != 0;
+                }, [&] {
+                    return format("dtf_finalize waited for component '%s' to call dtf_finalize", link.name.c_str());
+                }, comp);
                 synced = true;
                 progress();
             });

@@ -158,7 +158,8 @@ class Runtime {
 public:
     Runtime(const Runtime &) = delete;
     Runtime &operator=(const Runtime &) = delete;
-    // Collective over the component (today MPI_COMM_WORLD). Throws dtf::Error (agreed on all ranks).
+    // Collective over the component (MPI_COMM_WORLD: the program's own, or in an MPMD launch its
+    // component's part, mpi/mpmd.hpp). Throws dtf::Error (agreed on all ranks).
     // `in_mpi_init`: the zero-change mode (mpi_init.cpp); a dtf_init of the same component later is
     // then a no-op.
     static void init(const char *config_path, const char *component_name, bool in_mpi_init = false);
@@ -179,8 +180,8 @@ public:
     int self() const { return self_; }
     const std::string &self_name() const { return config_.components[self_]; }
     int component_rank() const { return rank_; }
-    // This component's communicator (a dup of MPI_COMM_WORLD today; the component's part of it in
-    // a single MPMD launch later). Ranks "in the component" are ranks in it.
+    // This component's communicator (a dup of MPI_COMM_WORLD, which in a single MPMD launch stands
+    // for the component's part of it). Ranks "in the component" are ranks in it.
     MPI_Comm component_comm() const { return world_; }
 
     // Files (implemented in files.cpp).
@@ -271,6 +272,9 @@ private:
     Runtime() = default;
     void setup(const char *config_path, const char *component_name);
     void connect_peers();
+    void connect_in_launch(const std::vector<int> &peers);
+    // A connected peer component: its link over `inter` (owned from now on), checked by handshake().
+    void add_peer(int component, MPI_Comm inter, bool acceptor);
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
     void apply(Message &&m);

@@ -846,8 +846,8 @@ struct PostedBatch {
 
 namespace {
 
-// Post the receives of `batch` for `pieces`: one message per writer, received by MPI straight where
-// its pieces go (spans over their element runs): the user's buffer for a direct get, else the get's
+// Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
+// (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
 // staging buffer. Where pieces overlap (writes of several ranks to one element), messages go to
 // buffers of dtf's instead and are unpacked in writer order, so that the same writer's value wins
 // whatever the order they arrive in. `ahead`: only if every element of every get is covered by a

@@ -39,11 +39,13 @@ public:
 private:
     struct Op {
         Ticket ticket;
-        std::shared_ptr<std::vector<char>> buffer; // a send's bytes (shared by its requests)
+        std::shared_ptr<std::vector<char>> buffer; // a send's bytes (shared by its requests), or a
+                                                   // receive's staging buffer (below)
         size_t size;                               // bytes this request moves
         bool receive;
         const char *what;
         bool cancelled = false; // given up (cancel()): no longer counted, not checked
+        std::vector<Span> scatter; // a receive into `buffer` whose bytes go there once complete
     };
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_

@@ -21,7 +21,8 @@ Scenarios
             transfer mode: every value checked, each rank's values and I/O sizes byte for byte the
             same in both, no transfer-mode file on disk, and in the first cycle a read of what the
             assimilation did not write back refused in transfer mode (file mode: the model's values).
-Every launch runs under dtfrun --walltime, so a hang fails the test.
+Every launch runs under dtfrun --walltime, so a hang fails the test; --launch mpmd runs the
+components under one mpirun (dtfrun --mpmd) instead of one job each.
 """
 import argparse
 import os
@@ -62,9 +63,14 @@ def write_config(path, mode="file", hist_mode="file", replay=False, state_sessio
         f.write(CONFIG.format(mode=mode, hist_mode=hist_mode, replay=int(replay), state_sessions=state_sessions))
 
 
+def launch_mode(args):
+    """dtfrun's options for --launch: separate jobs (the default) or one MPMD mpirun."""
+    return ["--mpmd"] if args.launch == "mpmd" else []
+
+
 def launch(args, components, env_extra=None, walltime=90):
     """Run dtfrun with the given [(ranks, argv)] components; return (status, output, seconds)."""
-    cmd = [args.dtfrun, "--walltime", str(walltime)]
+    cmd = [args.dtfrun, "--walltime", str(walltime)] + launch_mode(args)
     for i, (ranks, argv) in enumerate(components):
         if i:
             cmd.append(":")
@@ -256,7 +262,8 @@ def scenario_unaware(args, work):
     libs = ":".join(runtimes + [os.path.abspath(args.lib)])
     preload = (lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]) if runtimes else \
         (lambda name: [])
-    cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + ([] if runtimes else ["--preload", args.lib]) + \
+    cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + launch_mode(args) + \
+        ([] if runtimes else ["--preload", args.lib]) + \
         ["--name", "model", "-n", str(args.model_ranks)] + preload("model") + \
         [writer, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
         preload("assim") + [args.unaware_exe, "reader", data]
@@ -388,6 +395,8 @@ def main():
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
     p.add_argument("--dtfrun", required=True)
+    p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs",
+                   help="separate MPI jobs (dtfrun), or one MPMD mpirun for all components (dtfrun --mpmd)")
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
     p.add_argument("--assim-exe", help="another assim component (scenario letkf)")

@@ -434,6 +434,45 @@ def case_preload(ws):
             check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
 
 
+def case_mpmd(ws):
+    """--mpmd: one mpirun, one application context per component (one MPI_COMM_WORLD of all their
+    ranks), no name server; each line is prefixed with its rank's component, and DTF_MPMD=1,
+    DTF_COMPONENT (with --preload) and the DTF_* variables reach every context."""
+    libc = re.search(r"=> (/\S*libc\.so\S*)", subprocess.run(["ldd", "/bin/sh"], capture_output=True,
+                                                              text=True).stdout).group(1)
+    show = ws.script("show.sh", 'echo "$OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE DTF_MPMD=$DTF_MPMD '
+                                'DTF_TIMEOUT=$DTF_TIMEOUT DTF_COMPONENT=$DTF_COMPONENT"; echo err >&2')
+    r = run_dtfrun(["-v", "--mpmd", "--timeout", "42", "--preload", libc, "--name", "model", "-n", "2", show, ":",
+                    "--name", "assim", "-n", "1", show], env=clean_env(), cwd=ws.dir)
+    check(r.rc == 0, "expected exit 0\n%s" % r)
+    for name, ranks in (("model", (0, 1)), ("assim", (2,))):
+        for rank in ranks:
+            line = "[%s] %d of 3 DTF_MPMD=1 DTF_TIMEOUT=42 DTF_COMPONENT=%s" % (name, rank, name)
+            check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
+    check(sorted(r.err.splitlines()).count("[model] err") == 2 and "[assim] err" in r.err.splitlines(),
+          "stderr lines not prefixed by component\n%s" % r)
+    launches = [l for l in r.err.splitlines() if l.startswith("dtfrun: launching ")]
+    check(len(launches) == 1 and " : " in launches[0] and "--ompi-server" not in launches[0],
+          "expected one mpirun with two application contexts and no name server\n%s" % r)
+    check(not processes_matching("ompi-server"), "a name server is running")
+
+
+def case_mpmd_fail(ws):
+    """--mpmd: a component exits 3 while the other sleeps: the whole launch ends within seconds, with
+    a non-zero status and the launch named."""
+    sleeper = ws.sleeper()
+    failer = ws.script("failer.sh", ws.wait_for_start_snippet() + """
+echo "failing now"
+exit 3
+""")
+    r = run_dtfrun(["--mpmd", "--name", "sleeper", "-n", "2", sleeper, ":", "--name", "failer", "-n", "1", failer])
+    check(r.rc != 0, "expected a non-zero exit status\n%s" % r)
+    check(r.elapsed < 15, "took %.1f s to stop\n%s" % (r.elapsed, r))
+    check("[failer] failing now" in r.out, "the failing component's output is missing\n%s" % r)
+    check("dtfrun: component 'sleeper+failer' exited with status" in r.err, "failure not reported\n%s" % r)
+    expect_no_leftovers(ws, r)
+
+
 def case_ompi_server(ws):
     """ompi-server runs while the components run, every mpirun gets --ompi-server, and the
     server is gone afterwards."""

@@ -3,7 +3,8 @@
 
 usage: prop.py --dtfrun PATH --exe PATH [--writer-exe PATH] [--cases N] [--seed S|fixed] [--first K]
                [--shape MxN] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
-               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [--repeat R] [--replay] [-v]
+               [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [--repeat R] [--replay]
+               [--launch jobs|mpmd] [-v]
 
 Each case is a random scenario (tests/transfer/scenario.c) generated from (seed, case number): a CDF-5
 file with 1..3 variables of every external type, 0-D to 4-D, with and without a record dimension,
@@ -18,7 +19,8 @@ the record count must not change), a cancelled get must leave its buffer alone; 
 ids (NC_REQ_NULL after cancel and wait, and for a zero-length iget/iput from the start), cancelling
 or waiting again for a stale id
 (NC_EINVAL_REQUEST, the id unchanged) and NC_REQ_NULL ids in a wait list are checked too. All cases
-run inside ONE dtfrun launch (the programs loop over the cases, one file case.<K>.nc each).
+run inside ONE dtfrun launch (the programs loop over the cases, one file case.<K>.nc each); with
+--launch mpmd that launch is one MPMD mpirun (dtfrun --mpmd).
 
 Runs
   oracle  mode="file", C writer: the writer writes the real file, the reader reads it.
@@ -90,7 +92,7 @@ def launch(args, run, work, extra_env=None):
         f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay)))
     M, N = args.M, args.N
     common = [args.seed, str(args.first), str(args.cases), str(M), str(N)]
-    cmd = [args.dtfrun, "--walltime", str(args.walltime),
+    cmd = [args.dtfrun, "--walltime", str(args.walltime)] + (["--mpmd"] if args.launch == "mpmd" else []) + [
            "--name", "writer", "-n", str(M), run.writer_exe, "writer", ini, run.dir] + common + [
            ":", "--name", "reader", "-n", str(N), args.exe, "reader", ini, run.dir] + common
     env = dict(os.environ)
@@ -315,6 +317,8 @@ def main():
     p.add_argument("--twice", action="store_true", help="with --mode file: run the oracle twice and compare")
     p.add_argument("--keep", help="keep the files and dumps in this directory")
     p.add_argument("--walltime", type=int, default=300, help="dtfrun --walltime per run")
+    p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs",
+                   help="writer and reader as separate MPI jobs, or both runs in one MPMD mpirun (dtfrun --mpmd)")
     p.add_argument("--timeout", type=int, default=60, help="DTF_TIMEOUT")
     p.add_argument("--mpi-io", default="romio321",
                    help="Open MPI io component for the programs (OMPI_MCA_io; 'default': leave it). "
