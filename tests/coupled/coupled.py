@@ -21,8 +21,9 @@ Scenarios
             transfer mode: every value checked, each rank's values and I/O sizes byte for byte the
             same in both, no transfer-mode file on disk, and in the first cycle a read of what the
             assimilation did not write back refused in transfer mode (file mode: the model's values).
-Every launch runs under dtfrun --walltime, so a hang fails the test; --launch mpmd runs the
-components under one mpirun (dtfrun --mpmd) instead of one job each.
+Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
+runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
+under a plain MPMD mpirun.
 """
 import argparse
 import os
@@ -69,13 +70,18 @@ def launch_mode(args):
 
 
 def launch(args, components, env_extra=None, walltime=90):
-    """Run dtfrun with the given [(ranks, argv)] components; return (status, output, seconds)."""
-    cmd = [args.dtfrun, "--walltime", str(walltime)] + launch_mode(args)
-    for i, (ranks, argv) in enumerate(components):
-        if i:
-            cmd.append(":")
-        cmd += ["--name", argv[1], "-n", str(ranks)] + argv
+    """Run dtfrun with the given [(ranks, argv)] components (--launch mpirun: a plain MPMD mpirun
+    under `timeout`, dtf finding the contexts by itself); return (status, output, seconds)."""
     env = dict(os.environ, **(env_extra or {}))
+    if args.launch == "mpirun":
+        exported = [w for name in sorted(env) if name.startswith("DTF_") for w in ("-x", name)]
+        cmd = ["timeout", str(walltime), "mpirun", "--oversubscribe", "--bind-to", "none"]
+        for i, (ranks, argv) in enumerate(components):
+            cmd += ([":"] if i else []) + ["-n", str(ranks)] + exported + argv
+    else:
+        cmd = [args.dtfrun, "--walltime", str(walltime)] + launch_mode(args)
+        for i, (ranks, argv) in enumerate(components):
+            cmd += ([":"] if i else []) + ["--name", argv[1], "-n", str(ranks)] + argv
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=walltime + 30)
@@ -395,8 +401,9 @@ def main():
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
     p.add_argument("--dtfrun", required=True)
-    p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs",
-                   help="separate MPI jobs (dtfrun), or one MPMD mpirun for all components (dtfrun --mpmd)")
+    p.add_argument("--launch", choices=["jobs", "mpmd", "mpirun"], default="jobs",
+                   help="separate MPI jobs (dtfrun), one MPMD mpirun for all components (dtfrun --mpmd), or "
+                        "that mpirun without dtfrun (scenarios pair and letkf)")
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
     p.add_argument("--assim-exe", help="another assim component (scenario letkf)")
