@@ -45,7 +45,7 @@ private:
         bool receive;
         const char *what;
         bool cancelled = false; // given up (cancel()): no longer counted, not checked
-        std::vector<Span> scatter; // a receive into `buffer` whose bytes go there once complete
+        std::vector<Span> scatter{}; // a receive into `buffer` whose bytes go there once complete
     };
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_
