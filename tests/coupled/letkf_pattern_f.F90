@@ -1,6 +1,8 @@
 ! The SCALE-LETKF pattern of letkf_pattern.c in Fortran, both roles, through PnetCDF's Fortran 77
 ! API and the original DTF's external subroutines (file and component names ending in char(0)):
 ! the same files, calls, values and dump as the C program (coupled.py compares them byte for byte).
+! One difference: wait_all names its requests, since PnetCDF 1.12.3's nfmpi_wait_all with
+! NF_REQ_ALL allocates 4 * NF_REQ_ALL bytes (AddressSanitizer stops there; glibc returns NULL).
 ! usage: letkf_pattern_f (model|assim) CONFIG DIR CYCLES MEMBERS
 program letkf_pattern_f
   use mpi
@@ -128,7 +130,7 @@ contains
   subroutine write_model_file(fpath, prefix, nvars, which, mem, cyc)
     character(len=*), intent(in) :: fpath, prefix
     integer, intent(in) :: nvars, which, mem, cyc
-    integer :: mrank, msize, ncid, dims(3), timevar, varids(nanal), reqs(nanal), v, ierr2
+    integer :: mrank, msize, ncid, dims(3), timevar, varids(nanal), reqs(nanal), sts(nanal), v, ierr2
     integer(kind=MPI_OFFSET_KIND) :: y0, cy, start(3), cnt(3), k, j, i, idx(1)
     real, allocatable :: bufs(:, :, :, :)
     character(len=16) :: name
@@ -170,7 +172,7 @@ contains
     time = cyc * 3600d0
     idx(1) = 1
     call check(nfmpi_put_var1_double_all(ncid, timevar, idx, time), 'put_var1_double_all')
-    call check(nfmpi_wait_all(ncid, NF_REQ_ALL, reqs, reqs), 'wait_all')
+    call check(nfmpi_wait_all(ncid, nvars, reqs, sts), 'wait_all')
     call dtf_transfer(fpath//char(0), ncid, ierr2)
     call check(ierr2, 'dtf_transfer')
     call record_sizes(ncid)
@@ -257,7 +259,7 @@ contains
   subroutine assim_read(fpath, prefix, nread, step, which, mem, cyc)
     character(len=*), intent(in) :: fpath, prefix
     integer, intent(in) :: nread, step, which, mem, cyc
-    integer :: ncid, varid, file_cycle(1), reqs(nread_hist), r
+    integer :: ncid, varid, file_cycle(1), reqs(nread_hist), sts(nread_hist), r
     integer(kind=MPI_OFFSET_KIND) :: x0, cx, start(3), cnt(3), k, j, i
     real, allocatable :: bufs(:, :, :, :)
     character(len=16) :: name
@@ -273,7 +275,7 @@ contains
       call check(nfmpi_inq_varid(ncid, trim(name), varid), 'inq_varid')
       call check(nfmpi_iget_vara_real(ncid, varid, start, cnt, bufs(:, :, :, r + 1), reqs(r + 1)), 'iget')
     end do
-    call check(nfmpi_wait_all(ncid, NF_REQ_ALL, reqs, reqs), 'wait_all')
+    call check(nfmpi_wait_all(ncid, nread, reqs, sts), 'wait_all')
     call dtf_transfer(fpath//char(0), ncid, r)
     call check(r, 'dtf_transfer')
     call record_sizes(ncid)
