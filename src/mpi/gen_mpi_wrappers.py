@@ -66,7 +66,7 @@ def main():
             sys.exit(f"gen_mpi_wrappers.py: unexpected return type '{ret}' of {name}")
         decl = ", ".join(f"{t} {n}{a}" for t, n, a in params)
         call = ", ".join(f"dtf_world_({n})" if is_comm((t, n, a)) else n for t, n, a in params)
-        out.append(f"DTF_MPI_API {ret} {name}({decl}) {{ return P{name}({call}); }}")
+        out.append(f"DTF_API {ret} {name}({decl}) {{ return P{name}({call}); }}")
         count += 1
         if name in NO_FORTRAN:
             continue
@@ -79,7 +79,7 @@ def main():
         ftype = "void (*)(" + ", ".join(["void *"] * (len(params) + 1) + ["size_t"] * hidden) + ")"
         lower = name.lower()
         for suffix in ("_", "_f08_"):
-            out.append(f"DTF_MPI_API void {lower}{suffix}({', '.join(fparams)}) {{")
+            out.append(f"DTF_API void {lower}{suffix}({', '.join(fparams)}) {{")
             out.append(f"    static void *next;")
             out.append(f"    void *f = dtf_mpi_next_(&next, \"p{lower}{suffix}\", ierr);")
             out.append(f"    if (f) (({ftype})f)({', '.join(fargs)});")

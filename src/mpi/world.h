@@ -5,11 +5,11 @@
 
 #include <mpi.h>
 
+#include "common/api.hpp" // DTF_API: the generated wrappers are exported
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define DTF_MPI_API __attribute__((visibility("default")))
 
 extern int dtf_world_on_;
 extern MPI_Comm dtf_world_comm_;      /* the component's communicator */

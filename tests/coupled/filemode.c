@@ -26,30 +26,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dtf.h"
+#include "coupled.h"
 
 static int rank, nranks;
 static const char *role;
 
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        int err_ = (call);                                                                           \
-        if (err_ != NC_NOERR) {                                                                      \
-            fprintf(stderr, "%s rank %d: %s failed: %s %s\n", role, rank, #call, ncmpi_strerror(err_),  \
-                    dtf_errmsg());                                                                   \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                            \
-        }                                                                                            \
-    } while (0)
-
 static double value(int which, int cycle, MPI_Offset j, MPI_Offset i) {
     return which * 1e7 + cycle * 1e5 + (double)j * 100 + (double)i;
-}
-
-/* Split n into nparts blocks; block p is [*start, *start + *count). */
-static void block(MPI_Offset n, int nparts, int p, MPI_Offset *start, MPI_Offset *count) {
-    MPI_Offset base = n / nparts, extra = n % nparts;
-    *start = p * base + (p < extra ? p : extra);
-    *count = base + (p < extra ? 1 : 0);
 }
 
 /* Whether cycle `cycle` (from 1) accesses the field through varn: even cycles, unless the environment

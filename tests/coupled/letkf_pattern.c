@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtf.h"
+#include "coupled.h"
 
 enum { NZ = 3, NY = 13, NX = 10, HALO = 2, NHIST = 89, NANAL = 143, NREAD_HIST = 20, NUPDATE = 11 };
 enum { HIST = 0, ANAL = 1, UPDATE = 2 }; /* what a value is: the model's hist, its anal, the analysis */
@@ -36,26 +36,9 @@ static const char *role;
 static FILE *dump;
 static int bad;
 
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        int err_ = (call);                                                                           \
-        if (err_ != NC_NOERR) {                                                                      \
-            fprintf(stderr, "%s rank %d: %s failed: %s %s\n", role, rank, #call, ncmpi_strerror(err_),  \
-                    dtf_errmsg());                                                                   \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                            \
-        }                                                                                            \
-    } while (0)
-
 /* Exact in a float (below 2^24) for up to 4 members and 4 cycles. */
 static float value(int kind, int member, int cycle, int var, MPI_Offset k, MPI_Offset j, MPI_Offset i) {
     return (float)((((cycle * 4 + member) * 3 + kind) * 150 + var) * 1000 + (k * NY + j) * NX + i);
-}
-
-/* Split n into nparts blocks; block p is [*start, *start + *count). */
-static void block(MPI_Offset n, int nparts, int p, MPI_Offset *start, MPI_Offset *count) {
-    MPI_Offset base = n / nparts, extra = n % nparts;
-    *start = p * base + (p < extra ? p : extra);
-    *count = base + (p < extra ? 1 : 0);
 }
 
 static void path_of(char *out, size_t n, const char *dir, const char *name, int member, int cycle) {
