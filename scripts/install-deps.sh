@@ -9,6 +9,7 @@ packages=(
   libpnetcdf-dev pnetcdf-bin
   python3 python3-matplotlib
   clang
+  iproute2
 )
 
 missing=()

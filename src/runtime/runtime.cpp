@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -49,6 +50,14 @@ bool is_open_mpi() {
     int len = 0;
     MPI_Get_library_version(version, &len);
     return std::string(version, static_cast<size_t>(len)).find("Open MPI") != std::string::npos;
+}
+
+// Open MPI up to 4.x (ORTE) tells every rank which daemon started it: "<job family>.<vpid>;<uri>",
+// vpid 0 being mpirun itself, the others the daemons it started on other nodes.
+bool started_away_from_mpirun() {
+    const char *daemon = std::getenv("OMPI_MCA_orte_local_daemon_uri");
+    const char *dot = daemon ? std::strchr(daemon, '.') : nullptr;
+    return dot && std::strtol(dot + 1, nullptr, 10) != 0;
 }
 
 uint64_t fnv1a(const std::string &s) {
@@ -288,7 +297,20 @@ void Runtime::connect_peers() {
     if (peers.empty()) return;
     if (mpmd::active()) return connect_in_launch(peers);
     std::unique_ptr<transport::Board> board;
+    int away = started_away_from_mpirun() ? 1 : 0, ranks_away = 0;
+    check_mpi(MPI_Reduce(&away, &ranks_away, 1, MPI_INT, MPI_SUM, 0, world_), "MPI_Reduce");
     transport::on_root(world_, 0, [&] {
+        // Open MPI 4.1's mpirun keeps no contact address for the daemons it started on other nodes,
+        // yet sends them to a connecting job, whose mpirun then crashes (NULL in
+        // orte_rml_base_parse_uris): fail here, saying why, instead.
+        if (ranks_away > 0)
+            fail(DTF_ERR_CONNECT,
+                 "component '%s' has %d of its %d ranks on nodes other than the one its mpirun runs on, and "
+                 "separately launched Open MPI 4 jobs cannot connect then (the other job's mpirun crashes in "
+                 "MPI_Comm_connect: it gets no contact address for the daemons on those nodes); run each "
+                 "component on one node, started by an mpirun on that node, or start all components with one "
+                 "mpirun (`dtfrun --mpmd`), which works across nodes",
+                 self_name().c_str(), ranks_away, size_);
         const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
         bool has_server = server && *server;
         if (settings_.rendezvous == "auto" && !has_server && is_open_mpi())
@@ -305,7 +327,10 @@ void Runtime::connect_peers() {
     // each other in opposite orders.
     for (int p : peers) {
         log::debug("connecting to component '%s'", config_.components[p].c_str());
-        transport::PairSpec spec{self_name(), config_.components[p], self_ < p};
+        const std::string &peer = config_.components[p];
+        transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
+            check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
+        }};
         add_peer(p, transport::connect_pair(world_, board.get(), spec, settings_.timeout_s), spec.acceptor);
     }
 }
@@ -572,15 +597,17 @@ Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
 // dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
 // it any longer would only end in a timeout.
 void Runtime::check_peers_alive(const std::function<std::string()> &what) const {
+    for (const auto &[index, link] : peers_) check_peer_alive(link.name, what);
+}
+
+void Runtime::check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const {
     if (settings_.lost_dir.empty()) return;
-    for (const auto &[index, link] : peers_) {
-        std::ifstream in(settings_.lost_dir + "/" + link.name);
-        if (!in) continue;
-        std::string how;
-        std::getline(in, how);
-        fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
-             what().c_str(), link.name.c_str(), how.c_str());
-    }
+    std::ifstream in(settings_.lost_dir + "/" + peer);
+    if (!in) return;
+    std::string how;
+    std::getline(in, how);
+    fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
+         what().c_str(), peer.c_str(), how.c_str());
 }
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer) {

@@ -280,6 +280,7 @@ private:
     void apply(Message &&m);
     bool session_closed(const Message &m) const;
     void check_peers_alive(const std::function<std::string()> &what) const;
+    void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
     void watch_mpi_finalize();
     void start_progress_thread();

@@ -64,6 +64,7 @@ void accept_side(Board &board, const PairSpec &spec, const std::string &port, do
                 return;
             }
         }
+        if (spec.check_peer) spec.check_peer();
         if (deadline.expired())
             fail(DTF_ERR_TIMEOUT,
                  "component '%s' waited %.1f s for component '%s' to connect (port published in %s as "
@@ -90,6 +91,7 @@ std::string connect_side(Board &board, const PairSpec &spec, double timeout_s) {
             auto go = board.get(key + ".go");
             if (go && *go == nonce) return seen->port;
         }
+        if (spec.check_peer) spec.check_peer();
         if (deadline.expired()) {
             std::string found = seen ? format("; the port entry found there (written by host/pid/time %s) never "
                                               "answered: left over from an earlier run?",

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 #include "transport/rendezvous.hpp"
@@ -22,6 +23,7 @@ struct PairSpec {
     std::string self; // this component's name
     std::string peer; // the peer component's name
     bool acceptor;    // true on the side with the lower component index
+    std::function<void()> check_peer; // called while waiting for the peer; throws to give up on it
 };
 
 // Collective over `local`. `board` is used on rank 0 only (may be null elsewhere). Returns an

@@ -23,11 +23,14 @@ Scenarios
             assimilation did not write back refused in transfer mode (file mode: the model's values).
 Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
 runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
-under a plain MPMD mpirun.
+under a plain MPMD mpirun. --hosts netns runs the components on two hosts made of network namespaces
+(see NetnsHosts; needs root and iproute2, else the test is skipped with status 77).
 """
 import argparse
 import os
+import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,9 +72,86 @@ def launch_mode(args):
     return ["--mpmd"] if args.launch == "mpmd" else []
 
 
+class NetnsHosts:
+    """Two hosts on this machine (--hosts netns): two network namespaces joined by a veth pair, every
+    process in them with its host's name (its own UTS namespace), so that Open MPI sees two nodes: no
+    shared memory between them, its TCP over the veth pair. dtfrun, the name server and every mpirun
+    run on the first host; Open MPI starts the ranks placed on the second (`--host`) through its rsh
+    agent, a script that runs `ip netns exec`, as ssh would on a cluster. The file system is shared,
+    as on a cluster."""
+    NAMES = ("dtfhost-a", "dtfhost-b")  # component i runs on host i
+    SUBNET = "10.77.0"
+
+    def __init__(self, work):
+        tag = f"dtf{os.getpid()}"
+        self.ns = [tag + "a", tag + "b"]  # namespace and veth names (at most 15 characters)
+        self.work = work
+        self.made = []
+
+    def start(self):
+        """Make the hosts; None, or why they cannot be made here."""
+        if os.geteuid() != 0:
+            return "not root"
+        missing = [p for p in ("ip", "unshare") if not shutil.which(p)]
+        if missing:
+            return f"{' and '.join(missing)} not found"
+        ip = lambda *a: subprocess.run(["ip"] + list(a), check=True, capture_output=True, text=True)  # noqa: E731
+        try:
+            for ns in self.ns:
+                ip("netns", "add", ns)
+                self.made.append(ns)
+            ip("link", "add", self.ns[0], "type", "veth", "peer", "name", self.ns[1])
+            for i, ns in enumerate(self.ns):
+                ip("link", "set", ns, "netns", ns)
+                ip("-n", ns, "addr", "add", f"{self.SUBNET}.{i + 1}/24", "dev", ns)
+                ip("-n", ns, "link", "set", ns, "up")
+                ip("-n", ns, "link", "set", "lo", "up")
+        except subprocess.CalledProcessError as e:
+            return f"{' '.join(e.cmd)}: {e.stderr.strip()}"
+        hosts = "".join(f"  {n}) ns={ns};;\n" for n, ns in zip(self.NAMES, self.ns))
+        on_host = 'exec ip netns exec "$ns" unshare --uts sh -c \'hostname "$0" && exec {}\' "$host" "$@"\n'
+        # Open MPI's rsh agent, called as `AGENT HOST COMMAND`, as it would call ssh.
+        self.agent = os.path.join(self.work, "netns-agent.sh")
+        with open(self.agent, "w") as f:
+            f.write("#!/bin/sh\nhost=$1; shift\ncase $host in\n" + hosts +
+                    '  *) echo "netns agent: unknown host $host" >&2; exit 255;;\nesac\n' +
+                    on_host.format('sh -c "$*"'))
+        # dtfrun's --mpirun: mpirun run on the first host its --host option names (else on host A).
+        self.mpirun = os.path.join(self.work, "netns-mpirun.sh")
+        with open(self.mpirun, "w") as f:
+            f.write("#!/bin/sh\nhost=\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --host ] && host=${a%%:*}; prev=$a; done\n"
+                    "case $host in\n" + hosts + '  *) exec mpirun "$@";;\nesac\n' + on_host.format('mpirun "$@"'))
+        for script in (self.agent, self.mpirun):
+            os.chmod(script, 0o755)
+        return None
+
+    def stop(self):
+        for ns in self.made:  # deleting a namespace deletes its end of the veth pair, and the pair
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+    def env(self):
+        """Open MPI on these hosts: ranks of host B started through the agent, TCP on the veth pair."""
+        net = f"{self.SUBNET}.0/24"
+        return {"OMPI_MCA_plm_rsh_agent": self.agent, "OMPI_MCA_oob_tcp_if_include": net,
+                "OMPI_MCA_btl_tcp_if_include": net}
+
+    def wrap(self, cmd):
+        """cmd run on the first host."""
+        return ["ip", "netns", "exec", self.ns[0], "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"',
+                self.NAMES[0]] + cmd
+
+    def bytes_moved(self):
+        """Bytes sent plus received on the first host's end of the veth pair so far."""
+        out = subprocess.run(["ip", "-n", self.ns[0], "-s", "-j", "link", "show", "dev", self.ns[0]],
+                             check=True, capture_output=True, text=True).stdout
+        stats = json.loads(out)[0]["stats64"]
+        return stats["rx"]["bytes"] + stats["tx"]["bytes"]
+
+
 def launch(args, components, env_extra=None, walltime=90):
     """Run dtfrun with the given [(ranks, argv)] components (--launch mpirun: a plain MPMD mpirun
-    under `timeout`, dtf finding the contexts by itself); return (status, output, seconds)."""
+    under `timeout`, dtf finding the contexts by itself; --hosts: component i on host i); return
+    (status, output, seconds)."""
     env = dict(os.environ, **(env_extra or {}))
     if args.launch == "mpirun":
         exported = [w for name in sorted(env) if name.startswith("DTF_") for w in ("-x", name)]
@@ -80,8 +160,17 @@ def launch(args, components, env_extra=None, walltime=90):
             cmd += ([":"] if i else []) + ["-n", str(ranks)] + exported + argv
     else:
         cmd = [args.dtfrun, "--walltime", str(walltime)] + launch_mode(args)
+        if args.hosts:
+            cmd += ["--no-loopback", "--mpirun", args.hosts.mpirun]
         for i, (ranks, argv) in enumerate(components):
-            cmd += ([":"] if i else []) + ["--name", argv[1], "-n", str(ranks)] + argv
+            hosts = f"{NetnsHosts.NAMES[i]}:{ranks}"
+            if args.spread and i == 1:  # (mpirun runs on the first host named)
+                hosts = f"{NetnsHosts.NAMES[0]}:1,{NetnsHosts.NAMES[1]}:{ranks - 1}"
+            place = ["--mpi-args", "--host " + hosts] if args.hosts else []
+            cmd += ([":"] if i else []) + ["--name", argv[1], "-n", str(ranks)] + place + argv
+        if args.hosts:
+            cmd = args.hosts.wrap(cmd)
+            env.update(args.hosts.env())
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=walltime + 30)
@@ -139,15 +228,26 @@ def scenario_pair(args, work):
         env.update(FILEMODE_LATE_PUT="1", DTF_TIMEOUT="5")
     if args.rendezvous == "file":
         env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
+    if args.spread:
+        env.update(DTF_TIMEOUT="10")
         if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
             for suffix, text in ((".port", "0123456789abcdef otherhost 1 0\nbogus-port-name"),
                                  (".ack", "0123456789abcdef fedcba9876543210"), (".go", "fedcba9876543210")):
                 with open(os.path.join(work, ".dtf-model--assim" + suffix), "w") as f:
                     f.write(text)
     model = args.model_exe or args.c_exe
-    status, out, _ = launch(args, [
+    status, out, elapsed = launch(args, [
         (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
+    if args.spread and args.launch == "jobs":
+        expect(status != 0 and re.search(rf"component 'assim' has {args.assim_ranks - 1} of its {args.assim_ranks} ranks on "
+                                         r"nodes other than the one its mpirun runs on, and separately launched Open MPI 4 jobs cannot connect", out)
+               and "SIGSEGV" not in out and elapsed < 20,
+               "a separately launched job with ranks away from its mpirun's node must fail dtf_init saying why, "
+               "before Open MPI's mpirun crashes in MPI_Comm_connect")
+        expect("dtf_init waited for component 'assim' to connect; but component 'assim' was lost (dtfrun: exited "
+               "with status" in out, "the model must stop waiting in dtf_init once dtfrun reports the assimilation lost")
+        return
     if args.late_put:
         expect(status != 0, "a write no reader can take must fail the writer's close")
         # The close fails; or, when a progress thread serves the session after the close, the next
@@ -313,6 +413,11 @@ mirror_io_root=1
 """
 
 
+# Values read per member and cycle in letkf_pattern.c: the assimilation reads 20 history and 11
+# analysis variables, the model reads the 11 written back; every variable NZ x NY x NX = 3 x 13 x 10.
+LETKF_VALUES_READ = (20 + 11 + 11) * 3 * 13 * 10
+
+
 def scenario_letkf(args, work):
     members, cycles = args.members, args.cycles
     model_exe, assim_exe = args.model_exe or args.c_exe, args.assim_exe or args.c_exe
@@ -323,10 +428,17 @@ def scenario_letkf(args, work):
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
             f.write(LETKF_CONFIG.format(mode=mode))
+        moved = args.hosts.bytes_moved() if args.hosts else 0
         status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model", ini, run, str(cycles), str(members)]),
                                        (args.assim_ranks, [assim_exe, "assim", ini, run, str(cycles), str(members)])],
                                 {"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
+        if args.hosts:
+            moved = args.hosts.bytes_moved() - moved
+            print(f"{mode} mode: {moved} bytes through the veth pair between the hosts")
+            if mode == "transfer":  # at least every value read across it (the data does not go by disk)
+                expect(moved >= LETKF_VALUES_READ * members * cycles * 4,
+                       f"transfer mode: the values read cannot have crossed the network: {moved} bytes moved")
         for comp, ranks in (("model", args.model_ranks), ("assim", args.assim_ranks)):
             expect(f"{comp}: {ranks} ranks, {members} members, {cycles} cycles, all values verified" in out,
                    f"{mode} mode: {comp} must verify every value")
@@ -404,6 +516,10 @@ def main():
     p.add_argument("--launch", choices=["jobs", "mpmd", "mpirun"], default="jobs",
                    help="separate MPI jobs (dtfrun), one MPMD mpirun for all components (dtfrun --mpmd), or "
                         "that mpirun without dtfrun (scenarios pair and letkf)")
+    p.add_argument("--hosts", choices=["netns"], help="component i on host i, hosts made of network namespaces "
+                   "(NetnsHosts); skipped (status 77) without root or iproute2 unless DTF_TEST_NETNS=required")
+    p.add_argument("--spread", action="store_true", help="--hosts: the assimilation's ranks on both hosts, its "
+                   "mpirun on the first (scenario pair; two jobs must be refused clearly, one launch must work)")
     p.add_argument("--c-exe", required=True, help="filemode (C, both roles)")
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
     p.add_argument("--assim-exe", help="another assim component (scenario letkf)")
@@ -431,8 +547,25 @@ def main():
     p.add_argument("--stale", action="store_true")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()
+    if args.hosts and args.launch == "mpirun":
+        p.error("--hosts needs dtfrun (--launch jobs or mpmd)")
+    if args.spread and (not args.hosts or args.assim_ranks < 2):
+        p.error("--spread needs --hosts and at least 2 assimilation ranks")
     with tempfile.TemporaryDirectory(prefix="dtf-coupled-") as work:
-        globals()["scenario_" + args.scenario](args, work)
+        if not args.hosts:
+            globals()["scenario_" + args.scenario](args, work)
+        else:
+            args.hosts = NetnsHosts(work)
+            try:
+                why = args.hosts.start()
+                if why and os.environ.get("DTF_TEST_NETNS") == "required":
+                    expect(False, f"hosts of network namespaces required (DTF_TEST_NETNS=required): {why}")
+                if why:
+                    print(f"SKIP: hosts of network namespaces need root, iproute2 and util-linux: {why}")
+                    sys.exit(77)
+                globals()["scenario_" + args.scenario](args, work)
+            finally:
+                args.hosts.stop()
     print("PASS")
 
 
