@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config gfortran
   libopenmpi-dev openmpi-bin
   libpnetcdf-dev pnetcdf-bin
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-pip
   clang
   iproute2
 )

@@ -311,6 +311,16 @@ void Runtime::connect_peers() {
                  "component on one node, started by an mpirun on that node, or start all components with one "
                  "mpirun (`dtfrun --mpmd`), which works across nodes",
                  self_name().c_str(), ranks_away, size_);
+        // Open MPI 5 (PRRTE): every mpirun starts a runtime of its own, named in PMIX_NAMESPACE
+        // ("prterun-<host>-<pid>@<job>"), and jobs of two of them never connect: MPI_Comm_connect
+        // waits forever (5.0.11). Fail instead of hanging there.
+        if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "prterun-", 8) == 0)
+            fail(DTF_ERR_CONNECT,
+                 "component '%s' was started by an Open MPI 5 mpirun of its own (PMIX_NAMESPACE=%s), and jobs of "
+                 "separate Open MPI 5 mpiruns cannot connect (there is no name server; MPI_Comm_connect would "
+                 "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
+                 "which dtfrun does by itself with Open MPI 5",
+                 self_name().c_str(), ns);
         const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
         bool has_server = server && *server;
         if (settings_.rendezvous == "auto" && !has_server && is_open_mpi())

@@ -457,6 +457,27 @@ def case_mpmd(ws):
     check(not processes_matching("ompi-server"), "a name server is running")
 
 
+def case_open_mpi_5(ws):
+    """Open MPI 5 (here a fake mpirun that says it is 5.0.11 and runs the real one) has no name server
+    and its separately launched jobs never connect: dtfrun starts the components in one MPMD launch
+    instead, says so, and strips the space Open MPI 5 puts after --tag-output's tag."""
+    fake = ws.script("mpirun", """
+if [ "$1" = "--version" ]; then echo "mpirun (Open MPI) 5.0.11"; exit 0; fi
+exec mpirun "$@"
+""")
+    # Open MPI 4.1 tags "[1,0]<stdout>:x", Open MPI 5 "[1,0]<stdout>: x": the component adds the space.
+    show = ws.script("show.sh", 'echo " $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE DTF_MPMD=$DTF_MPMD"')
+    r = run_dtfrun(["--mpirun", fake, "--name", "model", "-n", "2", show, ":", "--name", "assim", "-n", "1", show],
+                   env=clean_env(), cwd=ws.dir)
+    check(r.rc == 0, "expected exit 0\n%s" % r)
+    for name, rank in (("model", 0), ("model", 1), ("assim", 2)):
+        line = "[%s] %d of 3 DTF_MPMD=1" % (name, rank)
+        check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
+    check("mpirun (Open MPI) 5.0.11: separately launched jobs cannot connect (no ompi-server); the components "
+          "run in one MPMD launch instead (as with --mpmd)" in r.err, "dtfrun must say which launch it chose\n%s" % r)
+    check(not processes_matching("ompi-server"), "a name server is running")
+
+
 def case_mpmd_fail(ws):
     """--mpmd: a component exits 3 while the other sleeps: the whole launch ends within seconds, with
     a non-zero status and the launch named."""
