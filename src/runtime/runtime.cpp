@@ -300,27 +300,7 @@ void Runtime::connect_peers() {
     int away = started_away_from_mpirun() ? 1 : 0, ranks_away = 0;
     check_mpi(MPI_Reduce(&away, &ranks_away, 1, MPI_INT, MPI_SUM, 0, world_), "MPI_Reduce");
     transport::on_root(world_, 0, [&] {
-        // Open MPI 4.1's mpirun keeps no contact address for the daemons it started on other nodes,
-        // yet sends them to a connecting job, whose mpirun then crashes (NULL in
-        // orte_rml_base_parse_uris): fail here, saying why, instead.
-        if (ranks_away > 0)
-            fail(DTF_ERR_CONNECT,
-                 "component '%s' has %d of its %d ranks on nodes other than the one its mpirun runs on, and "
-                 "separately launched Open MPI 4 jobs cannot connect then (the other job's mpirun crashes in "
-                 "MPI_Comm_connect: it gets no contact address for the daemons on those nodes); run each "
-                 "component on one node, started by an mpirun on that node, or start all components with one "
-                 "mpirun (`dtfrun --mpmd`), which works across nodes",
-                 self_name().c_str(), ranks_away, size_);
-        // Open MPI 5 (PRRTE): every mpirun starts a runtime of its own, named in PMIX_NAMESPACE
-        // ("prterun-<host>-<pid>@<job>"), and jobs of two of them never connect: MPI_Comm_connect
-        // waits forever (5.0.11). Fail instead of hanging there.
-        if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "prterun-", 8) == 0)
-            fail(DTF_ERR_CONNECT,
-                 "component '%s' was started by an Open MPI 5 mpirun of its own (PMIX_NAMESPACE=%s), and jobs of "
-                 "separate Open MPI 5 mpiruns cannot connect (there is no name server; MPI_Comm_connect would "
-                 "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
-                 "which dtfrun does by itself with Open MPI 5",
-                 self_name().c_str(), ns);
+        check_separate_launch(ranks_away);
         const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
         bool has_server = server && *server;
         if (settings_.rendezvous == "auto" && !has_server && is_open_mpi())
@@ -332,6 +312,8 @@ void Runtime::connect_peers() {
         bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && has_server);
         std::string dir = settings_.global_path.empty() ? directory_of(config_path_) : settings_.global_path;
         board = names ? transport::make_name_board() : transport::make_file_board(dir);
+        log::info("meeting the other components through %s (DTF_RENDEZVOUS=%s)", board->where().c_str(),
+                  settings_.rendezvous.c_str());
     });
     // Pairs in one global order (lower component index accepts), so no two components wait on
     // each other in opposite orders.
@@ -343,6 +325,32 @@ void Runtime::connect_peers() {
         }};
         add_peer(p, transport::connect_pair(world_, board.get(), spec, settings_.timeout_s), spec.acceptor);
     }
+}
+
+// Separately launched jobs that Open MPI cannot connect: fail at once, saying why, instead of
+// crashing or hanging in MPI_Comm_connect. `ranks_away`: ranks of this job started by a daemon on
+// another node than its mpirun's (Open MPI 4).
+void Runtime::check_separate_launch(int ranks_away) const {
+    // Open MPI 4.1's mpirun keeps no contact address for the daemons it started on other nodes, yet
+    // sends them to a connecting job, whose mpirun then crashes (NULL in orte_rml_base_parse_uris).
+    if (ranks_away > 0)
+        fail(DTF_ERR_CONNECT,
+             "component '%s' has %d of its %d ranks on nodes other than the one its mpirun runs on, and "
+             "separately launched Open MPI 4 jobs cannot connect then (the other job's mpirun crashes in "
+             "MPI_Comm_connect: it gets no contact address for the daemons on those nodes); run each "
+             "component on one node, started by an mpirun on that node, or start all components with one "
+             "mpirun (`dtfrun --mpmd`), which works across nodes",
+             self_name().c_str(), ranks_away, size_);
+    // Open MPI 5 (PRRTE): every mpirun starts a runtime of its own, named in PMIX_NAMESPACE
+    // ("prterun-<host>-<pid>@<job>"), and jobs of two of them never connect: MPI_Comm_connect waits
+    // forever (5.0.11).
+    if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "prterun-", 8) == 0)
+        fail(DTF_ERR_CONNECT,
+             "component '%s' was started by an Open MPI 5 mpirun of its own (PMIX_NAMESPACE=%s), and jobs of "
+             "separate Open MPI 5 mpiruns cannot connect (there is no name server; MPI_Comm_connect would "
+             "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
+             "which dtfrun does by itself with Open MPI 5",
+             self_name().c_str(), ns);
 }
 
 // One MPMD launch: the inter-communicators to the other programs exist since MPI_Init (mpi/mpmd.hpp);

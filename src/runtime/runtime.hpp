@@ -279,6 +279,7 @@ private:
     void teardown(bool orderly);
     void apply(Message &&m);
     bool session_closed(const Message &m) const;
+    void check_separate_launch(int ranks_away) const;
     void check_peers_alive(const std::function<std::string()> &what) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
