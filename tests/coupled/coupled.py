@@ -226,10 +226,10 @@ def scenario_pair(args, work):
         # their one dtf_transfer. The late row can reach no reader (their gets were answered at the
         # transfer): the writers' close must say so after DTF_TIMEOUT, not hang in a collective.
         env.update(FILEMODE_LATE_PUT="1", DTF_TIMEOUT="5")
-    if args.rendezvous == "file":
-        env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
     if args.spread:
         env.update(DTF_TIMEOUT="10")
+    if args.rendezvous == "file":
+        env.update(DTF_RENDEZVOUS="file", DTF_GLOBAL_PATH=work)
         if args.stale:  # leftovers of a crashed earlier run: a dead port, an old ack and go
             for suffix, text in ((".port", "0123456789abcdef otherhost 1 0\nbogus-port-name"),
                                  (".ack", "0123456789abcdef fedcba9876543210"), (".go", "fedcba9876543210")):
@@ -240,9 +240,9 @@ def scenario_pair(args, work):
         (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
     if args.spread and args.launch == "jobs":
-        expect(status != 0 and re.search(rf"component 'assim' has {args.assim_ranks - 1} of its {args.assim_ranks} ranks on "
-                                         r"nodes other than the one its mpirun runs on, and separately launched Open MPI 4 jobs cannot connect", out)
-               and "SIGSEGV" not in out and elapsed < 20,
+        refused = (rf"component 'assim' has {args.assim_ranks - 1} of its {args.assim_ranks} ranks on nodes other "
+                   r"than the one its mpirun runs on, and separately launched Open MPI 4 jobs cannot connect")
+        expect(status != 0 and re.search(refused, out) and "SIGSEGV" not in out and elapsed < 20,
                "a separately launched job with ranks away from its mpirun's node must fail dtf_init saying why, "
                "before Open MPI's mpirun crashes in MPI_Comm_connect")
         expect("dtf_init waited for component 'assim' to connect; but component 'assim' was lost (dtfrun: exited "
