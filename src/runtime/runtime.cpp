@@ -208,8 +208,12 @@ void Runtime::finish_background(const char *who) {
     stop_progress_thread();
     while (!serving_.empty()) {
         const WriterSession *first = serving_.front().get();
-        wait_until([&] { return serving_.empty() || serving_.front().get() != first; },
-                   [&] { return std::string(who) + ": " + waiting_for(*this, *first); }, first->peer);
+        auto what = [&] { return std::string(who) + ": " + waiting_for(*this, *first); };
+        wait_until([&] {
+            if (serving_.empty() || serving_.front().get() != first) return true;
+            check_contested(first->path, first->session, what);
+            return false;
+        }, what, first->peer);
     }
 }
 
@@ -561,7 +565,51 @@ void Runtime::apply(Message &&m) {
         return;
     }
     if (session_closed(m)) return; // e.g. the final header of a file read without needing the record count
+    if (m.kind == MessageKind::FileDefined && writes_unread_session(m.path, m.session)) return contest(m);
     inbox_.push_back(std::move(m));
+}
+
+// Whether this rank writes session `session` of `path` and no reader has opened it yet. (A session
+// the other component has opened may still be served when it writes a session of the same number:
+// after num_sessions, the numbers of a path start again from 1.)
+bool Runtime::writes_unread_session(const std::string &path, int session) const {
+    auto unread = [&](const WriterSession &ws) {
+        if (!ws.reader_ranks.empty()) return false;
+        for (const Message &m : inbox_)
+            if (m.kind == MessageKind::ReaderOpened && m.path == path && m.session == session) return false;
+        return true;
+    };
+    for (const auto &[ncid, vf] : virtual_files_)
+        if (vf->ws && vf->path == path && vf->session == session) return unread(*vf->ws);
+    const WriterSession *ws = serving(path, session);
+    return ws && unread(*ws);
+}
+
+// Both components create (or open with NC_WRITE) the same session, and each would wait for the other
+// to read it: `m` is the other's FileDefined, received while (apply) or before (claim_session) this
+// rank began to write the session. The writer's waits for the session fail at once (check_contested).
+void Runtime::contest(const Message &m) {
+    contested_.emplace(std::make_pair(m.path, m.session),
+                       format("component '%s' writes session %d of '%s' too, as this component does (one component "
+                              "writes a session of a transfer-mode file, the other reads it: did both create it, or "
+                              "open it with NC_WRITE?)",
+                              config_.components[static_cast<size_t>(m.from_component)].c_str(), m.session,
+                              m.path.c_str()));
+}
+
+void Runtime::claim_session(const std::string &path, int session) {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
+        if (it->kind == MessageKind::FileDefined && it->path == path && it->session == session) {
+            contest(*it);
+            inbox_.erase(it);
+            return;
+        }
+}
+
+void Runtime::check_contested(const std::string &path, int session, const std::function<std::string()> &what) const {
+    if (contested_.empty()) return;
+    if (auto it = contested_.find(std::make_pair(path, session)); it != contested_.end())
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but %s", rank_, self_name().c_str(), what().c_str(), it->second.c_str());
 }
 
 // Whether `m` is about a transfer-mode session this rank has already closed (as the reader: final

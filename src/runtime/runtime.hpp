@@ -227,6 +227,11 @@ public:
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message from component `peer`.
     Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what,
                          int peer);
+    // A rank begins to write session `session` of `path`: if the other component announced that it
+    // writes it too, the session is contested; then every wait of the writer for it fails at once
+    // (check_contested throws DTF_ERR_PEER with what() and the reason) instead of timing out.
+    void claim_session(const std::string &path, int session);
+    void check_contested(const std::string &path, int session, const std::function<std::string()> &what) const;
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);
     bool connected_to(int component) const { return peers_.count(component) != 0; }
@@ -279,6 +284,8 @@ private:
     void teardown(bool orderly);
     void apply(Message &&m);
     bool session_closed(const Message &m) const;
+    bool writes_unread_session(const std::string &path, int session) const;
+    void contest(const Message &m);
     void check_separate_launch(int ranks_away) const;
     void check_peers_alive(const std::function<std::string()> &what) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
@@ -327,6 +334,8 @@ private:
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
     std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)
+    // (path, session) -> why: sessions the other component writes too (contest)
+    std::map<std::pair<std::string, int>, std::string> contested_;
 };
 
 } // namespace dtf::runtime

@@ -140,6 +140,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
+    rt.claim_session(vf.path, vf.session);
     // The other ranks learn the stamp at the first dtf_transfer; with replay_io=1 already now, since
     // it names the tag of the data messages they may send before.
     if (vf.rank == 0) ws->stamp = rt.new_stamp();
@@ -563,8 +564,10 @@ bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sen
 // delivered; a failure while serving in the background is reported here, once.
 void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
     if (ws.serving)
-        rt.wait_until([&] { return !ws.serving || (until_delivered && delivered(ws)); },
-                      [&] { return waiting_for(rt, ws); }, ws.peer);
+        rt.wait_until([&] {
+            rt.check_contested(ws.path, ws.session, [&] { return waiting_for(rt, ws); });
+            return !ws.serving || (until_delivered && delivered(ws));
+        }, [&] { return waiting_for(rt, ws); }, ws.peer);
     if (ws.error) {
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;

@@ -17,6 +17,9 @@
  *             finalizes it inside MPI_Finalize, so the reader's dtf_finalize meets it and succeeds
  *   noclose   reader rank 1 never closes the file: the other reader ranks' ncmpi_close must fail
  *             within DTF_TIMEOUT, naming the collective they waited in, and every rank must finish
+ *   twowriters the reader component creates f.nc too (both write session 1 of it): each side's
+ *             dtf_transfer must fail at once with DTF_ERR_PEER naming the other component and the
+ *             session, instead of both waiting DTF_TIMEOUT for a reader that never comes
  *   lost-connect, lost-transfer, lost-finalize
  *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
  *             dtf_init, after opening the file (while the writer transfers), or after closing it
@@ -38,6 +41,7 @@
 enum { NX = 8, ROWS = 3 }; /* rows of T per writer rank */
 
 static int rank, nprocs, failures;
+static const char *role_name;
 
 static void expect(int ok, const char *what) {
     if (ok) return;
@@ -72,6 +76,15 @@ static void expect_error(int got, int want, const char *call, ...) {
 
 static float value(int y, int x) { return (float)(100 * y + x); }
 
+/* twowriters: a call that fails must say that the other component writes the session too. */
+static int told;
+static void told_twice(int rc, const char *call) {
+    if (rc == NC_NOERR) return;
+    told = 1;
+    expect_error(rc, DTF_ERR_PEER, call, strcmp(role_name, "writer") ? "component 'writer'" : "component 'reader'",
+                 "writes session 1 of '", "f.nc' too, as this component does", NULL);
+}
+
 /* lost-*: the writer reports a failed call and goes on. */
 static int lost_errors;
 static void report(int rc, const char *call) {
@@ -98,6 +111,13 @@ static void writer(const char *scenario) {
     MPI_Offset p0 = 0, pn = rank == 0 ? NX : 0;
     NC(ncmpi_put_vara_double_all(ncid, vp, &p0, &pn, p));
     if (!strcmp(scenario, "kill") && rank == 1) raise(SIGKILL);
+    if (!strcmp(scenario, "twowriters")) {
+        /* Without a progress thread dtf_transfer waits for a reader and fails at once; with one it
+         * returns at once, and the close or dtf_finalize (which serve the file to the end) fail. */
+        told_twice(dtf_transfer("f.nc", ncid), "dtf_transfer");
+        told_twice(ncmpi_close(ncid), "ncmpi_close");
+        return;
+    }
     if (!strncmp(scenario, "lost-", 5)) { /* the reader dies somewhere: report and go on */
         report(dtf_transfer("f.nc", ncid), "dtf_transfer");
         report(ncmpi_close(ncid), "ncmpi_close");
@@ -164,10 +184,11 @@ int main(int argc, char **argv) {
     if (argc != 4) {
         if (rank == 0)
             fprintf(stderr, "usage: fault writer|reader INI "
-                            "ok|mismatch|badarg|kill|noexit|noclose|lost-connect|lost-transfer|lost-finalize\n");
+                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
+    role_name = role;
     const int writes = !strcmp(role, "writer");
     if (!strcmp(scenario, "lost-connect") && !writes && rank == 0) raise(SIGKILL);
     if (!strncmp(scenario, "lost-", 5) && writes) {
@@ -182,10 +203,14 @@ int main(int argc, char **argv) {
         return lost_errors ? 1 : 0;
     }
     NC(dtf_init(argv[2], role));
-    if (!strcmp(role, "writer"))
+    if (!strcmp(role, "writer") || !strcmp(scenario, "twowriters"))
         writer(scenario);
     else
         reader(scenario);
+    if (!strcmp(scenario, "twowriters")) {
+        told_twice(dtf_finalize(), "dtf_finalize");
+        expect(told, "a call must say that both components write f.nc");
+    }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && !all) printf("fault %s: %s ok\n", role, scenario);
@@ -197,7 +222,7 @@ int main(int argc, char **argv) {
      * waiting as long for them would give up at the same moment. */
     if (!strcmp(scenario, "noclose") && !strcmp(role, "writer")) sleep(3);
     if (!strcmp(scenario, "lost-finalize") && rank == 0) raise(SIGKILL);
-    NC(dtf_finalize());
+    if (strcmp(scenario, "twowriters")) NC(dtf_finalize());
     MPI_Finalize();
     return all ? 1 : 0;
 }

@@ -29,7 +29,7 @@ mode="transfer"
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose",
+    p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose", "twowriters",
                                         "lost-connect", "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
@@ -89,6 +89,9 @@ def main():
     else:
         if run.returncode != 0:
             failures.append(f"dtfrun exited with status {run.returncode}")
+        if a.scenario == "twowriters" and elapsed > timeout:
+            failures.append(f"two writers of one session must be told at once, not after DTF_TIMEOUT={timeout} "
+                            f"({elapsed:.1f} s)")
         for role in ("writer", "reader"):
             if f"fault {role}: {a.scenario} ok" not in out:
                 failures.append(f"the {role} did not report '{a.scenario} ok'")
