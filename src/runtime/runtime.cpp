@@ -322,8 +322,8 @@ void Runtime::connect_peers() {
     // Pairs in one global order (lower component index accepts), so no two components wait on
     // each other in opposite orders.
     for (int p : peers) {
-        log::debug("connecting to component '%s'", config_.components[p].c_str());
         const std::string &peer = config_.components[p];
+        log::debug("connecting to component '%s'", peer.c_str());
         transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
             check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
         }};

@@ -4,8 +4,9 @@
 // and plans stay on the Channel; only this part would change for another way of moving bytes.
 //
 // Point-to-point (point_to_point()): an offer is a send on the channel, a fetch a receive into the
-// spans (on MPI: one span in place, several through one receive buffer; MpiQueue::receive). An MPI one-sided implementation (CFIO2's RDMA read) fills the same two calls: the offer
-// exposes the bytes in a window and tells the reader where, the fetch gets them once told. Either
+// spans (on MPI: one span in place, several through one receive buffer; MpiQueue::receive). An MPI
+// one-sided implementation (CFIO2's RDMA read) fills the same two calls: the offer exposes the
+// bytes in a window and tells the reader where, the fetch gets them once told. Either
 // way the tickets are operations of the channel's queue: Channel::progress() completes them, and
 // done(), cancel() and pending_bytes() apply to them. Pure C++ (no MPI); unit-tested over the
 // loopback channel in tests/unit/test_channel.cpp.

@@ -78,7 +78,7 @@ static float value(int y, int x) { return (float)(100 * y + x); }
 
 /* twowriters: a call that fails must say that the other component writes the session too. */
 static int told;
-static void told_twice(int rc, const char *call) {
+static void told_both_write(int rc, const char *call) {
     if (rc == NC_NOERR) return;
     told = 1;
     expect_error(rc, DTF_ERR_PEER, call, strcmp(role_name, "writer") ? "component 'writer'" : "component 'reader'",
@@ -114,8 +114,8 @@ static void writer(const char *scenario) {
     if (!strcmp(scenario, "twowriters")) {
         /* Without a progress thread dtf_transfer waits for a reader and fails at once; with one it
          * returns at once, and the close or dtf_finalize (which serve the file to the end) fail. */
-        told_twice(dtf_transfer("f.nc", ncid), "dtf_transfer");
-        told_twice(ncmpi_close(ncid), "ncmpi_close");
+        told_both_write(dtf_transfer("f.nc", ncid), "dtf_transfer");
+        told_both_write(ncmpi_close(ncid), "ncmpi_close");
         return;
     }
     if (!strncmp(scenario, "lost-", 5)) { /* the reader dies somewhere: report and go on */
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
     else
         reader(scenario);
     if (!strcmp(scenario, "twowriters")) {
-        told_twice(dtf_finalize(), "dtf_finalize");
+        told_both_write(dtf_finalize(), "dtf_finalize");
         expect(told, "a call must say that both components write f.nc");
     }
     int all = 0;
