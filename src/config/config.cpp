@@ -146,6 +146,8 @@ const std::vector<KeySpec> kFileKeys = {
     {"exclude_name", "a text that the excluded paths contain", true},
     {"comp1", "a component name", false},
     {"comp2", "a component name", false},
+    {"writer", "a component name", false},
+    {"readers", "component names separated by spaces or commas", false},
     {"mode", "\"transfer\" or \"file\"", false},
     {"replay_io", "0 or 1", false},
     {"num_sessions", "an integer >= 1", false},
@@ -178,6 +180,7 @@ private:
     int to_int(const RawEntry &e, int min);
     bool to_bool(const RawEntry &e);
     Mode to_mode(const RawEntry &e);
+    std::vector<std::string> to_names(const RawEntry &e);
 
     std::string filename_;
     Config config_;
@@ -185,7 +188,7 @@ private:
     int info_line_ = 0, ncomp_ = -1, ncomp_line_ = 0;
     // Lines of comp1=/comp2=/filename= of each rule, parallel to config_.files.
     struct RuleLines {
-        int comp1 = 0, comp2 = 0, filename = 0;
+        int comp1 = 0, comp2 = 0, writer = 0, readers = 0, replay_io = 0, filename = 0;
     };
     std::vector<RuleLines> rule_lines_;
 };
@@ -360,8 +363,10 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "exclude_name") rule.excludes.push_back(e.value);
         else if (e.key == "comp1") rule.comp1 = e.value, lines.comp1 = e.line;
         else if (e.key == "comp2") rule.comp2 = e.value, lines.comp2 = e.line;
+        else if (e.key == "writer") rule.writer = e.value, lines.writer = e.line;
+        else if (e.key == "readers") rule.readers = to_names(e), lines.readers = e.line;
         else if (e.key == "mode") rule.mode = to_mode(e);
-        else if (e.key == "replay_io") rule.replay_io = to_bool(e);
+        else if (e.key == "replay_io") rule.replay_io = to_bool(e), lines.replay_io = e.line;
         else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
         else if (e.key == "write_only") rule.write_only = to_bool(e);
         else if (e.key == "mirror_io_root") {
@@ -369,13 +374,28 @@ void Parser::apply_file(const RawSection &section) {
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
         }
     }
-    const char *missing = rule.pattern.empty() ? "filename"
-                          : rule.comp1.empty() ? "comp1"
-                          : rule.comp2.empty() ? "comp2"
-                                               : nullptr;
-    if (missing)
-        fail_at(section.line, "[FILE] section without '%s='; expected %s", missing,
-                rule.pattern.empty() ? "a file name pattern" : "a component name");
+    if (rule.pattern.empty())
+        fail_at(section.line, "[FILE] section without 'filename='; expected a file name pattern");
+    const bool pair = lines.comp1 || lines.comp2, fan = lines.writer || lines.readers;
+    if (pair && fan)
+        fail_at(std::max(lines.writer, lines.readers),
+                "%s= in a [FILE] section with comp%d= (line %d); expected either comp1=/comp2= (two components "
+                "sharing the file) or writer=/readers= (one writer, one or more readers)",
+                lines.writer ? "writer" : "readers", lines.comp1 ? 1 : 2, lines.comp1 ? lines.comp1 : lines.comp2);
+    if (fan) {
+        if (!lines.writer)
+            fail_at(section.line, "[FILE] section with readers= but without 'writer='; expected the component that "
+                    "writes the file");
+        if (!lines.readers)
+            fail_at(section.line, "[FILE] section with writer= but without 'readers='; expected the components that "
+                    "read the file");
+        if (rule.replay_io && rule.readers.size() > 1)
+            fail_at(lines.replay_io, "replay_io=1 with %zu readers (line %d) is not supported yet; expected "
+                    "replay_io=0, or one reader", rule.readers.size(), lines.readers);
+    } else if (rule.comp1.empty() || rule.comp2.empty()) {
+        fail_at(section.line, "[FILE] section without '%s='; expected a component name (comp1= and comp2=, or "
+                "writer= and readers=)", rule.comp1.empty() ? "comp1" : "comp2");
+    }
     for (size_t i = 0; i < config_.files.size(); ++i)
         if (canonical_pattern(config_.files[i].pattern) == canonical_pattern(rule.pattern))
             fail_at(lines.filename, "duplicate filename pattern '%s' (the first one is on line %d)",
@@ -402,6 +422,24 @@ void Parser::check_components() {
     for (size_t i = 0; i < config_.files.size(); ++i) {
         const FileRule &r = config_.files[i];
         const RuleLines &l = rule_lines_[i];
+        if (r.fixed_roles()) {
+            if (config_.component_index(r.writer) < 0)
+                fail_at(l.writer, "unknown component '%s' in writer=; expected one of: %s", r.writer.c_str(),
+                        known.c_str());
+            for (size_t k = 0; k < r.readers.size(); ++k) {
+                const std::string &name = r.readers[k];
+                if (config_.component_index(name) < 0)
+                    fail_at(l.readers, "unknown component '%s' in readers=; expected one of: %s", name.c_str(),
+                            known.c_str());
+                if (name == r.writer)
+                    fail_at(l.readers, "'%s' is the writer (line %d) and in readers=; expected the components that "
+                            "read what it writes", name.c_str(), l.writer);
+                if (std::find(r.readers.begin(), r.readers.begin() + static_cast<long>(k), name) !=
+                    r.readers.begin() + static_cast<long>(k))
+                    fail_at(l.readers, "'%s' is listed twice in readers=", name.c_str());
+            }
+            continue;
+        }
         if (config_.component_index(r.comp1) < 0)
             fail_at(l.comp1, "unknown component '%s' in comp1=; expected one of: %s",
                     r.comp1.c_str(), known.c_str());
@@ -412,6 +450,24 @@ void Parser::check_components() {
             fail_at(l.comp2, "comp1 and comp2 are both '%s'; expected two different components",
                     r.comp1.c_str());
     }
+}
+
+// readers=: names separated by spaces or commas (or both).
+std::vector<std::string> Parser::to_names(const RawEntry &e) {
+    std::vector<std::string> names;
+    std::string word;
+    for (char c : e.value + " ") {
+        if (c == ',' || std::strchr(kSpace, c)) {
+            if (!word.empty()) names.push_back(word);
+            word.clear();
+        } else {
+            word += c;
+        }
+    }
+    if (names.empty())
+        fail_at(e.line, "bad value '%s' for 'readers'; expected component names separated by spaces or commas",
+                e.value.c_str());
+    return names;
 }
 
 Config Parser::run(std::string_view text) {
@@ -594,13 +650,30 @@ const FileRule *Config::match(std::string_view normalized_path) const {
     return nullptr;
 }
 
+bool FileRule::involves(std::string_view name) const {
+    if (!fixed_roles()) return comp1 == name || comp2 == name;
+    return writer == name || std::find(readers.begin(), readers.end(), name) != readers.end();
+}
+
+std::vector<std::string> FileRule::partners(std::string_view name) const {
+    if (!fixed_roles()) {
+        if (comp1 == name) return {comp2};
+        if (comp2 == name) return {comp1};
+        return {};
+    }
+    if (writer == name) return readers;
+    if (std::find(readers.begin(), readers.end(), name) != readers.end()) return {writer};
+    return {};
+}
+
 std::vector<int> Config::peers_of(int component) const {
     std::set<int> peers;
-    for (const auto &rule : files) {
-        int a = component_index(rule.comp1), b = component_index(rule.comp2);
-        if (a == component && b >= 0 && b != component) peers.insert(b);
-        if (b == component && a >= 0 && a != component) peers.insert(a);
-    }
+    if (component < 0 || static_cast<size_t>(component) >= components.size()) return {};
+    for (const auto &rule : files)
+        for (const auto &name : rule.partners(components[static_cast<size_t>(component)])) {
+            const int p = component_index(name);
+            if (p >= 0 && p != component) peers.insert(p);
+        }
     return {peers.begin(), peers.end()};
 }
 
@@ -699,7 +772,10 @@ std::string describe(const Config &c, const Settings &s) {
     for (const auto &r : c.files) {
         out += "\n[FILE]\nfilename=" + quoted(r.pattern) + "\n";
         for (const auto &ex : r.excludes) out += "exclude_name=" + quoted(ex) + "\n";
-        out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
+        if (r.fixed_roles())
+            out += "writer=" + quoted(r.writer) + "\nreaders=" + quoted(join(r.readers, " ")) + "\n";
+        else
+            out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
         out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),
                       r.replay_io, r.num_sessions);
         out += format("write_only=%d\nmirror_io_root=%d\n", r.write_only, r.mirror_io_root);

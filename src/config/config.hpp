@@ -14,13 +14,25 @@ enum class Mode { Transfer, File };
 struct FileRule {
     std::string pattern;               // filename= as written ('%' matches any run of characters)
     std::vector<std::string> excludes; // exclude_name=: paths containing any of these are not handled
-    std::string comp1, comp2;          // the two components that share the file
+    // Who shares the file: either comp1=/comp2= (two components; each session is written by one and
+    // read by the other, so the roles may reverse), or writer=/readers= (one component writes every
+    // session and each of the readers reads it; the readers get the same data, each what it asks for).
+    std::string comp1, comp2;
+    std::string writer;               // writer=: empty for a comp1/comp2 rule
+    std::vector<std::string> readers; // readers=: in the order given
     Mode mode = Mode::Transfer;
     bool replay_io = false;
     int num_sessions = 1; // open/close sessions before dtf forgets the file
     bool write_only = false;
     bool mirror_io_root = false;
     int line = 0; // line of the [FILE] header, for messages
+
+    bool fixed_roles() const { return !writer.empty(); }
+    // Whether component `name` shares the file.
+    bool involves(std::string_view name) const;
+    // The components `name` exchanges the file with: for a writer= rule the readers (of the writer)
+    // or the writer (of a reader); else the other of comp1/comp2. Empty if `name` is not in the rule.
+    std::vector<std::string> partners(std::string_view name) const;
 };
 
 struct Config {

@@ -1,16 +1,19 @@
 // File mode: the hand-off of a real file between components, and the PnetCDF dispatch entry points
 // (transfer-mode files are handed to vfile.cpp).
 //
-// Rule (per path, per rank; counters in PathCounters, updated by notices from the other component):
-//   read session  (ncmpi_open without NC_WRITE) waits until the other component has closed one more
-//                 write session than this rank has closed read sessions;
-//   write session (ncmpi_create, or ncmpi_open with NC_WRITE) waits until the other component has
-//                 closed as many read sessions as this rank has closed write sessions, so that a file is
-//                 never overwritten while it is being read (skipped with write_only=1).
+// Rule (per path, per rank; counters in PathCounters, updated by notices from the other components):
+//   read session  (ncmpi_open without NC_WRITE) waits until the other component (the writer) has
+//                 closed one more write session than this rank has closed read sessions;
+//   write session (ncmpi_create, or ncmpi_open with NC_WRITE) waits until the other component (every
+//                 reader, with writer=/readers=) has closed as many read sessions as this rank has closed
+//                 write sessions, so that a file is never overwritten while it is being read (skipped
+//                 with write_only=1).
 // So A writes, B reads, then B writes and A reads (role reversal) works for any number of cycles, and
 // nothing polls the file system. The wait is agreed over the communicator given to open/create: all
 // ranks proceed or all return the same error.
 #include <pnetcdf.h>
+
+#include <cstring>
 
 #include "common/cwd.hpp"
 #include "common/error.hpp"
@@ -47,7 +50,7 @@ void set_owned(int ncid, bool owned) {
 struct Target {
     std::string path;
     const config::FileRule *rule = nullptr;
-    int peer = -1;
+    std::vector<int> peers; // the components this one exchanges the file with (FileRule::partners)
 };
 
 // The rule that makes dtf handle `path` for this component, if any.
@@ -57,32 +60,52 @@ bool find_target(Runtime &rt, const char *path, Target *t) {
     t->rule = rt.config().match(t->path);
     if (!t->rule) return false;
     const std::string &me = rt.self_name();
-    if (t->rule->comp1 != me && t->rule->comp2 != me) {
+    if (!t->rule->involves(me)) {
         log::debug("'%s' matches %s:%d but this component is not in it; passing through", t->path.c_str(),
                    rt.config().path.c_str(), t->rule->line);
         return false;
     }
-    t->peer = rt.config().component_index(t->rule->comp1 == me ? t->rule->comp2 : t->rule->comp1);
+    for (const std::string &name : t->rule->partners(me)) t->peers.push_back(rt.config().component_index(name));
     return true;
+}
+
+// writer=/readers=: only the writer writes the file, only the readers read it.
+void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
+    const config::FileRule &r = *t.rule;
+    if (!r.fixed_roles() || writer == (r.writer == rt.self_name())) return;
+    std::string readers;
+    for (const auto &name : r.readers) readers += (readers.empty() ? "'" : ", '") + name + "'";
+    fail(DTF_ERR_CONFIG, "%s of '%s'%s: %s:%d names '%s' as its writer and %s as its readers, so component '%s' may "
+         "only %s", call, t.path.c_str(), writer && std::strcmp(call, "ncmpi_open") == 0 ? " with NC_WRITE" : "",
+         rt.config().path.c_str(), r.line, r.writer.c_str(), readers.c_str(), rt.self_name().c_str(),
+         writer ? "open it for reading" : "create it or open it with NC_WRITE");
 }
 
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) {
     PathCounters &c = rt.counters()[t.path];
-    const std::string &peer = rt.config().components[static_cast<size_t>(t.peer)];
+    auto name = [&](int component) { return rt.config().components[static_cast<size_t>(component)].c_str(); };
     if (writer && t.rule->write_only) return;
-    if (writer)
-        rt.wait_until([&] { return c.peer_reads >= c.my_writes; }, [&] {
+    if (writer) {
+        // Every reader has read the last version.
+        auto lagging = [&] {
+            for (int p : t.peers)
+                if (c.peer_reads[p] < c.my_writes) return p;
+            return -1;
+        };
+        rt.wait_until([&] { return lagging() < 0; }, [&] {
+            const int p = lagging() < 0 ? t.peers.front() : lagging();
             return format("%s of '%s' waited for component '%s' to finish reading version %d of it before "
                           "overwriting it (it has closed %d read sessions)",
-                          call, t.path.c_str(), peer.c_str(), c.my_writes, c.peer_reads);
-        }, t.peer);
-    else
+                          call, t.path.c_str(), name(p), c.my_writes, c.peer_reads[p]);
+        }, [&] { return lagging() < 0 ? t.peers.front() : lagging(); });
+    } else {
         rt.wait_until([&] { return c.peer_writes > c.my_reads; }, [&] {
             return format("%s of '%s' waited for component '%s' to close write session %d of it (it has closed "
                           "%d; file mode, %s:%d)",
-                          call, t.path.c_str(), peer.c_str(), c.my_reads + 1, c.peer_writes,
+                          call, t.path.c_str(), name(t.peers.front()), c.my_reads + 1, c.peer_writes,
                           rt.config().path.c_str(), t.rule->line);
-        }, t.peer);
+        }, t.peers.front());
+    }
 }
 
 using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
@@ -94,13 +117,14 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     const std::string context = format("%s of '%s'", call, t.path.c_str());
+    const bool writer = create || (mode & NC_WRITE);
+    check_role(rt, t, writer, call);
     if (t.rule->mode == config::Mode::Transfer) {
-        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp)
-                              : vfile_open(rt, t.path, *t.rule, t.peer, rt.group_of(comm, context), mode, ncidp);
+        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peers, rt.group_of(comm, context), mode, ncidp)
+                              : vfile_open(rt, t.path, *t.rule, t.peers, rt.group_of(comm, context), mode, ncidp);
         if (rc == NC_NOERR) rt.virtual_file(*ncidp)->hints = transport::info_entries(info);
         return rc;
     }
-    const bool writer = create || (mode & NC_WRITE);
     std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
     rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
     const OpenFn open = real<OpenFn>(fn);
@@ -114,7 +138,7 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     f.ncid = *ncidp;
     f.path = t.path;
     f.rule = t.rule;
-    f.peer = t.peer;
+    f.peers = t.peers;
     f.writer = writer;
     f.group = std::move(group);
     rt.open_files()[f.ncid] = f;
@@ -148,8 +172,9 @@ int close_file(Runtime &rt, int fn, int ncid) {
     int session = f.writer ? ++c.my_writes : ++c.my_reads;
     ++(f.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     if (rank == 0)
-        rt.notify(f.peer, Message{f.writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0,
-                                  f.path, {}});
+        for (int peer : f.peers)
+            rt.notify(peer, Message{f.writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0,
+                                    f.path, {}});
     return rc;
 }
 

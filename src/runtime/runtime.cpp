@@ -152,7 +152,7 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
     rt->in_mpi_init_ = in_mpi_init;
     g_runtime = rt.release();
     for (const auto &rule : g_runtime->config_.files)
-        if (rule.comp1 == g_runtime->self_name() || rule.comp2 == g_runtime->self_name())
+        if (rule.involves(g_runtime->self_name()))
             __atomic_store_n(&dtf_pnc_active_, 1, __ATOMIC_RELEASE);
     g_runtime->watch_mpi_finalize();
 }
@@ -213,7 +213,7 @@ void Runtime::finish_background(const char *who) {
             if (serving_.empty() || serving_.front().get() != first) return true;
             check_contested(first->path, first->session, what);
             return false;
-        }, what, first->peer);
+        }, what, [&] { return blocking_reader(*first); });
     }
 }
 
@@ -551,7 +551,7 @@ void Runtime::apply(Message &&m) {
                m.payload.size());
     if (m.kind == MessageKind::ClosedWrite || m.kind == MessageKind::ClosedRead) {
         PathCounters &c = counters_[m.path];
-        int &count = m.kind == MessageKind::ClosedWrite ? c.peer_writes : c.peer_reads;
+        int &count = m.kind == MessageKind::ClosedWrite ? c.peer_writes : c.peer_reads[m.from_component];
         count = std::max(count, m.session);
         return;
     }
@@ -574,7 +574,7 @@ void Runtime::apply(Message &&m) {
 // after num_sessions, the numbers of a path start again from 1.)
 bool Runtime::writes_unread_session(const std::string &path, int session) const {
     auto unread = [&](const WriterSession &ws) {
-        if (!ws.reader_ranks.empty()) return false;
+        if (ws.any_reader_known()) return false;
         for (const Message &m : inbox_)
             if (m.kind == MessageKind::ReaderOpened && m.path == path && m.session == session) return false;
         return true;
@@ -676,12 +676,13 @@ void Runtime::check_peer_alive(const std::string &peer, const std::function<std:
          what().c_str(), peer.c_str(), how.c_str());
 }
 
-void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer) {
+void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
+                         const std::function<int()> &peer) {
     phase::Scope timer(phase::Wait);
-    if (auto it = unanswered_.find(peer); it != unanswered_.end() && !done())
+    if (auto it = unanswered_.find(peer()); it != unanswered_.end() && !done())
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
              "so this rank does not wait for it again", rank_, self_name().c_str(), what().c_str(),
-             config_.components[static_cast<size_t>(peer)].c_str(), settings_.timeout_s, it->second.c_str());
+             config_.components[static_cast<size_t>(it->first)].c_str(), settings_.timeout_s, it->second.c_str());
     Deadline deadline(settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
     double next_check = 0.1;
@@ -703,7 +704,7 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         }
         if (deadline.expired()) {
             const std::string waited = what();
-            if (peer >= 0) unanswered_.emplace(peer, waited);
+            if (const int p = peer(); p >= 0) unanswered_.emplace(p, waited);
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_, self_name().c_str(),
                  waited.c_str(), deadline.elapsed(), settings_.timeout_s);
         }
@@ -930,6 +931,8 @@ void Runtime::teardown(bool orderly) {
                        [&] { return format("delivering %zu messages", queue_->pending()); },
                        unanswered_.empty() ? -1 : unanswered_.begin()->first);
         });
+        // Disconnected only once every peer is met: progress() polls every link until then.
+        std::vector<PeerLink *> synced_links;
         for (auto &[comp, link] : peers_) {
             bool synced = false;
             attempt([&] {
@@ -954,13 +957,14 @@ void Runtime::teardown(bool orderly) {
             });
             // Disconnecting from a peer that never arrived would block; MPI_Finalize may, too
             // (on_mpi_finalize then ends the process).
-            if (synced) MPI_Comm_disconnect(&link.inter);
+            if (synced) synced_links.push_back(&link);
             else if (g_parted.empty()) {
                 g_parted = format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
                                   rank_, self_name().c_str(), link.name.c_str());
                 g_parted_timeout = settings_.timeout_s;
             }
         }
+        for (PeerLink *link : synced_links) MPI_Comm_disconnect(&link->inter);
         // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
         stats_.unused_messages = static_cast<long>(unused_messages());
         stats_.path_records = static_cast<long>(counters_.size());

@@ -121,12 +121,13 @@ struct PeerLink {
     std::unique_ptr<transport::DataPlane> data;  // the data messages, over `channel`
 };
 
-// What this rank knows about one path: its own closed sessions and (file mode) the peer's.
-// Transfer mode numbers a path's sessions from 1 in the order both components take part in them
-// (each session has one writer and one reader): session = my_writes + my_reads + 1.
+// What this rank knows about one path: its own closed sessions and (file mode) the peers'.
+// Transfer mode numbers a path's sessions from 1 in the order the components take part in them
+// (each session has one writer and its readers): session = my_writes + my_reads + 1.
 struct PathCounters {
-    int my_writes = 0, my_reads = 0;     // sessions this rank closed
-    int peer_writes = 0, peer_reads = 0; // sessions the other component closed (from notices)
+    int my_writes = 0, my_reads = 0; // sessions this rank closed
+    int peer_writes = 0;             // write sessions the other component (the writer) closed (from notices)
+    std::map<int, int> peer_reads;   // read sessions each reader component closed (from notices)
     // Transfer mode: the header of the last session this rank closed (with its final record count),
     // which an ncmpi_open with NC_WRITE continues (vfile.cpp).
     std::shared_ptr<const model::Header> header;
@@ -138,7 +139,7 @@ struct OpenFile {
     int ncid = -1;
     std::string path; // normalized absolute path
     const config::FileRule *rule = nullptr;
-    int peer = -1; // the other component of the rule
+    std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
     bool writer = false;
     std::shared_ptr<transport::Group> group; // over a dup of the communicator given to ncmpi_create/ncmpi_open
 };
@@ -239,7 +240,13 @@ public:
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps. `peer`: the component it
     // waits for, if it waits for one. Once a wait for a peer timed out, every later wait for it fails
     // at once (DTF_ERR_PEER, saying so), so that a lost peer costs one DTF_TIMEOUT, not one per call.
-    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer = -1);
+    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what, int peer = -1) {
+        wait_until(done, what, [peer] { return peer; });
+    }
+    // The same, when which peer it waits for changes as it waits (e.g. the readers of a file: the one
+    // not done yet): `peer()` is asked before and when the wait times out.
+    void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
+                    const std::function<int()> &peer);
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below).
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);

@@ -70,7 +70,8 @@ bool learn_readers(Runtime &rt, WriterSession &ws);
 // its ReaderOpened came.
 bool plan_confirmed(Runtime &rt, WriterSession &ws) {
     const WriterPlan &plan = *ws.plan;
-    return learn_readers(rt, ws) && ws.reader_ranks == plan.reader_ranks && ws.reader_plan == plan.stamp;
+    const ReaderSide &reader = ws.readers.front(); // a replayed session has one reader
+    return learn_readers(rt, ws) && reader.ranks == plan.reader_ranks && reader.plan == plan.stamp;
 }
 
 std::vector<int> matcher_ranks(int size, int group_size) {
@@ -116,7 +117,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     p.ints(matchers);
     p.i64(vf.ws->stamp);
     p.i32(vf.inherited);
-    rt.notify(vf.peer, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
+    const std::vector<char> payload = p.take();
+    for (int reader : vf.peers) rt.notify(reader, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, payload});
 }
 
 WriterSession::~WriterSession() {
@@ -129,7 +131,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     auto ws = std::make_shared<WriterSession>();
     ws->path = vf.path;
     ws->session = vf.session;
-    ws->peer = vf.peer;
+    for (int reader : vf.peers) ws->readers.push_back(ReaderSide{reader, {}, 0, false, 0});
     ws->group = vf.group;
     ws->local = ws->group->channel();
     ws->rank = vf.rank;
@@ -196,8 +198,9 @@ void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> byte
     phase::add_bytes(phase::Transfer, bytes.size());
     if (ws.sent.size() <= o) ws.sent.resize(ws.plan->orders.size(), 0);
     ws.sent[o] = 1;
-    const Ticket t = rt.peer_link(ws.peer).data->offer(ws.plan->orders[o].reader, rt.data_tag(rt.self(), ws.stamp),
-                                                       std::move(bytes), "sending data");
+    const Ticket t = rt.peer_link(ws.readers.front().component)
+                         .data->offer(ws.plan->orders[o].reader, rt.data_tag(rt.self(), ws.stamp), std::move(bytes),
+                                      "sending data");
     ws.pushed_sends.push_back(t);
     ws.sends.push_back(t);
     ++(early ? rt.stats().pushed_early : rt.stats().pushed_at_transfer);
@@ -316,14 +319,17 @@ bool push_early(Runtime &rt, WriterSession &ws) {
 
 namespace {
 
-auto for_session(const WriterSession &ws, MessageKind kind, int epoch = -1) {
-    return [&ws, kind, epoch](const Message &m) {
-        return m.kind == kind && m.path == ws.path && m.session == ws.session && (epoch < 0 || m.epoch == epoch);
+// A message of reader component `reader` about the session.
+auto for_session(const WriterSession &ws, int reader, MessageKind kind, int epoch = -1) {
+    return [&ws, reader, kind, epoch](const Message &m) {
+        return m.kind == kind && m.from_component == reader && m.path == ws.path && m.session == ws.session &&
+               (epoch < 0 || m.epoch == epoch);
     };
 }
 
-// The matcher's part of serving one ReadRequest: match, send orders to the writers, the plan to the reader.
-void serve_request(Runtime &rt, WriterSession &ws, const Message &m) {
+// The matcher's part of serving one ReadRequest of component `reader`: match, send orders to the
+// writers, the plan to the reader rank.
+void serve_request(Runtime &rt, WriterSession &ws, int reader, const Message &m) {
     phase::Scope timer(phase::Match);
     const int reader_rank = m.source;
     std::vector<match::ReadReq> reads = match::decode_reads(m.payload);
@@ -345,13 +351,14 @@ void serve_request(Runtime &rt, WriterSession &ws, const Message &m) {
     for (const auto &p : pieces) by_writer[p.writer].push_back(p);
     for (auto &[writer, list] : by_writer) {
         PayloadWriter w;
+        w.i32(reader);
         w.i32(reader_rank);
         w.bytes(match::encode(list));
         ws.sends.push_back(ws.local->send(writer, Tag::Orders, w.take(), "sending orders"));
     }
     // The plan names writers by their component rank, which is how the reader addresses them.
     for (auto &p : pieces) p.writer = ws.ranks[static_cast<size_t>(p.writer)];
-    rt.send(ws.peer, reader_rank, Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
+    rt.send(reader, reader_rank, Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
 }
 
 // The data of `pieces` (all for one reader) as one message, from the kept writes. Write ids are the
@@ -383,34 +390,46 @@ std::vector<char> gather_pieces(Runtime &rt, WriterSession &ws, const std::vecto
     return bytes;
 }
 
-// A writer's part of a matched batch: send the data of `pieces` (all for one reader) in one message.
-void send_pieces(Runtime &rt, WriterSession &ws, int reader_rank, const std::vector<match::Piece> &pieces) {
+// A writer's part of a matched batch: send the data of `pieces` (all for rank `reader_rank` of
+// component `reader`) in one message.
+void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, const std::vector<match::Piece> &pieces) {
     if (ws.record && ws.replay != 1) ws.orders_log.push_back(WriterPlan::Order{reader_rank, pieces});
     std::vector<char> bytes = gather_pieces(rt, ws, pieces);
     phase::add_bytes(phase::Transfer, bytes.size());
-    log::debug("sending %zu data bytes of '%s' session %d epoch %d to reader rank %d", bytes.size(), ws.path.c_str(),
-               ws.session, ws.epoch, reader_rank);
-    ws.sends.push_back(rt.peer_link(ws.peer).data->offer(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes), "sending data"));
+    log::debug("sending %zu data bytes of '%s' session %d epoch %d to rank %d of '%s'", bytes.size(), ws.path.c_str(),
+               ws.session, ws.epoch, reader_rank, rt.config().components[static_cast<size_t>(reader)].c_str());
+    ws.sends.push_back(rt.peer_link(reader).data->offer(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes),
+                                                        "sending data"));
 }
 
-// The reader group of the session, once its root said who reads (ReaderOpened). FileDefined went to
-// every rank of the reader component; the root tells the others they will never open this session.
+// The reader group of each reader component, once its root said who reads (ReaderOpened); whether
+// every one is known. FileDefined went to every rank of the reader components; each root tells
+// the others they will never open this session.
 bool learn_readers(Runtime &rt, WriterSession &ws) {
-    if (!ws.reader_ranks.empty()) return true;
-    auto m = rt.take(for_session(ws, MessageKind::ReaderOpened));
-    if (!m) return false;
-    PayloadReader r(m->payload, "reader-opened");
-    ws.reader_ranks = r.ints(1 << 24);
-    ws.reader_plan = r.i64();
-    if (ws.reader_ranks.empty()) fail(DTF_ERR_PEER, "'%s': component %d opened it with no rank", ws.path.c_str(), ws.peer);
-    if (ws.rank == 0) {
-        std::vector<bool> reads(static_cast<size_t>(rt.peer(ws.peer).remote_size), false);
-        for (int x : ws.reader_ranks)
+    bool all = true;
+    for (ReaderSide &side : ws.readers) {
+        if (side.known()) continue;
+        auto m = rt.take(for_session(ws, side.component, MessageKind::ReaderOpened));
+        if (!m) {
+            all = false;
+            continue;
+        }
+        PayloadReader r(m->payload, "reader-opened");
+        side.ranks = r.ints(1 << 24);
+        side.plan = r.i64();
+        if (side.ranks.empty())
+            fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
+                 rt.config().components[static_cast<size_t>(side.component)].c_str());
+        if (ws.rank != 0) continue;
+        std::vector<bool> reads(static_cast<size_t>(rt.peer(side.component).remote_size), false);
+        for (int x : side.ranks)
             if (x >= 0 && static_cast<size_t>(x) < reads.size()) reads[static_cast<size_t>(x)] = true;
         for (size_t x = 0; x < reads.size(); ++x)
-            if (!reads[x]) rt.send(ws.peer, static_cast<int>(x), Message{MessageKind::FileWithdrawn, 0, ws.session, 0, ws.path, {}});
+            if (!reads[x])
+                rt.send(side.component, static_cast<int>(x),
+                        Message{MessageKind::FileWithdrawn, 0, ws.session, 0, ws.path, {}});
     }
-    return true;
+    return all;
 }
 
 // The matcher collects the write metadata of its work group.
@@ -430,10 +449,10 @@ void collect_metadata(WriterSession &ws) {
     }
 }
 
-// Root: HeaderFinal to every reader rank: the replayed plan's stamp (0: none, -1: the writers cannot
-// replay to these readers) and, for messages, its session and path; then the header with the final
-// record count.
-void send_header_final(Runtime &rt, WriterSession &ws, const WriterPlan *replayed, bool cannot = false) {
+// Root: HeaderFinal to every rank of reader component `side`: the replayed plan's stamp (0: none,
+// -1: the writers cannot replay to these readers) and, for messages, its session and path; then the
+// header with the final record count.
+void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed, bool cannot = false) {
     if (ws.rank == 0) {
         PayloadWriter p;
         p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
@@ -441,20 +460,31 @@ void send_header_final(Runtime &rt, WriterSession &ws, const WriterPlan *replaye
         p.str(replayed ? replayed->path : std::string());
         p.bytes(ws.final_header);
         const std::vector<char> payload = p.take();
-        for (int r : ws.reader_ranks)
-            rt.send(ws.peer, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
+        for (int r : side.ranks)
+            rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
     }
-    ws.header_sent = true;
+    side.header_sent = true;
 }
 
-// The matcher serves the requests of the epoch; once every reader rank is done it tells its group
-// (after the orders, on the same tag, so they arrive first).
+// The matcher serves the requests of the epoch of every reader component that opened the file, each
+// as they come; once every rank of every reader is done it tells its group (after the orders, on
+// the same tag, so they arrive first).
 void serve_requests(Runtime &rt, WriterSession &ws) {
-    while (auto m = rt.take(for_session(ws, MessageKind::ReadRequest))) serve_request(rt, ws, *m);
-    while (auto done = rt.take(for_session(ws, MessageKind::ReaderDone, ws.epoch))) {
-        PayloadReader r(done->payload, "reader-done");
-        if (r.i32() != 0) ws.drop_plan = true; // that reader did not follow the replayed plan
-        if (++ws.readers_done < ws.reader_ranks.size()) continue;
+    bool any_done = false;
+    for (ReaderSide &side : ws.readers) {
+        if (!side.known()) continue;
+        while (auto m = rt.take(for_session(ws, side.component, MessageKind::ReadRequest)))
+            serve_request(rt, ws, side.component, *m);
+        while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
+            PayloadReader r(done->payload, "reader-done");
+            if (r.i32() != 0) ws.drop_plan = true; // that reader did not follow the replayed plan
+            ++side.done;
+            any_done = true;
+        }
+    }
+    if (any_done && std::all_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &side) {
+            return side.known() && side.done == side.ranks.size();
+        })) {
         std::vector<int> group;
         for (int x = ws.rank; x < std::min(ws.size, ws.rank + ws.workgroup); ++x) group.push_back(x);
         PayloadWriter finish;
@@ -473,8 +503,8 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ++ws->epoch;
     ws->serving = true;
     ws->replay = -1;
-    ws->header_sent = ws->finished = false;
-    ws->readers_done = 0;
+    ws->finished = false;
+    for (ReaderSide &side : ws->readers) side.header_sent = false, side.done = 0;
     ws->final_header = header.encode();
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
@@ -491,11 +521,12 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
 bool step(Runtime &rt, WriterSession &ws) {
     if (!ws.serving) return true;
     const bool readers_known = learn_readers(rt, ws);
-    if (readers_known && ws.replay < 0) {
+    if (ws.replay < 0 && (!ws.plan || readers_known)) {
         // Replay: every writer rank's writes are the plan's (agreed), and the readers are the same
         // ranks holding the same plan: push the plan's data without waiting for requests.
         const WriterPlan *plan = ws.plan.get();
-        ws.replay = ws.replay_candidate && ws.reader_ranks == plan->reader_ranks && ws.reader_plan == plan->stamp;
+        const ReaderSide &reader = ws.readers.front(); // a replayed session has one reader
+        ws.replay = ws.replay_candidate && reader.ranks == plan->reader_ranks && reader.plan == plan->stamp;
         if (ws.replay == 1) {
             // The messages not sent ahead: packed at put, or (the readers had not confirmed the plan
             // by dtf_transfer) gathered now from the writes, which were all kept.
@@ -506,16 +537,17 @@ bool step(Runtime &rt, WriterSession &ws) {
                                false);
         } else if (ws.packing == Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
-            send_header_final(rt, ws, nullptr, true);
+            send_header_final(rt, ws, ws.readers.front(), nullptr, true);
             fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): other reader ranks opened it than in %s, whose "
                  "transfer pattern it replays, and the writers kept only the values that pattern reads; set "
                  "replay_io=0 for this file", ws.path.c_str(), ws.session, origin(*plan, ws.plan_since).c_str());
         }
     }
-    if (readers_known && !ws.header_sent)
-        send_header_final(rt, ws, ws.replay == 1 ? ws.plan.get() : nullptr);
+    if (ws.replay >= 0) // each reader its final header as soon as it opened the file
+        for (ReaderSide &side : ws.readers)
+            if (side.known() && !side.header_sent) send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
-    if (ws.is_matcher() && readers_known && ws.meta_expected == 0) serve_requests(rt, ws);
+    if (ws.is_matcher() && ws.replay >= 0 && ws.meta_expected == 0) serve_requests(rt, ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
         if (in->bytes.size() == sizeof(int32_t)) { // finish, and whether a reader left the replayed plan
             PayloadReader r(in->bytes, "finish");
@@ -524,30 +556,51 @@ bool step(Runtime &rt, WriterSession &ws) {
             continue;
         }
         PayloadReader r(in->bytes, "orders");
-        const int reader = r.i32();
-        send_pieces(rt, ws, reader, match::decode_pieces(r.bytes()));
+        const int reader = r.i32(), reader_rank = r.i32();
+        if (std::none_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &s) { return s.component == reader; }))
+            fail(DTF_ERR_INTERNAL, "'%s': orders for component %d, which does not read it", ws.path.c_str(), reader);
+        send_pieces(rt, ws, reader, reader_rank, match::decode_pieces(r.bytes()));
     }
-    if (!ws.finished || !ws.header_sent || !ws.local->done(ws.sends)) return false;
+    if (!ws.finished || !ws.local->done(ws.sends) ||
+        std::any_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &s) { return !s.header_sent; }))
+        return false;
     ws.serving = false;
     return true;
 }
 
-std::string waiting_for(Runtime &rt, const WriterSession &ws) {
-    const std::string peer = rt.config().components[static_cast<size_t>(ws.peer)];
-    if (ws.reader_ranks.empty())
-        return format("dtf_transfer of '%s' (session %d) waited for component '%s' to open it", ws.path.c_str(),
-                      ws.session, peer.c_str());
-    std::string state;
+int blocking_reader(const WriterSession &ws) {
+    for (const ReaderSide &side : ws.readers)
+        if (!side.known()) return side.component;
     if (ws.is_matcher())
-        state = format("%zu of %zu reader ranks done", ws.readers_done, ws.reader_ranks.size());
-    else
+        for (const ReaderSide &side : ws.readers)
+            if (side.done < side.ranks.size()) return side.component;
+    return ws.readers.front().component;
+}
+
+std::string waiting_for(Runtime &rt, const WriterSession &ws) {
+    auto name = [&](const ReaderSide &side) {
+        return "'" + rt.config().components[static_cast<size_t>(side.component)] + "'";
+    };
+    std::string absent;
+    for (const ReaderSide &side : ws.readers)
+        if (!side.known()) absent += (absent.empty() ? "" : ", ") + name(side);
+    if (!absent.empty())
+        return format("dtf_transfer of '%s' (session %d) waited for component%s %s to open it", ws.path.c_str(),
+                      ws.session, absent.find(',') != std::string::npos ? "s" : "", absent.c_str());
+    std::string state, readers;
+    for (const ReaderSide &side : ws.readers) {
+        readers += (readers.empty() ? "" : ", ") + name(side);
+        if (ws.is_matcher())
+            state += format("%s%zu of %zu reader ranks%s done", state.empty() ? "" : ", ", side.done, side.ranks.size(),
+                            ws.readers.size() > 1 ? (" of " + name(side)).c_str() : "");
+    }
+    if (!ws.is_matcher())
         state = format("its matcher (writer rank %d) %s every reader rank is done", ws.rank / ws.workgroup * ws.workgroup,
                        ws.finished ? "said" : "has not yet said");
     if (ws.meta_expected > 0) state += format(", write metadata of %d ranks of its work group missing", ws.meta_expected);
-    return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for component '%s': %s, %zu bytes not "
-                  "delivered",
-                  ws.path.c_str(), ws.session, ws.rank, peer.c_str(), state.c_str(),
-                  ws.local->pending_bytes(ws.sends));
+    return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for %s %s: %s, %zu bytes not delivered",
+                  ws.path.c_str(), ws.session, ws.rank, ws.readers.size() > 1 ? "components" : "component",
+                  readers.c_str(), state.c_str(), ws.local->pending_bytes(ws.sends));
 }
 
 namespace {
@@ -558,7 +611,9 @@ namespace {
 // bookkeeping that any later wait, or dtf_finalize, advances. Not the metadata: a message over 4 KiB
 // completes only once the matcher receives it, and a matcher whose own data is delivered may have
 // returned to a collective of the program that waits for this rank.
-bool delivered(const WriterSession &ws) { return ws.replay == 1 && ws.header_sent && ws.local->done(ws.pushed_sends); }
+bool delivered(const WriterSession &ws) {
+    return ws.replay == 1 && ws.readers.front().header_sent && ws.local->done(ws.pushed_sends);
+}
 
 // Waits until the epoch being served (if any) is served, or with until_delivered until its data is
 // delivered; a failure while serving in the background is reported here, once.
@@ -567,7 +622,7 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
         rt.wait_until([&] {
             rt.check_contested(ws.path, ws.session, [&] { return waiting_for(rt, ws); });
             return !ws.serving || (until_delivered && delivered(ws));
-        }, [&] { return waiting_for(rt, ws); }, ws.peer);
+        }, [&] { return waiting_for(rt, ws); }, [&] { return blocking_reader(ws); });
     if (ws.error) {
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
@@ -671,7 +726,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->path = ws.path;
     plan->session = ws.session;
     plan->ranks = ws.ranks;
-    plan->reader_ranks = ws.reader_ranks;
+    plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     plan->orders = std::move(ws.orders_log);
     plans.keep(ws.plan_key, ws.plan, std::move(plan));

@@ -64,12 +64,15 @@ const PathCounters *settle_path(Runtime &rt, const std::string &path, int peer, 
     return it == rt.counters().end() ? nullptr : &it->second;
 }
 
-std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
-                                       std::shared_ptr<transport::Group> group, bool writer) {
+std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule,
+                                       const std::vector<int> &peers, std::shared_ptr<transport::Group> group,
+                                       bool writer) {
     auto vf = std::make_unique<VirtualFile>();
     vf->path = path;
     vf->rule = &rule;
-    vf->peer = peer;
+    vf->peers = peers;
+    vf->peer = peers.front();
+    const int peer = vf->peer;
     vf->writer = writer;
     vf->group = std::move(group);
     vf->rank = vf->group->rank();
@@ -91,7 +94,7 @@ int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
 
 } // namespace
 
-int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
     int format = NC_FORMAT_CLASSIC, default_format = NC_FORMAT_CLASSIC;
@@ -101,7 +104,7 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     }
     int rc = model::format_from_cmode(cmode, default_format, &format);
     if (rc != NC_NOERR) return rc;
-    auto vf = make_file(rt, path, rule, peer, std::move(group), true);
+    auto vf = make_file(rt, path, rule, peers, std::move(group), true);
     vf->header = model::Header(format);
     vf->ws = open_writer_session(rt, *vf);
     return finish_open(rt, std::move(vf), ncidp);
@@ -115,10 +118,10 @@ namespace {
 // writes now, which it joins as a reader that reads nothing. Gets on the file fail (the values of
 // the last session are not kept here); the readers of the new session get what it writes, and an
 // error for what it does not write of the inherited variables (read_batch).
-int continue_file(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+int continue_file(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                   std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     const std::string context = format("ncmpi_open of '%s' with NC_WRITE (transfer mode)", path.c_str());
-    const PathCounters *c = settle_path(rt, path, peer, "opening");
+    const PathCounters *c = settle_path(rt, path, peers.front(), "opening");
     const bool has = c && c->header;
     const int closed = c ? c->closed() : 0;
     int64_t lacks[2] = {has ? 0 : 1, has ? 1 : 0}; // whether some rank lacks / has the header
@@ -133,12 +136,16 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
              "(dtf forgets a file after that many sessions): set num_sessions to the number of times the file is "
              "opened or created per cycle, by both components together", context.c_str(), session,
              rt.config().path.c_str(), rule.line, rule.num_sessions);
+    if (lacks[0] && rule.fixed_roles()) // the only writer never reads the file: nothing to continue from
+        fail(DTF_ERR_UNSUPPORTED, "%s: this component has written no session of it since dtf last forgot the path "
+             "(num_sessions=%d, %s:%d), so there is no header to continue; create it instead", context.c_str(),
+             rule.num_sessions, rt.config().path.c_str(), rule.line);
     if (lacks[0]) {
-        int ncid = -1, rc = vfile_open(rt, path, rule, peer, group, omode & ~NC_WRITE, &ncid);
+        int ncid = -1, rc = vfile_open(rt, path, rule, peers, group, omode & ~NC_WRITE, &ncid);
         if (rc == NC_NOERR) rc = vfile_call(rt, *rt.virtual_file(ncid), DTF_FN_ncmpi_close, nullptr);
         if (rc != NC_NOERR) return rc;
     }
-    auto vf = make_file(rt, path, rule, peer, std::move(group), true);
+    auto vf = make_file(rt, path, rule, peers, std::move(group), true);
     const PathCounters &now = rt.counters().at(path);
     if (vf->session != session || !now.header)
         fail(DTF_ERR_INTERNAL, "%s: continues session %d, not %d", context.c_str(), vf->session - 1, session - 1);
@@ -157,12 +164,13 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
 
 } // namespace
 
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
-    if (omode & NC_WRITE) return continue_file(rt, path, rule, peer, std::move(group), omode, ncidp);
-    auto vf = make_file(rt, path, rule, peer, std::move(group), false);
+    if (omode & NC_WRITE) return continue_file(rt, path, rule, peers, std::move(group), omode, ncidp);
+    auto vf = make_file(rt, path, rule, peers, std::move(group), false);
     VirtualFile &f = *vf;
+    const int peer = f.peer; // the writer
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
     rt.on_all(*f.group, [&] {
         Message m = rt.wait_message(

@@ -3,7 +3,10 @@
 // requests are matched against the writes by matcher ranks of the writer side; exactly the requested
 // elements move writer -> reader over the inter-communicator. Nothing touches the file system.
 //
-// Protocol of one session (see message.hpp for the control messages):
+// Protocol of one session (see message.hpp for the control messages). A writer=/readers= file has
+// several reader components: the writer does its part below with each of them on its own (its final
+// header as soon as that reader opened, its requests as they come), and an epoch is served once
+// every rank of every reader is done.
 //   writer enddef      rank 0: FileDefined(header, writer ranks, matchers) -> every reader-component rank
 //                      (a writer that opened the file with NC_WRITE continues the last session's
 //                      header: FileDefined at its first enddef, put or dtf_transfer; vfile.cpp)
@@ -24,6 +27,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -118,6 +122,16 @@ struct MatchMemo {
     std::vector<std::pair<std::vector<match::ReadReq>, std::vector<match::Piece>>> results;
 };
 
+// One reader component of a writer session (several for a writer=/readers= rule, each served on its own).
+struct ReaderSide {
+    int component = -1;
+    std::vector<int> ranks;   // component ranks of its file communicator, once its root said (ReaderOpened)
+    int64_t plan = 0;         // stamp of the replay plan its root holds (ReaderOpened)
+    bool header_sent = false; // the epoch's final header went to its ranks
+    size_t done = 0;          // matcher: its ranks done with the epoch
+    bool known() const { return !ranks.empty(); }
+};
+
 // The writer side of one session: its writes, and the service of the transfer epoch being served
 // (the writer's part of the protocol as a state machine: step() advances it and never blocks). While
 // it serves it belongs to the runtime too, so it may outlive the file: with the progress thread,
@@ -125,7 +139,10 @@ struct MatchMemo {
 // communicator for that.
 struct WriterSession {
     std::string path;
-    int session = 0, peer = -1;
+    int session = 0;
+    // The reader components (one for a comp1/comp2 rule). A replayed session has one (replay_io=1
+    // takes one reader): the replay code speaks of readers.front().
+    std::vector<ReaderSide> readers;
     // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
     // the session's plan on both sides, since session numbers start again once a path is forgotten.
     int64_t stamp = 0;
@@ -136,17 +153,14 @@ struct WriterSession {
     std::vector<WriteRecord> writes;           // write id = position + 1
     size_t writes_announced = 0;               // writes whose metadata went to the matcher
     std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
-    std::vector<int> reader_ranks;             // component ranks of the reader's file communicator
     int epoch = 0;                             // epochs (dtf_transfer calls) started
 
     // The epoch being served.
     bool serving = false;
     std::vector<size_t> elsize;       // bytes per element of each variable
     std::vector<char> final_header;   // the header with the final record count, for the readers
-    bool header_sent = false;
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
-    size_t readers_done = 0;          // matcher: reader ranks done with this epoch
-    bool finished = false;            // the matcher said every reader is done
+    bool finished = false;            // the matcher said every reader rank of every reader is done
     std::vector<transport::Ticket> sends;   // every send of the epoch (served once all are done)
     std::vector<transport::Ticket> pushed_sends; // replay: the data messages to the readers, among `sends`
     std::unique_ptr<Error> error;     // a failure while serving in the background
@@ -163,7 +177,6 @@ struct WriterSession {
     int memo_same = -1;
     std::shared_ptr<MatchMemo> memo_new;
     bool replay_candidate = false;           // every writer rank's writes equal the plan's (agreed)
-    int64_t reader_plan = 0;                 // stamp of the plan the reader root holds (ReaderOpened)
     int replay = -1;                         // -1 undecided, 0 no, 1 the plan's data was pushed
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
@@ -193,6 +206,13 @@ struct WriterSession {
     Runtime *runtime = nullptr;       // frees the group (Runtime::retire)
 
     bool is_matcher() const { return rank % workgroup == 0; }
+    // Every reader component's root said who reads / some has.
+    bool readers_known() const {
+        return std::all_of(readers.begin(), readers.end(), [](const ReaderSide &r) { return r.known(); });
+    }
+    bool any_reader_known() const {
+        return std::any_of(readers.begin(), readers.end(), [](const ReaderSide &r) { return r.known(); });
+    }
     ~WriterSession();
 };
 
@@ -212,6 +232,9 @@ struct VirtualFile {
     int ncid = -1;
     std::string path;
     const config::FileRule *rule = nullptr;
+    // The components this one exchanges the file with: the writer's readers (several for a
+    // writer=/readers= rule), or the reader's writer. `peer` is the first (a reader's writer).
+    std::vector<int> peers;
     int peer = -1;
     bool writer = false;
     std::shared_ptr<transport::Group> group; // over a dup of the user's communicator (shared with a writer's session)
@@ -275,9 +298,10 @@ struct VirtualFile {
 
 // Entry points used by the dispatcher (files.cpp). All throw dtf::Error or return PnetCDF codes.
 // `group`: the ranks that create or open it (Runtime::group_of the user's communicator).
-int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+// `peers`: the components this one exchanges the file with (config::FileRule::partners).
+int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, int peer,
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp);
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
@@ -290,6 +314,8 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
 void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header);
 bool step(Runtime &rt, WriterSession &ws);
 std::string waiting_for(Runtime &rt, const WriterSession &ws);
+// The reader component a wait for the session waits for (the first one not done, as far as this rank knows).
+int blocking_reader(const WriterSession &ws);
 bool writer_close(Runtime &rt, VirtualFile &vf);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.

@@ -21,6 +21,7 @@ Scenarios
             transfer mode: every value checked, each rank's values and I/O sizes byte for byte the
             same in both, no transfer-mode file on disk, and in the first cycle a read of what the
             assimilation did not write back refused in transfer mode (file mode: the model's values).
+            --readers adds components that read the history files too (one writer, several readers).
 Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
 runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
 under a plain MPMD mpirun. --hosts netns runs the components on two hosts made of network namespaces
@@ -399,13 +400,12 @@ def scenario_unaware(args, work):
 
 
 LETKF_CONFIG = """[INFO]
-ncomp=2
+ncomp={ncomp}
 comp_name="model"
 comp_name="assim"
-[FILE]
+{more_names}[FILE]
 filename="hist.%.nc"
-comp1="model"
-comp2="assim"
+{hist_sharing}
 mode="{mode}"
 [FILE]
 ; the analysis: written by the model, read by the assimilation, then opened with NC_WRITE and
@@ -425,19 +425,32 @@ mirror_io_root=1
 LETKF_VALUES_READ = (20 + 11 + 11) * 3 * 13 * 10
 
 
+def letkf_config(mode, readers):
+    """The LETKF pattern's config; `readers`: more components reading the history files besides the
+    assimilation ([(name, ranks)]: then the hist rule is writer=/readers=)."""
+    names = [name for name, _ in readers]
+    sharing = ('writer="model"\nreaders="' + " ".join(names + ["assim"]) + '"') if readers else \
+        'comp1="model"\ncomp2="assim"'
+    return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers), hist_sharing=sharing,
+                               more_names="".join(f'comp_name="{name}"\n' for name in names))
+
+
 def scenario_letkf(args, work):
     members, cycles = args.members, args.cycles
     model_exe, assim_exe = args.model_exe or args.c_exe, args.assim_exe or args.c_exe
+    readers = [(r.split(":")[0], int(r.split(":")[1])) for r in args.readers]
     runs = {}
     for mode in ("file", "transfer"):
         run = os.path.join(work, mode)
         os.mkdir(run)
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(LETKF_CONFIG.format(mode=mode))
+            f.write(letkf_config(mode, readers))
         moved = args.hosts.bytes_moved() if args.hosts else 0
-        status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model", ini, run, str(cycles), str(members)]),
-                                       (args.assim_ranks, [assim_exe, "assim", ini, run, str(cycles), str(members)])],
+        argv = [ini, run, str(cycles), str(members)]
+        status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model"] + argv),
+                                       (args.assim_ranks, [assim_exe, "assim"] + argv)] +
+                                [(ranks, [assim_exe, name] + argv) for name, ranks in readers],
                                 {"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
         if args.hosts:
@@ -448,7 +461,7 @@ def scenario_letkf(args, work):
                 least = LETKF_VALUES_READ * members * cycles * 4 // (2 if args.spread else 1)
                 expect(moved >= least,
                        f"transfer mode: the values read cannot have crossed the network: {moved} bytes moved")
-        for comp, ranks in (("model", args.model_ranks), ("assim", args.assim_ranks)):
+        for comp, ranks in [("model", args.model_ranks), ("assim", args.assim_ranks)] + readers:
             expect(f"{comp}: {ranks} ranks, {members} members, {cycles} cycles, all values verified" in out,
                    f"{mode} mode: {comp} must verify every value")
         files = sorted(f for f in os.listdir(run) if f.endswith(".nc"))
@@ -465,11 +478,11 @@ def scenario_letkf(args, work):
             # on; the model's reads of the written-back session from the third (the first cycle's
             # extra read made the second differ).
             replayed = {m.group(1): int(m.group(2)) for m in REPLAYED.finditer(out)}
-            expect(replayed == {"assim": args.assim_ranks * members * (cycles - 1),
-                                "model": args.model_ranks * max(cycles - 2, 0)},
+            expect(replayed == dict({"assim": args.assim_ranks * members * (cycles - 1),
+                                     "model": args.model_ranks * max(cycles - 2, 0)}, **{name: 0 for name, _ in readers}),
                    f"get batches replayed: {replayed}")
         runs[mode] = run
-    for comp, ranks in (("model", args.model_ranks), ("assim", args.assim_ranks)):
+    for comp, ranks in [("model", args.model_ranks), ("assim", args.assim_ranks)] + readers:
         for r in range(ranks):
             name = f"{comp}.{r}.dump"
             with open(os.path.join(runs["file"], name), "rb") as a, open(os.path.join(runs["transfer"], name), "rb") as b:
@@ -533,6 +546,9 @@ def main():
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
     p.add_argument("--assim-exe", help="another assim component (scenario letkf)")
     p.add_argument("--members", type=int, default=2, help="ensemble members (scenario letkf)")
+    p.add_argument("--readers", nargs="*", default=[], metavar="NAME:RANKS",
+                   help="scenario letkf: more components that read the history files (run as --assim-exe NAME; "
+                        "the hist rule becomes writer=model, readers=NAME... assim)")
     p.add_argument("--model-ranks", type=int, default=1)
     p.add_argument("--assim-ranks", type=int, default=1)
     p.add_argument("--cycles", type=int, default=1)

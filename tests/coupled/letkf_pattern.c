@@ -11,6 +11,10 @@
  *          those 11 variables back (iput_vara_float, wait_all, dtf_transfer, close);
  *   model  reads the 11 variables back with a flexible ncmpi_iget_vara whose memory type is an MPI
  *          subarray of a halo-padded array (the halo must stay untouched).
+ * Any other role (e.g. "obs", SCALE-LETKF's observation operator, or "monitor") is one more reader of
+ * every member's hist file (a writer=/readers= rule): 10 variables (every 3rd from the second) with
+ * blocking get_vara_float_all, no dtf_transfer (the close completes it); "obs" in row blocks over its
+ * ranks, any other in blocks of levels (a rank may get none).
  * Every value read is checked against the formula, and written in order to DIR/<role>.<rank>.dump
  * with what ncmpi_inq_put_size / _get_size answer before every close, so that coupled.py compares
  * the file-mode and transfer-mode runs byte for byte. With LETKF_UNWRITTEN=1, in the first cycle the
@@ -18,7 +22,7 @@
  * values of the first session; transfer mode must refuse (DTF_ERR_UNSUPPORTED, "refused" printed by
  * the member's first rank), never return other values. Exit status: 0 ok, 1 wrong data, 2 error.
  *
- * usage: letkf_pattern (model|assim) CONFIG DIR CYCLES MEMBERS
+ * usage: letkf_pattern (model|assim|ROLE) CONFIG DIR CYCLES MEMBERS
  */
 #include <mpi.h>
 #include <pnetcdf.h>
@@ -28,7 +32,7 @@
 
 #include "coupled.h"
 
-enum { NZ = 3, NY = 13, NX = 10, HALO = 2, NHIST = 89, NANAL = 143, NREAD_HIST = 20, NUPDATE = 11 };
+enum { NZ = 3, NY = 13, NX = 10, HALO = 2, NHIST = 89, NANAL = 143, NREAD_HIST = 20, NUPDATE = 11, NREAD_OBS = 10 };
 enum { HIST = 0, ANAL = 1, UPDATE = 2 }; /* what a value is: the model's hist, its anal, the analysis */
 
 static int rank;
@@ -57,6 +61,8 @@ static void record_sizes(int ncid) {
  * file (every 13th). */
 static int hist_read(int n) { return 4 * n; }
 static int anal_updated(int n) { return 13 * n; }
+/* The history variables the other readers read. */
+static int hist_obs(int n) { return 3 * n + 1; }
 
 /* model: write one member's file with the model's puts; `nvars` float variables (z, y, x). */
 static void write_model_file(MPI_Comm comm, const char *path, const char *prefix, int nvars, int kind, int member,
@@ -196,6 +202,36 @@ static void assim_read(const char *path, const char *prefix, int nread, int (*wh
     free(bufs);
 }
 
+/* Another reader of a member's history file (see the top). */
+static void other_read(const char *path, int member, int cycle) {
+    int nranks, ncid, varid;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Offset start[3] = {0, 0, 0}, count[3] = {NZ, NY, NX};
+    if (strcmp(role, "obs") == 0)
+        block(NY, nranks, rank, &start[1], &count[1]);
+    else
+        block(NZ, nranks, rank, &start[0], &count[0]);
+    const size_t n = (size_t)(count[0] * count[1] * count[2]);
+    float *buf = malloc(sizeof(float) * (n + 1));
+    CHECK(ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    for (int r = 0; r < NREAD_OBS; r++) {
+        char name[16];
+        snprintf(name, sizeof name, "h%03d", hist_obs(r));
+        CHECK(ncmpi_inq_varid(ncid, name, &varid));
+        CHECK(ncmpi_get_vara_float_all(ncid, varid, start, count, buf));
+        for (MPI_Offset k = 0; k < count[0]; k++)
+            for (MPI_Offset j = 0; j < count[1]; j++)
+                for (MPI_Offset i = 0; i < count[2]; i++)
+                    if (buf[(k * count[1] + j) * count[2] + i] !=
+                        value(HIST, member, cycle, hist_obs(r), start[0] + k, start[1] + j, i))
+                        bad = 1;
+        fwrite(buf, sizeof(float), n, dump);
+    }
+    record_sizes(ncid);
+    CHECK(ncmpi_close(ncid));
+    free(buf);
+}
+
 /* assim: open a member's analysis file again and write the updated variables back. */
 static void assim_update(const char *path, int member, int cycle) {
     int nranks, ncid, varid, reqs[NUPDATE];
@@ -226,7 +262,7 @@ static void assim_update(const char *path, int member, int cycle) {
 int main(int argc, char **argv) {
     int provided, nranks;
     if (argc < 6) {
-        fprintf(stderr, "usage: %s (model|assim) CONFIG DIR CYCLES MEMBERS\n", argv[0]);
+        fprintf(stderr, "usage: %s (model|assim|ROLE) CONFIG DIR CYCLES MEMBERS\n", argv[0]);
         return 2;
     }
     role = argv[1];
@@ -260,6 +296,11 @@ int main(int argc, char **argv) {
             path_of(path, sizeof path, dir, "anal", member, c);
             write_model_file(comm, path, "a", NANAL, ANAL, member, c);
             read_back(comm, path, member, c, unwritten && c == 1);
+        } else if (strcmp(role, "assim") != 0) {
+            for (int m = 0; m < members; m++) {
+                path_of(path, sizeof path, dir, "hist", m, c);
+                other_read(path, m, c);
+            }
         } else {
             for (int m = 0; m < members; m++) {
                 path_of(path, sizeof path, dir, "hist", m, c);

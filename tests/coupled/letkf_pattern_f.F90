@@ -3,14 +3,15 @@
 ! the same files, calls, values and dump as the C program (coupled.py compares them byte for byte).
 ! One difference: wait_all names its requests, since PnetCDF 1.12.3's nfmpi_wait_all with
 ! NF_REQ_ALL allocates 4 * NF_REQ_ALL bytes (AddressSanitizer stops there; glibc returns NULL).
-! usage: letkf_pattern_f (model|assim) CONFIG DIR CYCLES MEMBERS
+! Any other role reads the history files too, as in the C program (obs: row blocks; others: level blocks).
+! usage: letkf_pattern_f (model|assim|ROLE) CONFIG DIR CYCLES MEMBERS
 program letkf_pattern_f
   use mpi
   use pnetcdf
   implicit none
   external :: dtf_init, dtf_transfer, dtf_finalize
   integer, parameter :: nz = 3, ny = 13, nx = 10, halo = 2, nhist = 89, nanal = 143
-  integer, parameter :: nread_hist = 20, nupdate = 11
+  integer, parameter :: nread_hist = 20, nupdate = 11, nread_obs = 10
   integer, parameter :: k_hist = 0, k_anal = 1, k_update = 2
   integer :: provided, ierr, rank, nranks, cycles, members, member, comm, c, m, bad, anybad, dumpunit
   logical :: model, unwritten
@@ -53,6 +54,11 @@ program letkf_pattern_f
       call path_of('anal', member, c)
       call write_model_file(trim(path), 'a', nanal, k_anal, member, c)
       call read_back(trim(path), member, c, unwritten .and. c == 1)
+    else if (trim(role) /= 'assim') then
+      do m = 0, members - 1
+        call path_of('hist', m, c)
+        call other_read(trim(path), m, c)
+      end do
     else
       do m = 0, members - 1
         call path_of('hist', m, c)
@@ -291,6 +297,42 @@ contains
     end do
     if (cx > 0) write(dumpunit) bufs
     deallocate(bufs)
+  end subroutine
+
+  ! Another reader of a member's history file: every 3rd variable from the second, blocking
+  ! get_vara_real_all, no dtf_transfer; obs in row blocks, any other role in level blocks.
+  subroutine other_read(fpath, mem, cyc)
+    character(len=*), intent(in) :: fpath
+    integer, intent(in) :: mem, cyc
+    integer :: ncid, varid, r
+    integer(kind=MPI_OFFSET_KIND) :: start(3), cnt(3), k, j, i
+    real, allocatable :: buf(:, :, :)
+    character(len=16) :: name
+    start = 0
+    cnt = (/ int(nx, MPI_OFFSET_KIND), int(ny, MPI_OFFSET_KIND), int(nz, MPI_OFFSET_KIND) /)
+    if (trim(role) == 'obs') then
+      call block(ny, nranks, rank, start(2), cnt(2))
+    else
+      call block(nz, nranks, rank, start(3), cnt(3))
+    end if
+    allocate(buf(cnt(1), cnt(2), cnt(3)))
+    call check(nfmpi_open(MPI_COMM_WORLD, fpath, NF_NOWRITE, MPI_INFO_NULL, ncid), 'open')
+    do r = 0, nread_obs - 1
+      write(name, '(A,I3.3)') 'h', 3 * r + 1
+      call check(nfmpi_inq_varid(ncid, trim(name), varid), 'inq_varid')
+      call check(nfmpi_get_vara_real_all(ncid, varid, start + 1, cnt, buf), 'get_vara_real_all')
+      do k = 0, cnt(3) - 1
+        do j = 0, cnt(2) - 1
+          do i = 0, nx - 1
+            if (buf(i + 1, j + 1, k + 1) /= val(k_hist, mem, cyc, 3 * r + 1, start(3) + k, start(2) + j, i)) bad = 1
+          end do
+        end do
+      end do
+      if (size(buf) > 0) write(dumpunit) buf
+    end do
+    call record_sizes(ncid)
+    call check(nfmpi_close(ncid), 'close')
+    deallocate(buf)
   end subroutine
 
   ! Open a member's analysis file again (NC_WRITE) and write the updated variables back.

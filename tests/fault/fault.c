@@ -20,6 +20,9 @@
  *   twowriters the reader component creates f.nc too (both write session 1 of it): each side's
  *             dtf_transfer must fail at once with DTF_ERR_PEER naming the other component and the
  *             session, instead of both waiting DTF_TIMEOUT for a reader that never comes
+ *   wrongrole  g.nc is a writer=/readers= file: the reader's ncmpi_create of it and the writer's
+ *             ncmpi_open of it for reading fail at once (DTF_ERR_CONFIG naming the config line and who
+ *             may do what), and nothing else changes (then as ok)
  *   lost-connect, lost-transfer, lost-finalize
  *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
  *             dtf_init, after opening the file (while the writer transfers), or after closing it
@@ -184,7 +187,7 @@ int main(int argc, char **argv) {
     if (argc != 4) {
         if (rank == 0)
             fprintf(stderr, "usage: fault writer|reader INI "
-                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|lost-connect|lost-transfer|lost-finalize\n");
+                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
@@ -203,6 +206,17 @@ int main(int argc, char **argv) {
         return lost_errors ? 1 : 0;
     }
     NC(dtf_init(argv[2], role));
+    if (!strcmp(scenario, "wrongrole")) {
+        int ncid;
+        if (writes)
+            expect_error(ncmpi_open(MPI_COMM_WORLD, "g.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_CONFIG,
+                         "ncmpi_open(g.nc) by its writer", "names 'writer' as its writer and 'reader' as its readers",
+                         "component 'writer' may only create it or open it with NC_WRITE", NULL);
+        else
+            expect_error(ncmpi_create(MPI_COMM_WORLD, "g.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid), DTF_ERR_CONFIG,
+                         "ncmpi_create(g.nc) by its reader", "dtf.ini:", "component 'reader' may only open it for reading",
+                         NULL);
+    }
     if (!strcmp(role, "writer") || !strcmp(scenario, "twowriters"))
         writer(scenario);
     else

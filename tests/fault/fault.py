@@ -24,13 +24,19 @@ filename="f.nc"
 comp1="writer"
 comp2="reader"
 mode="transfer"
+[FILE]
+; wrongrole: only the writer writes it, only the reader reads it
+filename="g.nc"
+writer="writer"
+readers="reader"
+mode="transfer"
 """
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose", "twowriters",
-                                        "lost-connect", "lost-transfer", "lost-finalize"])
+                                        "wrongrole", "lost-connect", "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)

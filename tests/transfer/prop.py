@@ -2,7 +2,7 @@
 """Randomized property test of transfer mode, with file mode as the oracle.
 
 usage: prop.py --dtfrun PATH --exe PATH [--writer-exe PATH] [--cases N] [--seed S|fixed] [--first K]
-               [--shape MxN] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
+               [--shape MxN] [--second-reader N2] [--mode both|file|transfer] [--twice] [--keep DIR] [--walltime S]
                [--mpi-io romio321|ompio|default] [--inject value:K|padding:K] [--avoid F,...] [--repeat R] [--replay]
                [--launch jobs|mpmd] [-v]
 
@@ -20,7 +20,9 @@ ids (NC_REQ_NULL after cancel and wait, and for a zero-length iget/iput from the
 or waiting again for a stale id
 (NC_EINVAL_REQUEST, the id unchanged) and NC_REQ_NULL ids in a wait list are checked too. All cases
 run inside ONE dtfrun launch (the programs loop over the cases, one file case.<K>.nc each); with
---launch mpmd that launch is one MPMD mpirun (dtfrun --mpmd).
+--launch mpmd that launch is one MPMD mpirun (dtfrun --mpmd). --second-reader N2 adds a second reader
+component of N2 ranks (writer=/readers=), reading every file with the accesses the scenario has for N2
+reader ranks: both readers' dumps are compared.
 
 Runs
   oracle  mode="file", C writer: the writer writes the real file, the reader reads it.
@@ -65,14 +67,13 @@ import tempfile
 import time
 
 CONFIG = """[INFO]
-ncomp=2
+ncomp={ncomp}
 comp_name="writer"
 comp_name="reader"
-buffer_data={buffer_data}
+{more_names}buffer_data={buffer_data}
 [FILE]
 filename="case.%.nc"
-comp1="writer"
-comp2="reader"
+{sharing}
 mode="{mode}"
 replay_io={replay_io}
 """
@@ -89,12 +90,19 @@ def launch(args, run, work, extra_env=None):
     os.makedirs(run.dir, exist_ok=True)
     ini = os.path.join(work, f"dtf.{run.mode}.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay)))
+        two = args.second_reader is not None
+        f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay),
+                              ncomp=3 if two else 2, more_names='comp_name="reader2"\n' if two else "",
+                              sharing='writer="writer"\nreaders="reader reader2"' if two else
+                              'comp1="writer"\ncomp2="reader"'))
     M, N = args.M, args.N
-    common = [args.seed, str(args.first), str(args.cases), str(M), str(N)]
+    common = [args.seed, str(args.first), str(args.cases), str(M)]
     cmd = [args.dtfrun, "--walltime", str(args.walltime)] + (["--mpmd"] if args.launch == "mpmd" else []) + [
-           "--name", "writer", "-n", str(M), run.writer_exe, "writer", ini, run.dir] + common + [
-           ":", "--name", "reader", "-n", str(N), args.exe, "reader", ini, run.dir] + common
+           "--name", "writer", "-n", str(M), run.writer_exe, "writer", ini, run.dir] + common + [str(N)] + [
+           ":", "--name", "reader", "-n", str(N), args.exe, "reader", ini, run.dir] + common + [str(N)]
+    if args.second_reader is not None:
+        N2 = args.second_reader
+        cmd += [":", "--name", "reader2", "-n", str(N2), args.exe, "reader2", ini, run.dir] + common + [str(N2)]
     env = dict(os.environ)
     env.setdefault("DTF_TIMEOUT", str(args.timeout))
     if args.mpi_io != "default":
@@ -115,7 +123,7 @@ def launch(args, run, work, extra_env=None):
         m = re.search(r"CHECK-FAIL case=(-?\d+)", line)
         if m:
             run.check_fails.append((int(m.group(1)), line))
-    summary = [l for l in run.output.splitlines() if re.search(r"xfer_(prop|writer_f) (writer|reader): ", l)]
+    summary = [l for l in run.output.splitlines() if re.search(r"xfer_(prop|writer_f) (writer|reader2?): ", l)]
     print(f"== {run.label}: mode={run.mode} writer={os.path.basename(run.writer_exe)} {M}x{N}, "
           f"{args.cases} cases, exit status {run.status}, {run.seconds:.1f} s")
     for l in summary:
@@ -276,6 +284,8 @@ def compare(args, oracle, test, compare_writer, expected=False):
     differing = []
     for case in range(args.first, args.first + args.cases):
         names = [f"dump.{case:04d}.{r}" for r in range(args.N)]
+        if args.second_reader is not None:
+            names += [f"dump2.{case:04d}.{r}" for r in range(args.second_reader)]
         if compare_writer:
             names += [f"wdump.{case:04d}.{r}" for r in range(args.M)]
         for name in names:
@@ -287,6 +297,7 @@ def compare(args, oracle, test, compare_writer, expected=False):
                 break
     if not differing:
         print(f"dumps identical: {args.cases} cases x ({args.N} reader"
+              f"{f' + {args.second_reader} second-reader' if args.second_reader is not None else ''}"
               f"{f' + {args.M} writer' if compare_writer else ''} ranks), {oracle.label} vs {test.label}")
         return []
     cases = [c for c, *_ in differing]
@@ -311,6 +322,8 @@ def main():
     p.add_argument("--first", type=int, default=0, help="first case number")
     p.add_argument("--seed", default="1", help="integer, or 'fixed' for the Fortran writer's scenario")
     p.add_argument("--shape", default="2x3", help="writer ranks x reader ranks")
+    p.add_argument("--second-reader", type=int, metavar="N2",
+                   help="a second reader component of N2 ranks (writer=/readers=; not with --replay)")
     p.add_argument("--mode", choices=["both", "file", "transfer"], default="both",
                    help="both: file-mode oracle vs transfer; file: oracle only (plus a second file-mode "
                         "run with --twice or --writer-exe); transfer: the transfer run only")
@@ -349,6 +362,8 @@ def main():
     if not m:
         p.error("--shape must be MxN")
     args.M, args.N = int(m.group(1)), int(m.group(2))
+    if args.second_reader is not None and (args.replay or args.writer_exe):
+        p.error("--second-reader takes neither --replay (replay_io=1 has one reader) nor --writer-exe")
     # Sanitizer builds run the large tests with fewer cases (XFER_PROP_SCALE, set by the test
     # environment of such builds): the instrumented programs are slow and CI's time is bounded.
     scale = float(os.environ.get("XFER_PROP_SCALE", "1"))

@@ -11,7 +11,11 @@
  * for byte. Independently of dtf, every rank also checks what it observed against the scenario
  * (values, fill values, conversions, return codes) and prints "CHECK-FAIL case=K ..." lines.
  *
- * usage: xfer_prop writer|reader CONFIG DIR SEED|fixed FIRST NCASES M N
+ * A second reader component ("reader2", a writer=/readers= rule) reads the same files with the
+ * reader ranks and accesses the scenario has for N of them (the writers' part does not depend on N),
+ * dumped to DIR/dump2.<K>.<rank>.
+ *
+ * usage: xfer_prop writer|reader|reader2 CONFIG DIR SEED|fixed FIRST NCASES M N
  *        (CONFIG "-": no dtf at all, plain PnetCDF; run the writer to completion, then the reader)
  *        xfer_prop describe SEED|fixed CASE M N        (prints the scenario; no MPI)
  *        xfer_prop stats SEED|fixed NCASES M N         (feature counts over cases 0..NCASES-1; no MPI)
@@ -1011,7 +1015,7 @@ static void reader_case(const scen_t *s, const char *dir) {
         free(zeros);
         free(ops);
     }
-    snprintf(dpath, sizeof dpath, "%s/dump.%04d.%d", dir, kase, rank);
+    snprintf(dpath, sizeof dpath, "%s/%s.%04d.%d", dir, strcmp(role, "reader2") == 0 ? "dump2" : "dump", kase, rank);
     write_file(dpath, d.s, d.n);
     free(d.s);
 }
@@ -1162,9 +1166,9 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (argc != 9 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader"))) {
+    if (argc != 9 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader") && strcmp(argv[1], "reader2"))) {
         if (rank == 0)
-            fprintf(stderr, "usage: xfer_prop writer|reader CONFIG DIR SEED|fixed FIRST NCASES M N\n"
+            fprintf(stderr, "usage: xfer_prop writer|reader|reader2 CONFIG DIR SEED|fixed FIRST NCASES M N\n"
                             "       xfer_prop describe SEED|fixed CASE M N\n");
         MPI_Finalize();
         return 2;

@@ -54,7 +54,7 @@ bool same(const Config &a, const Config &b) {
     for (size_t i = 0; i < a.files.size(); ++i) {
         const FileRule &x = a.files[i], &y = b.files[i];
         if (x.pattern != y.pattern || x.excludes != y.excludes || x.comp1 != y.comp1 ||
-            x.comp2 != y.comp2 || x.mode != y.mode || x.replay_io != y.replay_io ||
+            x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
             x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
             x.mirror_io_root != y.mirror_io_root)
             return false;
@@ -104,8 +104,10 @@ struct BadCase {
 };
 
 void test_errors() {
-    const std::string file_keys = "filename, exclude_name, comp1, comp2, mode, replay_io, "
+    const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
                                   "num_sessions, write_only, mirror_io_root";
+    // Lines 1-5: three components.
+    const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
         {"unknown key, close", "[INFO]\nncomp=1\ncomp_nam=\"m\"\n",
          "t.ini:3: unknown key 'comp_nam' in [INFO]; did you mean 'comp_name'?"},
@@ -147,9 +149,30 @@ void test_errors() {
         {"missing filename", kInfo + "[FILE]\ncomp1=\"model\"\ncomp2=\"assim\"\n",
          "t.ini:5: [FILE] section without 'filename='; expected a file name pattern"},
         {"missing comp1", kInfo + "[FILE]\nfilename=a.nc\ncomp2=\"assim\"\n",
-         "t.ini:5: [FILE] section without 'comp1='; expected a component name"},
+         "t.ini:5: [FILE] section without 'comp1='; expected a component name (comp1= and comp2=, or writer= "
+         "and readers=)"},
         {"missing comp2", kInfo + "[FILE]\nfilename=a.nc\ncomp1=\"assim\"\n",
-         "t.ini:5: [FILE] section without 'comp2='; expected a component name"},
+         "t.ini:5: [FILE] section without 'comp2='; expected a component name (comp1= and comp2=, or writer= "
+         "and readers=)"},
+        {"writer without readers", info3 + "[FILE]\nfilename=a.nc\nwriter=model\n",
+         "t.ini:6: [FILE] section with writer= but without 'readers='; expected the components that read the file"},
+        {"readers without writer", info3 + "[FILE]\nfilename=a.nc\nreaders=obs assim\n",
+         "t.ini:6: [FILE] section with readers= but without 'writer='; expected the component that writes the file"},
+        {"readers with comp1", info3 + "[FILE]\nfilename=a.nc\ncomp1=model\nreaders=obs assim\n",
+         "t.ini:9: readers= in a [FILE] section with comp1= (line 8); expected either comp1=/comp2= (two components "
+         "sharing the file) or writer=/readers= (one writer, one or more readers)"},
+        {"readers: only separators", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=\" , \"\n",
+         "t.ini:9: bad value ' , ' for 'readers'; expected component names separated by spaces or commas"},
+        {"unknown writer", info3 + "[FILE]\nfilename=a.nc\nwriter=ocean\nreaders=obs\n",
+         "t.ini:8: unknown component 'ocean' in writer=; expected one of: model, obs, assim"},
+        {"unknown reader", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs,letkf\n",
+         "t.ini:9: unknown component 'letkf' in readers=; expected one of: model, obs, assim"},
+        {"writer among readers", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs model\n",
+         "t.ini:9: 'model' is the writer (line 8) and in readers=; expected the components that read what it writes"},
+        {"reader twice", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs, assim, obs\n",
+         "t.ini:9: 'obs' is listed twice in readers="},
+        {"replay with several readers", info3 + "[FILE]\nfilename=a.nc\nreplay_io=1\nwriter=model\nreaders=obs assim\n",
+         "t.ini:8: replay_io=1 with 2 readers (line 10) is not supported yet; expected replay_io=0, or one reader"},
         {"too few comp_name", "[INFO]\nncomp=3\ncomp_name=a\ncomp_name=b\n",
          "t.ini:2: ncomp=3 but 2 comp_name= given; expected one comp_name= per component"},
         {"too many comp_name", "[INFO]\ncomp_name=a\nncomp=1\ncomp_name=b\n",
@@ -335,6 +358,22 @@ void test_match_and_peers() {
     CHECK("peers of b", (p.peers_of(1) == std::vector<int>{0}));
     CHECK("peers of c", (p.peers_of(2) == std::vector<int>{0}));
     CHECK("peers of d", p.peers_of(3).empty());
+
+    // writer=/readers=: the writer exchanges the file with each reader, a reader only with the writer.
+    Config f = parse("[INFO]\nncomp=4\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\ncomp_name=d\n"
+                     "[FILE]\nfilename=hist.%.nc\nwriter=model\nreaders=obs, assim\n",
+                     "f.ini");
+    const FileRule &r = f.files.at(0);
+    CHECK("fan-out readers", r.fixed_roles() && (r.readers == std::vector<std::string>{"obs", "assim"}));
+    CHECK("fan-out involves", r.involves("model") && r.involves("obs") && r.involves("assim") && !r.involves("d"));
+    CHECK("fan-out partners", (r.partners("model") == std::vector<std::string>{"obs", "assim"}) &&
+                                  (r.partners("assim") == std::vector<std::string>{"model"}) && r.partners("d").empty());
+    CHECK("fan-out peers of model", (f.peers_of(0) == std::vector<int>{1, 2}));
+    CHECK("fan-out peers of obs", (f.peers_of(1) == std::vector<int>{0}));
+    CHECK("fan-out peers of assim", (f.peers_of(2) == std::vector<int>{0}));
+    CHECK("fan-out peers of d", f.peers_of(3).empty());
+    CHECK("pair has no fixed roles", !p.files.at(0).fixed_roles() && p.files.at(0).involves("a") &&
+                                         (p.files.at(0).partners("b") == std::vector<std::string>{"a"}));
 }
 
 void test_env() {
@@ -391,7 +430,10 @@ void test_describe() {
     Settings s = settings_from_env({"DTF_TIMEOUT=2.5", "DTF_VERBOSE_LEVEL=1"});
     const std::string tricky = "[INFO]\nncomp=2\ncomp_name='say \"hi\"'\ncomp_name=b\n"
                                "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\n";
-    for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky}) {
+    const std::string fan = "[INFO]\nncomp=3\ncomp_name=m\ncomp_name=o\ncomp_name=a\n"
+                            "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\n"
+                            "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\n";
+    for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky, fan}) {
         Config c = parse(text, "r.ini");
         std::string out = describe(c, s);
         Config back;

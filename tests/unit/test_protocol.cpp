@@ -6,7 +6,9 @@
 // replayed one (no requests after the first cycle, data pushed before dtf_transfer), a pattern change
 // under replay on either side (re-matched when the writers still hold the data, a clear error when
 // they do not), two files in flight at once, a writer that never comes (a timeout that says who
-// waited for what, and only one), and a file opened again with NC_WRITE and written back. Every case ends with every message sent received and used.
+// waited for what, and only one), a file opened again with NC_WRITE and written back, and one file
+// read by two reader components (writer=/readers=), each served on its own. Every case ends with
+// every message sent received and used.
 #include <pnetcdf.h>
 
 #include <atomic>
@@ -41,9 +43,15 @@ void check(bool ok, const std::string &what, int line) {
 
 const char *kIni = R"(
 [INFO]
-ncomp=2
+ncomp=3
 comp_name="model"
 comp_name="assim"
+comp_name="obs"
+
+[FILE]
+filename="%/shared%.nc"
+writer="model"
+readers="assim obs"
 
 [FILE]
 filename="%/matched%.nc"
@@ -63,9 +71,10 @@ comp2="assim"
 num_sessions=2
 )";
 
-constexpr int kWriter = 0, kReader = 1;
+constexpr int kWriter = 0, kReader = 1, kObs = 2;
 
-// Two components of `sizes` ranks over one LoopbackNet; run() starts every rank in its own thread.
+// Components of `sizes` ranks (the first sizes.size() of the config's) over one LoopbackNet, each
+// linked to the others it shares a file with; run() starts every rank in its own thread.
 class World {
 public:
     explicit World(std::vector<int> sizes, double timeout_s = 30) : sizes_(sizes) {
@@ -73,18 +82,21 @@ public:
         config::Settings settings;
         settings.timeout_s = timeout_s;
         settings.max_workgroup_size = 1; // every writer rank matches its own writes: several matchers
-        for (int c = 0; c < 2; ++c) components_.push_back(net_.add_group(sizes[static_cast<size_t>(c)]));
-        for (int c = 0; c < 2; ++c) {
+        const int n = static_cast<int>(sizes.size());
+        for (int c = 0; c < n; ++c) components_.push_back(net_.add_group(sizes[static_cast<size_t>(c)]));
+        for (int c = 0; c < n; ++c) {
             ranks_.emplace_back();
             for (int r = 0; r < sizes[static_cast<size_t>(c)]; ++r) {
-                const int other = 1 - c;
                 std::map<int, PeerLink> peers;
-                PeerLink &link = peers[other];
-                link.component = other;
-                link.name = config_.components[static_cast<size_t>(other)];
-                link.remote_size = sizes[static_cast<size_t>(other)];
-                link.channel = net_.channel(components_[static_cast<size_t>(c)], r, components_[static_cast<size_t>(other)]);
-                link.data = transport::point_to_point(*link.channel);
+                for (int other : config_.peers_of(c)) {
+                    if (other >= n) continue;
+                    PeerLink &link = peers[other];
+                    link.component = other;
+                    link.name = config_.components[static_cast<size_t>(other)];
+                    link.remote_size = sizes[static_cast<size_t>(other)];
+                    link.channel = net_.channel(components_[static_cast<size_t>(c)], r, components_[static_cast<size_t>(other)]);
+                    link.data = transport::point_to_point(*link.channel);
+                }
                 ranks_.back().push_back(Runtime::in_process(config_, settings, c, r, sizes[static_cast<size_t>(c)], std::move(peers)));
             }
         }
@@ -94,7 +106,7 @@ public:
     // the end.
     void run(const std::function<void(int, int, Runtime &)> &fn) {
         std::vector<std::thread> threads;
-        for (int c = 0; c < 2; ++c)
+        for (int c = 0; c < static_cast<int>(sizes_.size()); ++c)
             for (int r = 0; r < sizes_[static_cast<size_t>(c)]; ++r)
                 threads.emplace_back([&, c, r] {
                     Runtime &rt = *ranks_[static_cast<size_t>(c)][static_cast<size_t>(r)];
@@ -115,6 +127,13 @@ public:
         return net_.dup_group(components_[static_cast<size_t>(component)], rank);
     }
     const config::FileRule &rule(const std::string &path) const { return *config_.match(path); }
+    // The components `component` exchanges `path` with (the writer's readers, a reader's writer).
+    std::vector<int> peers(int component, const std::string &path) const {
+        std::vector<int> out;
+        for (const auto &name : rule(path).partners(config_.components[static_cast<size_t>(component)]))
+            out.push_back(config_.component_index(name));
+        return out;
+    }
     Runtime &rt(int component, int rank) { return *ranks_[static_cast<size_t>(component)][static_cast<size_t>(rank)]; }
 
 private:
@@ -138,14 +157,16 @@ template <class... A> int call(Runtime &rt, int fn, int ncid, A... a) {
 int create(World &w, Runtime &rt, int rank, const std::string &path) {
     Entry entry;
     int ncid = -1;
-    CHECK(vfile_create(rt, path, w.rule(path), kReader, w.group(kWriter, rank), NC_CLOBBER, &ncid) == NC_NOERR);
+    CHECK(vfile_create(rt, path, w.rule(path), w.peers(kWriter, path), w.group(kWriter, rank), NC_CLOBBER, &ncid) ==
+          NC_NOERR);
     return ncid;
 }
 
-int open(World &w, Runtime &rt, int rank, const std::string &path) {
+int open(World &w, Runtime &rt, int rank, const std::string &path, int component = kReader) {
     Entry entry;
     int ncid = -1;
-    CHECK(vfile_open(rt, path, w.rule(path), kWriter, w.group(kReader, rank), NC_NOWRITE, &ncid) == NC_NOERR);
+    CHECK(vfile_open(rt, path, w.rule(path), w.peers(component, path), w.group(component, rank), NC_NOWRITE, &ncid) ==
+          NC_NOERR);
     return ncid;
 }
 
@@ -227,8 +248,9 @@ void read_values(Runtime &rt, int ncid, int rank, int ranks, int cycle, MPI_Offs
 }
 
 // A reader's cycle: open, read_values(), close. Returns the error of a failing call, if any.
-std::string read_cycle(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, MPI_Offset shift = 0) {
-    const int ncid = open(w, rt, rank, path);
+std::string read_cycle(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, MPI_Offset shift = 0,
+                       int component = kReader) {
+    const int ncid = open(w, rt, rank, path, component);
     try {
         read_values(rt, ncid, rank, ranks, cycle, shift);
     } catch (const Error &e) {
@@ -374,7 +396,7 @@ void test_missing_writer_times_out() {
 int open_as(World &w, Runtime &rt, int comp, int rank, const std::string &path, int omode) {
     Entry entry;
     int ncid = -1;
-    CHECK(vfile_open(rt, path, w.rule(path), 1 - comp, w.group(comp, rank), omode, &ncid) == NC_NOERR);
+    CHECK(vfile_open(rt, path, w.rule(path), {1 - comp}, w.group(comp, rank), omode, &ncid) == NC_NOERR);
     return ncid;
 }
 
@@ -402,7 +424,7 @@ void test_write_back() {
             try {
                 Entry entry;
                 int ncid;
-                vfile_open(rt, "/run/matched.9.nc", w.rule("/run/matched.9.nc"), kWriter, w.group(kReader, r), NC_WRITE, &ncid);
+                vfile_open(rt, "/run/matched.9.nc", w.rule("/run/matched.9.nc"), {kWriter}, w.group(kReader, r), NC_WRITE, &ncid);
             } catch (const Error &e) {
                 one_session[static_cast<size_t>(r)] = e.what();
             }
@@ -481,9 +503,37 @@ void test_write_back() {
 }
 } // namespace
 
+// One file, two readers (writer=/readers=): the writer (2 ranks) serves the assimilation (3 ranks)
+// and the observation operator (2 ranks, other blocks) each on its own, so that a reader may open the
+// file only after the other has closed it: in odd cycles obs waits for the assimilation, in even ones
+// the other way round (a writer that served its readers together would wait for the late one while
+// it waits for the other: a timeout). The writer's dtf_transfer (no progress thread here) returns once
+// both are done, and the next cycle's create of the same path waits for that; every value checked.
+void test_two_readers() {
+    World w({2, 3, 2});
+    std::atomic<int> closed[2][5] = {}; // [assim, obs][cycle]: ranks that closed the cycle's file
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 4; ++cycle) {
+            if (c == kWriter) {
+                write_cycle(w, rt, r, 2, "/run/shared.nc", cycle);
+                continue;
+            }
+            const int me = c == kReader ? 0 : 1, ranks = c == kReader ? 3 : 2;
+            if ((cycle % 2 == 1) == (c == kObs)) // wait for the other reader to be done with this cycle
+                while (closed[1 - me][cycle] < (me == 0 ? 2 : 3)) std::this_thread::yield();
+            CHECK(read_cycle(w, rt, r, ranks, "/run/shared.nc", cycle, c == kObs ? 1 : 0, c).empty());
+            ++closed[me][cycle];
+        }
+    });
+    CHECK(w.rt(kWriter, 0).stats().sessions_written == 4);
+    CHECK(w.rt(kReader, 2).stats().sessions_read == 4 && w.rt(kObs, 1).stats().sessions_read == 4);
+    CHECK(w.all_used());
+}
+
 int main() {
     if (const char *v = std::getenv("DTF_VERBOSE_LEVEL")) log::set_level(std::atoi(v)); // to follow the messages
     test_matched_cycles();
+    test_two_readers();
     test_replayed_cycles();
     test_replay_pattern_changes();
     test_two_files_in_flight();
