@@ -5,19 +5,22 @@ usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--
 
 Each run launches the model and the assimilation as two separate MPI jobs with dtfrun (or, for the
 runs labelled launch.mpmd, as one MPMD mpirun: dtfrun --mpmd, shared memory in between); one launch
-runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw) for `reps` x `cycles` cycles, so the modes are
-compared within one run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command
-of every run to OUT/meta.json; then the planning micro-benchmark (bench/plan_bench.cpp) writes
+runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw; the persist runs transfer,
+transfer-persist and file-sync) for `reps` x `cycles` cycles, so the modes are compared within one
+run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command of every run to
+OUT/meta.json; then the planning micro-benchmark (bench/plan_bench.cpp) writes
 OUT/planning.csv. With --md, bench/report.py then writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 8 minutes here): the default size, weak scaling (1, 2, 4
-         members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), and
-         runs with 100 ms of computing per cycle and role, without and with dtf's progress thread,
-         and the default size in one MPMD launch. Ranks beyond the machine's cores are
-         oversubscribed; the report says so.
+  full   what `make bench` runs (about 12 minutes here): the default size, weak scaling (1, 2, 4
+         members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
+         with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
+         default size in one MPMD launch, and stream and persist (the default size, and one member
+         with a core per rank). Ranks beyond the machine's cores are oversubscribed; the report says
+         so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
          minute): the launch modes compared.
+  persist the stream-and-persist runs of full alone (about two minutes).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -40,6 +43,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMPUTE = "transfer,transfer-replay,mpi-raw"
 DEFAULT = ("default", 2, 1, 1, (128, 128, 16), None, 3, 6)
 MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
+# Stream and persist (transfer-persist) in launches of their own: the memory it leaves behind (heap
+# not returned to the system) would count in the next modes' memory figures. The default size (4
+# ranks on this machine's 2 cores) and one member (a core per rank).
+PERSIST_MODES = {"modes": "transfer,transfer-persist,file-sync"}
+PERSIST = [("persist.default",) + DEFAULT[1:] + (PERSIST_MODES,),
+           ("persist.core-per-rank", 1, 1, 1, (128, 128, 16), None, 3, 6, PERSIST_MODES)]
+# Every mode, for the smoke test.
+ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
     "full": [
         DEFAULT,
@@ -54,10 +65,11 @@ SWEEPS = {
         ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
-    ],
+    ] + PERSIST,
     "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
+    "persist": PERSIST,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised.
-    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2),
+    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2, {"modes": ALL_MODES}),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
               ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE})],
 }

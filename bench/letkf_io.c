@@ -19,6 +19,8 @@
  *   transfer   PnetCDF calls on files dtf handles in mode="transfer" (*.t.nc in bench/letkf.ini)
  *   transfer-replay  the same with replay_io=1 (*.r.nc): from the second cycle on, the writers copy
  *              at put only what the readers read and no request or plan message travels
+ *   transfer-persist  the same as transfer with persist=1 (*.p.nc): the readers get the data over MPI
+ *              and the writers also write the files, at close
  *   file       the same calls on files in mode="file" (*.f.nc): data through the file system (page cache)
  *   file-sync  as file, but each writer syncs the file and evicts its pages from the page cache before
  *              closing, so readers read from disk: the stand-in for a parallel file system
@@ -272,12 +274,17 @@ static Blk shifted(Blk b) { /* an interior block in the halo array's indices */
 /* ---- netCDF files --------------------------------------------------------------------------- */
 
 /* The modes whose files dtf handles in mode="transfer". */
-static int is_transfer(const char *mode) { return !strcmp(mode, "transfer") || !strcmp(mode, "transfer-replay"); }
+static int is_transfer(const char *mode) {
+    return !strcmp(mode, "transfer") || !strcmp(mode, "transfer-replay") || !strcmp(mode, "transfer-persist");
+}
 
 static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode) {
     static const char *const kind[] = {"hist", "anal", "back"};
     snprintf(out, n, "%s/%s.m%d.%s.nc", c->o.dir, kind[f], member,
-             !strcmp(mode, "transfer") ? "t" : !strcmp(mode, "transfer-replay") ? "r" : "f");
+             !strcmp(mode, "transfer")          ? "t"
+             : !strcmp(mode, "transfer-replay") ? "r"
+             : !strcmp(mode, "transfer-persist") ? "p"
+                                                 : "f");
 }
 
 static void field_name(char *out, size_t n, enum File f, int field) {
@@ -824,7 +831,7 @@ static void usage(void) {
     if (g_rank == 0)
         fprintf(stderr,
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
-                "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,file,file-sync,mpi-raw]\n"
+                "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
                 "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
@@ -930,7 +937,7 @@ int main(int argc, char **argv) {
         memcpy(modes, c.o.modes, sizeof modes);
         for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) {
             if (!is_transfer(mode) && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
-                die("unknown mode '%s' (transfer, transfer-replay, file, file-sync, mpi-raw)", mode);
+                die("unknown mode '%s' (transfer, transfer-replay, transfer-persist, file, file-sync, mpi-raw)", mode);
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);

@@ -25,7 +25,7 @@ except ImportError:
     sys.exit(f"plot.py: matplotlib is not installed for {sys.executable} "
              "(Debian: apt-get install python3-matplotlib, for /usr/bin/python3)")
 
-MODES = ("transfer", "transfer-replay", "file", "file-sync", "mpi-raw")  # display order of every figure and table
+MODES = ("transfer", "transfer-replay", "transfer-persist", "file", "file-sync", "mpi-raw")  # display order of every figure and table
 COMPONENTS = ("model", "assim")
 PHASES = ("open", "io", "transfer", "close")  # application phases, timed in every mode
 # dtf's own exclusive timers, transfer modes only

@@ -153,6 +153,7 @@ const std::vector<KeySpec> kFileKeys = {
     {"num_sessions", "an integer >= 1", false},
     {"write_only", "0 or 1", false},
     {"mirror_io_root", "0 or 1", false},
+    {"persist", "0 or 1", false},
 };
 
 class Parser {
@@ -369,6 +370,7 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "replay_io") rule.replay_io = to_bool(e), lines.replay_io = e.line;
         else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
         else if (e.key == "write_only") rule.write_only = to_bool(e);
+        else if (e.key == "persist") rule.persist = to_bool(e);
         else if (e.key == "mirror_io_root") {
             rule.mirror_io_root = to_bool(e);
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
@@ -778,7 +780,7 @@ std::string describe(const Config &c, const Settings &s) {
             out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
         out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),
                       r.replay_io, r.num_sessions);
-        out += format("write_only=%d\nmirror_io_root=%d\n", r.write_only, r.mirror_io_root);
+        out += format("write_only=%d\nmirror_io_root=%d\npersist=%d\n", r.write_only, r.mirror_io_root, r.persist);
     }
     out += "\n; settings from the environment\n";
     out += "; DTF_INI_FILE=" + one_line(s.ini_file) + "\n";

@@ -25,6 +25,9 @@ struct FileRule {
     int num_sessions = 1; // open/close sessions before dtf forgets the file
     bool write_only = false;
     bool mirror_io_root = false;
+    // persist=1, transfer mode: the readers get the data over MPI and the writer also writes the file
+    // (as file mode would; runtime/persist.cpp). File mode writes it anyway.
+    bool persist = false;
     int line = 0; // line of the [FILE] header, for messages
 
     bool fixed_roles() const { return !writer.empty(); }

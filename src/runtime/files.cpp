@@ -20,6 +20,7 @@
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/hook.h"
+#include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
@@ -32,16 +33,6 @@ unsigned char dtf_pnc_owned_[DTF_PNC_OWNED_MAX];
 namespace dtf::runtime {
 
 namespace {
-
-template <class Fn> Fn real(int fn) {
-    void *p = dtf_pnc_real(fn);
-    if (!p)
-        fail(DTF_ERR_INTERNAL,
-             "the real PnetCDF function %s was not found: link the program with -ldtf before -lpnetcdf, or "
-             "LD_PRELOAD libdtf.so into a program linked with PnetCDF",
-             dtf_pnc_name(fn));
-    return reinterpret_cast<Fn>(p);
-}
 
 void set_owned(int ncid, bool owned) {
     if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], owned ? 1 : 0, __ATOMIC_RELEASE);
@@ -119,13 +110,14 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const std::string context = format("%s of '%s'", call, t.path.c_str());
     const bool writer = create || (mode & NC_WRITE);
     check_role(rt, t, writer, call);
+    std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
+    flush_persist(rt, group.get(), t.rule, !writer); // files of persist=1 sessions closed before
     if (t.rule->mode == config::Mode::Transfer) {
-        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peers, rt.group_of(comm, context), mode, ncidp)
-                              : vfile_open(rt, t.path, *t.rule, t.peers, rt.group_of(comm, context), mode, ncidp);
+        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)
+                              : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
         if (rc == NC_NOERR) rt.virtual_file(*ncidp)->hints = transport::info_entries(info);
         return rc;
     }
-    std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
     rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
     const OpenFn open = real<OpenFn>(fn);
     int rc;

@@ -23,6 +23,7 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::ReadPlan: return "read-plan";
     case MessageKind::ReaderDone: return "reader-done";
     case MessageKind::FileWithdrawn: return "file-withdrawn";
+    case MessageKind::Persisted: return "persisted";
     }
     return "unknown";
 }

@@ -11,6 +11,8 @@
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
 //                  FileWithdrawn writer root -> the reader-component ranks outside the session's reader
 //                                group: drop the FileDefined you will never use
+//                  Persisted     writer root -> every reader-component rank (persist=1): the session
+//                                stamped so is in the file (a session continuing it may write)
 #pragma once
 
 #include <cstdint>
@@ -32,8 +34,9 @@ enum class MessageKind : uint32_t {
     ReadPlan = 7,
     ReaderDone = 8,
     FileWithdrawn = 9,
+    Persisted = 10,
 };
-constexpr uint32_t kMessageKindLast = 9;
+constexpr uint32_t kMessageKindLast = 10;
 
 struct Message {
     MessageKind kind;
@@ -45,7 +48,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544605; // "DTF" + wire version 5 (little-endian; plan stamps)
+constexpr uint32_t kMessageMagic = 0x44544606; // "DTF" + wire version 6 (little-endian; Persisted)
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.

@@ -555,6 +555,16 @@ void Runtime::apply(Message &&m) {
         count = std::max(count, m.session);
         return;
     }
+    if (m.kind == MessageKind::Persisted) { // a continuing writer may wait for it (persist.cpp)
+        const int64_t stamp = PayloadReader(m.payload, "persisted").i64();
+        for (auto &[ncid, vf] : virtual_files_)
+            if (vf->persist_after == stamp) vf->persist_after = 0;
+        for (auto &job : persist_jobs_)
+            if (job->persist_after == stamp) job->persist_after = 0;
+        auto it = counters_.find(m.path); // (kept while the path is known here: the next session may continue it)
+        if (it != counters_.end()) it->second.persisted.push_back(stamp);
+        return;
+    }
     if (m.kind == MessageKind::FileWithdrawn) { // sent after the FileDefined it withdraws (same sender)
         for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
             if (it->kind == MessageKind::FileDefined && it->path == m.path && it->session == m.session &&
@@ -872,12 +882,12 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[15] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    long counts[16] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
                        s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
-                       s.pushed_at_transfer, s.batches_ahead}, csum[15];
+                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted}, csum[16];
     MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 15, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 16, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -888,10 +898,10 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
                  "received, %ld never used; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
                  "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
-                 "the last session's result; put values: %ld bytes copied, %ld referenced; progress thread %s; %ld "
-                 "path records kept\n",
+                 "the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
+                 "(persist=1); progress thread %s; %ld path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8],
+                 csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
                  thread.c_str(), csum[11]);
 }
 } // namespace
@@ -922,7 +932,9 @@ void Runtime::teardown(bool orderly) {
     virtual_files_.clear();
 
     if (orderly) {
-        // Closed files whose readers are still being served (progress thread) are served to the end.
+        // The files of persist=1 sessions not written yet; closed files whose readers are still being
+        // served (progress thread) are served to the end.
+        attempt([&] { flush_persist(*this, nullptr, nullptr, false); });
         attempt([&] { finish_background("dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] {

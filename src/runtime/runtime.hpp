@@ -35,6 +35,7 @@ struct WriterSession;
 struct WriterPlan;
 struct ReaderPlan;
 struct MatchMemo;
+struct PersistJob;
 
 // How many digit runs differ between two paths that are equal once their digit runs are wildcarded
 // (plan_key); INT_MAX when they are not (transfer.cpp).
@@ -131,6 +132,10 @@ struct PathCounters {
     // Transfer mode: the header of the last session this rank closed (with its final record count),
     // which an ncmpi_open with NC_WRITE continues (vfile.cpp).
     std::shared_ptr<const model::Header> header;
+    // persist=1: the stamp of the session this rank read last (0: it wrote the last one), and the
+    // sessions of the path their writer has written to the file (MessageKind::Persisted).
+    int64_t read_stamp = 0;
+    std::vector<int64_t> persisted;
     int closed() const { return my_writes + my_reads; }
 };
 
@@ -153,6 +158,7 @@ struct Stats {
     long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
     long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
     long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)
+    long files_persisted = 0; // persist=1: files written (counted by each file's rank 0)
 };
 
 class Runtime {
@@ -208,6 +214,8 @@ public:
     std::map<std::string, std::shared_ptr<const MatchMemo>> &match_memos() { return match_memos_; }
     PlanShelf<ReaderPlan> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
+    // persist=1: closed sessions whose file is still to be written, in the order they closed (persist.cpp).
+    std::vector<std::shared_ptr<PersistJob>> &persist_jobs() { return persist_jobs_; }
     // Keep a receive buffer whose receive was cancelled (Channel::cancel) until dtf_finalize.
     void keep_until_finalize(std::vector<char> buffer) { orphans_.push_back(std::move(buffer)); }
 
@@ -324,6 +332,7 @@ private:
     Stats stats_;
     BufferPool buffers_;
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)
+    std::vector<std::shared_ptr<PersistJob>> persist_jobs_;
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     std::vector<std::shared_ptr<WriterSession>> serving_;

@@ -270,6 +270,7 @@ void start_packing(WriterSession &ws) {
 bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values) {
     WriterSession &ws = *vf.ws;
     if (!ws.plan || ws.epoch != 0 || ws.packing == Packing::Full || ws.packing == Packing::Broken) return false;
+    if (vf.rule->persist) return false; // every value goes to the file too: keep them all
     const WriterPlan &plan = *ws.plan;
     const size_t pos = ws.writes.size();
     if (ws.ranks != plan.ranks || pos >= plan.writes.size() || !(plan.writes[pos] == meta)) {

@@ -475,6 +475,7 @@ int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno)
     for (size_t i = 0; i < n; ++i) std::memcpy(values.data() + i * es, fill.data(), es);
     const char *data = values.data();
     record_values(rt, vf, varid, {box}, data, std::move(values));
+    vf.ws->writes.back().fill = true;
     return NC_NOERR;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -105,6 +106,7 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     int rc = model::format_from_cmode(cmode, default_format, &format);
     if (rc != NC_NOERR) return rc;
     auto vf = make_file(rt, path, rule, peers, std::move(group), true);
+    vf->cmode = cmode;
     vf->header = model::Header(format);
     vf->ws = open_writer_session(rt, *vf);
     return finish_open(rt, std::move(vf), ncidp);
@@ -154,6 +156,8 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
     if (vf->header.in_indep_mode()) vf->header.end_indep_data();
     vf->header.inq(nullptr, &vf->inherited, nullptr, nullptr);
     vf->continued = true;
+    if (std::find(now.persisted.begin(), now.persisted.end(), now.read_stamp) == now.persisted.end())
+        vf->persist_after = now.read_stamp; // not in the file yet
     // PnetCDF's root reads the header at open.
     if (vf->rank == 0) vf->get_bytes = std::min<int64_t>(vf->header.file_size(), kHeaderReadChunk);
     // The readers learn the header at the first enddef (the program may add definitions first), put
@@ -218,15 +222,33 @@ namespace {
 
 int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     int rc = NC_NOERR;
+    std::exception_ptr unwritten; // persist=1: the file could not be written (reported once the close is done)
     if (abort) drop_ahead(rt, vf);
     if (!abort) {
-        if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR)
+        if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR) {
+            ++vf.enddefs;
             announce_definition(rt, vf);
+        }
         // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
         // the progress thread the writer's session may go on being served after the close.
-        if (vf.writer)
+        if (vf.writer) {
             writer_close(rt, vf);
-        else if (!vf.done_sent || !vf.pending.empty())
+            if (vf.rule->persist && rc == NC_NOERR) {
+                queue_persist(rt, vf);
+                // The last file these ranks write for now: their files are handed over, write them.
+                const auto &ranks = vf.group->component_ranks();
+                if (std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
+                        return other.second.get() != &vf && other.second->writer &&
+                               other.second->group->component_ranks() == ranks;
+                    })) {
+                    try {
+                        flush_persist(rt, vf.group.get(), nullptr, true);
+                    } catch (...) {
+                        unwritten = std::current_exception();
+                    }
+                }
+            }
+        } else if (!vf.done_sent || !vf.pending.empty())
             rc = vfile_transfer(rt, vf);
     }
     if (!vf.writer && vf.rule->replay_io && !abort) {
@@ -252,6 +274,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
+    c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
@@ -262,6 +285,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     // this session's.
     if (forget) rt.forget_finished(path);
     rt.discard_closed_sessions();
+    if (unwritten) std::rethrow_exception(unwritten);
     return rc;
 }
 
@@ -275,6 +299,7 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi__enddef: {
         int rc = h.enddef();
         if (rc != NC_NOERR) return rc;
+        ++vf.enddefs;
         announce_definition(rt, vf);
         int64_t size = 0;
         h.inq_layout(&size, nullptr, nullptr);

@@ -51,6 +51,8 @@ struct WriteRecord {
     std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
     const char *borrowed = nullptr; // buffer_data=0: the same, in the user's buffer (data is empty)
     bool packed = false;    // replay: only the plan's pieces were kept (in the data messages), not data
+    bool fill = false;      // ncmpi_fill_var_rec's fill values (recorded by rank 0)
+    bool persist_copy = false; // data: copied from the user's buffer at close for persist=1 (freed once written)
     const char *values() const { return borrowed ? borrowed : data.data(); }
 };
 
@@ -254,6 +256,10 @@ struct VirtualFile {
     // earlier session's values, which transfer mode does not keep. Reader: sent with FileDefined.
     int inherited = 0;
     bool continued = false; // writer: opened with NC_WRITE (not created)
+    int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
+    int enddefs = 0;        // writer: enddefs in this session
+    int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
+                               // component, while its file is not complete (0 once it is: Persisted)
 
     // writer
     std::shared_ptr<WriterSession> ws;
@@ -326,6 +332,33 @@ bool push_early(Runtime &rt, WriterSession &ws);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
 void end_reader_session(Runtime &rt, VirtualFile &vf);
+// persist=1 (persist.cpp): what a closed writer session needs to write its file: the final header,
+// how the file was created, and the session's writes (all kept: replay does not drop values then).
+struct PersistJob {
+    std::string path;
+    int session = 0;
+    const config::FileRule *rule = nullptr;
+    model::Header header;
+    std::vector<std::pair<std::string, std::string>> hints;
+    int cmode = 0;
+    bool continued = false;
+    int64_t persist_after = 0; // VirtualFile::persist_after
+    int enddefs = 0;
+    std::vector<int> readers;
+    int rank = 0;
+    std::shared_ptr<transport::Group> group;
+    std::shared_ptr<WriterSession> ws; // its writes (values copied out of the user's buffers)
+};
+// At the writer's close: the session's file is to be written (Runtime::persist_jobs). Writing it
+// waits until these ranks close the last file they have open for writing (then their output is
+// handed to its readers), open a dtf file for reading, create (or open with NC_WRITE) the next file
+// of the same rule, or call dtf_finalize, whichever comes first; flush_persist() writes them
+// (collective over each job's group, in the order the sessions closed), then tells the readers
+// (MessageKind::Persisted).
+void queue_persist(Runtime &rt, VirtualFile &vf);
+// The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
+// write first.
+void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 // Reader, a get on a record variable: whether it can be checked now, before the final header,

@@ -63,5 +63,7 @@ std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue);
 // nonblocking: the group may be used once `*ready` tests done.
 std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
                                  std::unique_ptr<Pending> *ready);
+// The communicator of a group made by mpi_group() (MPI_COMM_NULL for any other group).
+MPI_Comm mpi_comm_of(const Group &group);
 
 } // namespace dtf::transport

@@ -70,6 +70,7 @@ public:
     int size() const override { return size_; }
     const std::vector<int> &component_ranks() const override { return ranks_; }
     std::unique_ptr<Channel> channel() override { return mpi_channel(comm_, queue_); }
+    MPI_Comm comm() const { return comm_; }
     std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
         // MPI reads `in` when the operation progresses, so it is copied here.
         auto copy = std::make_shared<std::vector<int64_t>>(in, in + n);
@@ -101,6 +102,11 @@ private:
 };
 
 } // namespace
+
+MPI_Comm mpi_comm_of(const Group &group) {
+    const auto *g = dynamic_cast<const MpiGroup *>(&group);
+    return g ? g->comm() : MPI_COMM_NULL;
+}
 
 std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
                                  std::unique_ptr<Pending> *ready) {

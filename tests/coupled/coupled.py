@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ncfiles  # noqa: E402
+
 CONFIG = """[INFO]
 ncomp=2
 comp_name="model"
@@ -61,6 +64,7 @@ REUSED = re.compile(r"\[dtf (\w+)\] stats .* requests served (\d+) by matching, 
 
 
 KEPT = re.compile(r"\[dtf (\w+)\] stats over (\d+) ranks: .*; (\d+) path records kept")
+PERSISTED = re.compile(r"\[dtf (\w+)\] stats .*; (\d+) files written \(persist=1\)")
 
 
 def write_config(path, mode="file", hist_mode="file", replay=False, state_sessions=1):
@@ -407,6 +411,7 @@ comp_name="assim"
 filename="hist.%.nc"
 {hist_sharing}
 mode="{mode}"
+persist={persist}
 [FILE]
 ; the analysis: written by the model, read by the assimilation, then opened with NC_WRITE and
 ; written back by it, and read by the model: two sessions per file
@@ -417,6 +422,7 @@ mode="{mode}"
 num_sessions=2
 replay_io=1
 mirror_io_root=1
+persist={persist}
 """
 
 
@@ -425,13 +431,13 @@ mirror_io_root=1
 LETKF_VALUES_READ = (20 + 11 + 11) * 3 * 13 * 10
 
 
-def letkf_config(mode, readers):
+def letkf_config(mode, readers, persist=False):
     """The LETKF pattern's config; `readers`: more components reading the history files besides the
     assimilation ([(name, ranks)]: then the hist rule is writer=/readers=)."""
     names = [name for name, _ in readers]
     sharing = ('writer="model"\nreaders="' + " ".join(names + ["assim"]) + '"') if readers else \
         'comp1="model"\ncomp2="assim"'
-    return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers), hist_sharing=sharing,
+    return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers), hist_sharing=sharing, persist=int(persist),
                                more_names="".join(f'comp_name="{name}"\n' for name in names))
 
 
@@ -445,7 +451,7 @@ def scenario_letkf(args, work):
         os.mkdir(run)
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(letkf_config(mode, readers))
+            f.write(letkf_config(mode, readers, args.persist))
         moved = args.hosts.bytes_moved() if args.hosts else 0
         argv = [ini, run, str(cycles), str(members)]
         status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model"] + argv),
@@ -469,8 +475,22 @@ def scenario_letkf(args, work):
             expect(len(files) == 2 * members * cycles, f"file mode must leave every file on disk: {files}")
             expect(out.count("read the variable not written back") == members,
                    "file mode: every member reads the variable not written back (its own values)")
-        else:
-            expect(not files, f"a transfer-mode file reached the disk: {files}")
+        elif args.persist:  # the files file mode wrote (header and values byte for byte, ncmpidiff agrees)
+            oracle = sorted(f for f in os.listdir(runs["file"]) if f.endswith(".nc"))
+            expect(files == oracle, f"persist=1: the files on disk {files} are not file mode's {oracle}")
+            for name in files:
+                why = ncfiles.compare(os.path.join(runs["file"], name), os.path.join(run, name))
+                expect(why is None, f"persist=1: not the file file mode wrote: {why}")
+            for name in (f"hist.0.{cycles}.nc", f"anal.0.{cycles}.nc"):  # (equal bytes say as much for the others)
+                diff = subprocess.run(["ncmpidiff", os.path.join(runs["file"], name), os.path.join(run, name)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                expect(diff.returncode == 0, f"persist=1: ncmpidiff finds differences in {name}: {diff.stdout}")
+            print(f"persist=1: {len(files)} files with the header and values file mode wrote, byte for byte")
+            written = {m.group(1): int(m.group(2)) for m in PERSISTED.finditer(out)}
+            expect(written == dict({"model": 2 * members * cycles, "assim": members * cycles}, **{n: 0 for n, _ in readers}),
+                   f"persist=1: files written per component (the model's, the assimilation's write-backs): {written}")
+        if mode == "transfer":
+            expect(args.persist or not files, f"a transfer-mode file reached the disk: {files}")
             expect(len(re.findall(r"model member \d+: refused", out)) == members and
                    "opened the file with NC_WRITE and did not write all of these elements" in out,
                    "transfer mode: the read of a variable not written back must be refused with the reason")
@@ -546,6 +566,9 @@ def main():
     p.add_argument("--model-exe", help="another model component (e.g. the Fortran one)")
     p.add_argument("--assim-exe", help="another assim component (scenario letkf)")
     p.add_argument("--members", type=int, default=2, help="ensemble members (scenario letkf)")
+    p.add_argument("--persist", action="store_true",
+                   help="scenario letkf: persist=1 on both files: in transfer mode the files must be on disk too, "
+                        "byte for byte those file mode wrote")
     p.add_argument("--readers", nargs="*", default=[], metavar="NAME:RANKS",
                    help="scenario letkf: more components that read the history files (run as --assim-exe NAME; "
                         "the hist rule becomes writer=model, readers=NAME... assim)")

@@ -23,6 +23,10 @@
  *   wrongrole  g.nc is a writer=/readers= file: the reader's ncmpi_create of it and the writer's
  *             ncmpi_open of it for reading fail at once (DTF_ERR_CONFIG naming the config line and who
  *             may do what), and nothing else changes (then as ok)
+ *   persist-rename p.nc (persist=1) is written by the writer, then opened again with NC_WRITE by the
+ *             reader, which renames its variable, and read by the writer: dtf cannot make the file on
+ *             disk show the rename as file mode would, so the reader's close fails (DTF_ERR_UNSUPPORTED
+ *             naming the variable and the rename); the file keeps the writer's session (then as ok)
  *   lost-connect, lost-transfer, lost-finalize
  *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
  *             dtf_init, after opening the file (while the writer transfers), or after closing it
@@ -86,6 +90,36 @@ static void told_both_write(int rc, const char *call) {
     told = 1;
     expect_error(rc, DTF_ERR_PEER, call, strcmp(role_name, "writer") ? "component 'writer'" : "component 'reader'",
                  "writes session 1 of '", "f.nc' too, as this component does", NULL);
+}
+
+/* persist-rename (see the top). */
+static void persist_rename(int writes) {
+    int ncid, dx, v;
+    float x[NX];
+    for (int i = 0; i < NX; ++i) x[i] = value(0, i);
+    MPI_Offset start = 0, count = rank == 0 ? NX : 0;
+    if (writes) {
+        NC(ncmpi_create(MPI_COMM_WORLD, "p.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
+        NC(ncmpi_def_dim(ncid, "x", NX, &dx));
+        NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 1, &dx, &v));
+        NC(ncmpi_enddef(ncid));
+        NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
+        NC(ncmpi_close(ncid));
+        NC(ncmpi_open(MPI_COMM_WORLD, "p.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid)); /* the written-back session */
+        NC(ncmpi_close(ncid));
+        return;
+    }
+    NC(ncmpi_open(MPI_COMM_WORLD, "p.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_inq_varid(ncid, "T", &v));
+    NC(ncmpi_get_vara_float_all(ncid, v, &start, &count, x));
+    NC(ncmpi_close(ncid));
+    NC(ncmpi_open(MPI_COMM_WORLD, "p.nc", NC_WRITE, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_redef(ncid));
+    NC(ncmpi_rename_var(ncid, v, "U"));
+    NC(ncmpi_enddef(ncid));
+    NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
+    expect_error(ncmpi_close(ncid), DTF_ERR_UNSUPPORTED, "ncmpi_close(p.nc, a variable renamed)", "writing '",
+                 "p.nc' (persist=1", "variable 0 is 'T' in the file and 'U' in this session (renamed)", NULL);
 }
 
 /* lost-*: the writer reports a failed call and goes on. */
@@ -187,7 +221,7 @@ int main(int argc, char **argv) {
     if (argc != 4) {
         if (rank == 0)
             fprintf(stderr, "usage: fault writer|reader INI "
-                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|lost-connect|lost-transfer|lost-finalize\n");
+                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|persist-rename|lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
@@ -217,6 +251,7 @@ int main(int argc, char **argv) {
                          "ncmpi_create(g.nc) by its reader", "dtf.ini:", "component 'reader' may only open it for reading",
                          NULL);
     }
+    if (!strcmp(scenario, "persist-rename")) persist_rename(writes);
     if (!strcmp(role, "writer") || !strcmp(scenario, "twowriters"))
         writer(scenario);
     else

@@ -30,13 +30,21 @@ filename="g.nc"
 writer="writer"
 readers="reader"
 mode="transfer"
+[FILE]
+; persist-rename: written with persist=1, then written back by the reader, which renames a variable
+filename="p.nc"
+comp1="writer"
+comp2="reader"
+mode="transfer"
+persist=1
+num_sessions=2
 """
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose", "twowriters",
-                                        "wrongrole", "lost-connect", "lost-transfer", "lost-finalize"])
+                                        "wrongrole", "persist-rename", "lost-connect", "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)
@@ -57,6 +65,9 @@ def main():
         t0 = time.monotonic()
         run = subprocess.run(cmd, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
+        # persist-rename: the file on disk is still the writer's session (the refused rename not in it)
+        kept = subprocess.run(["ncmpidump", os.path.join(work, "p.nc")], text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT).stdout if a.scenario == "persist-rename" else ""
     out = run.stdout
     print(out)
     print(f"exit status {run.returncode} after {elapsed:.1f} s")
@@ -82,6 +93,8 @@ def main():
                 failures.append("the reader must exit by itself (not be stopped by dtfrun)")
             if "dtfrun:   writer" not in out or "dtfrun:   reader" not in out:
                 failures.append("dtfrun's summary must report both components")
+    elif a.scenario == "persist-rename" and "float T(x)" not in kept:
+        failures.append(f"p.nc must keep the writer's session (variable T):\n{kept}")
     elif a.scenario == "noexit":
         # dtf finalizes the writer inside MPI_Finalize, where the reader's dtf_finalize meets it (else
         # that dtf_finalize fails after DTF_TIMEOUT, and the reader aborts).

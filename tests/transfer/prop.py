@@ -66,6 +66,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import ncfiles  # noqa: E402
+
 CONFIG = """[INFO]
 ncomp={ncomp}
 comp_name="writer"
@@ -76,6 +79,7 @@ filename="case.%.nc"
 {sharing}
 mode="{mode}"
 replay_io={replay_io}
+persist={persist}
 """
 
 
@@ -92,6 +96,7 @@ def launch(args, run, work, extra_env=None):
     with open(ini, "w") as f:
         two = args.second_reader is not None
         f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay),
+                              persist=int(args.persist),
                               ncomp=3 if two else 2, more_names='comp_name="reader2"\n' if two else "",
                               sharing='writer="writer"\nreaders="reader reader2"' if two else
                               'comp1="writer"\ncomp2="reader"'))
@@ -313,6 +318,22 @@ def compare(args, oracle, test, compare_writer, expected=False):
     return cases
 
 
+def same_files(oracle, test):
+    """persist=1: the transfer run wrote the files, byte for byte those of the file-mode run (header
+    and values; tests/lib/ncfiles.py)."""
+    names = sorted(f for f in os.listdir(oracle.dir) if f.endswith(".nc"))
+    have = sorted(f for f in os.listdir(test.dir) if f.endswith(".nc"))
+    if names != have:
+        print(f"FAIL: persist=1: the {test.label} run left {len(have)} files, the {oracle.label} run {len(names)}")
+        return False
+    differ = [why for n in names if (why := ncfiles.compare(os.path.join(oracle.dir, n), os.path.join(test.dir, n)))]
+    if differ:
+        print(f"FAIL: persist=1: {len(differ)} of {len(names)} files differ from file mode's; first: {differ[0]}")
+        return False
+    print(f"persist=1: {len(names)} files with the header and values file mode wrote, byte for byte")
+    return True
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtfrun", required=True, help="the dtfrun launcher")
@@ -322,6 +343,8 @@ def main():
     p.add_argument("--first", type=int, default=0, help="first case number")
     p.add_argument("--seed", default="1", help="integer, or 'fixed' for the Fortran writer's scenario")
     p.add_argument("--shape", default="2x3", help="writer ranks x reader ranks")
+    p.add_argument("--persist", action="store_true",
+                   help="persist=1: the transfer run must also write the files, byte for byte as the file-mode run")
     p.add_argument("--second-reader", type=int, metavar="N2",
                    help="a second reader component of N2 ranks (writer=/readers=; not with --replay)")
     p.add_argument("--mode", choices=["both", "file", "transfer"], default="both",
@@ -419,6 +442,8 @@ def main():
                     ok = False
             else:
                 ok &= not differing
+            if args.persist and runs[1].mode == "transfer":
+                ok &= same_files(runs[0], runs[1])
         print("PASS" if ok else "FAIL")
         if args.keep:
             print(f"files and dumps kept in {work}")

@@ -56,7 +56,7 @@ bool same(const Config &a, const Config &b) {
         if (x.pattern != y.pattern || x.excludes != y.excludes || x.comp1 != y.comp1 ||
             x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
             x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
-            x.mirror_io_root != y.mirror_io_root)
+            x.mirror_io_root != y.mirror_io_root || x.persist != y.persist)
             return false;
     }
     return true;
@@ -105,7 +105,7 @@ struct BadCase {
 
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
-                                  "num_sessions, write_only, mirror_io_root";
+                                  "num_sessions, write_only, mirror_io_root, persist";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
@@ -432,7 +432,7 @@ void test_describe() {
                                "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\n";
     const std::string fan = "[INFO]\nncomp=3\ncomp_name=m\ncomp_name=o\ncomp_name=a\n"
                             "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\n"
-                            "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\n";
+                            "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n";
     for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky, fan}) {
         Config c = parse(text, "r.ini");
         std::string out = describe(c, s);

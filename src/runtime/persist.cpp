@@ -1,0 +1,419 @@
+// Stream and persist (persist=1 on a transfer-mode file): the readers get the data over MPI, and the
+// writer ranks also write the netCDF file that file mode would have written, with the real PnetCDF,
+// from what dtf holds anyway: the header model (definitions in their order, fill settings, the final
+// record count) and each rank's writes (values in the variable's type). A closed session's file is
+// written once its ranks' output is handed over (queue_persist / flush_persist, vfile.hpp), so that
+// the files they write in between reach their readers first: the reads do not wait for the disk.
+//
+// A created session makes the file: create (same mode flags and hints), the definitions, enddef, the
+// puts (independent, in rounds: put_values), close. A session opened with NC_WRITE continues the file
+// the session before it wrote: open, the definitions it added, its puts. That file must be complete
+// by then: when another component wrote it, its root said so (MessageKind::Persisted), and the writer
+// waits for that message. What the file cannot be made to match (a continued session that renamed or
+// deleted definitions; a session whose redefinitions would lay the file out differently in one
+// enddef) fails with DTF_ERR_UNSUPPORTED instead of leaving another file than file mode's.
+#include <pnetcdf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "common/log.hpp"
+#include "common/phase.hpp"
+#include "runtime/pnc_real.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
+#include "transport/mpi_channel.hpp"
+#include "transport/mpi_util.hpp"
+#include "types/convert.hpp"
+
+namespace dtf::runtime {
+
+namespace {
+
+MPI_Datatype mpi_type(nc_type t) {
+    switch (t) {
+    case NC_BYTE: return MPI_SIGNED_CHAR;
+    case NC_CHAR: return MPI_CHAR;
+    case NC_SHORT: return MPI_SHORT;
+    case NC_INT: return MPI_INT;
+    case NC_FLOAT: return MPI_FLOAT;
+    case NC_DOUBLE: return MPI_DOUBLE;
+    case NC_UBYTE: return MPI_UNSIGNED_CHAR;
+    case NC_USHORT: return MPI_UNSIGNED_SHORT;
+    case NC_UINT: return MPI_UNSIGNED;
+    case NC_INT64: return MPI_LONG_LONG;
+    case NC_UINT64: return MPI_UNSIGNED_LONG_LONG;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+// The real PnetCDF calls the file is written with; each failure throws, naming the call and the file.
+class File {
+public:
+    File(const std::string &path, int session) : path_(path), session_(session) {}
+
+    void check(int rc, const char *call) const {
+        if (rc != NC_NOERR)
+            fail(rc, "writing '%s' (persist=1, session %d): %s failed: %s", path_.c_str(), session_, call,
+                 ncmpi_strerror(rc));
+    }
+    template <class Fn, class... A> void call(int fn, A... args) {
+        int rc;
+        {
+            transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
+            rc = real<Fn>(fn)(args...);
+        }
+        check(rc, dtf_pnc_name(fn));
+    }
+    void create(MPI_Comm comm, int cmode, MPI_Info info) {
+        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_create, comm, path_.c_str(), cmode, info,
+                                                                   &ncid);
+    }
+    void open(MPI_Comm comm, MPI_Info info) {
+        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open, comm, path_.c_str(), NC_WRITE, info,
+                                                                   &ncid);
+    }
+    // Collective. `quiet`: after a failure, whose error is the one reported.
+    void close(bool quiet) {
+        if (ncid < 0) return;
+        const int id = ncid;
+        ncid = -1;
+        if (!quiet) return call<int (*)(int)>(DTF_FN_ncmpi_close, id);
+        transport::Blocking unlocked;
+        real<int (*)(int)>(DTF_FN_ncmpi_close)(id);
+    }
+    int ncid = -1;
+
+private:
+    std::string path_;
+    int session_;
+};
+
+void put_att(File &f, int varid, const model::Att &a) {
+    f.call<int (*)(int, int, const char *, nc_type, MPI_Offset, const void *)>(
+        DTF_FN_ncmpi_put_att, f.ncid, varid, a.name.c_str(), a.type, static_cast<MPI_Offset>(a.len), a.bytes.data());
+}
+
+// Whether the file's attribute `name` of `varid` is `a` (type, length and values).
+bool same_att(File &f, int varid, const model::Att &a) {
+    nc_type type = NC_NAT;
+    MPI_Offset len = 0;
+    int rc;
+    {
+        transport::Blocking unlocked;
+        rc = real<int (*)(int, int, const char *, nc_type *, MPI_Offset *)>(DTF_FN_ncmpi_inq_att)(f.ncid, varid,
+                                                                                                    a.name.c_str(), &type, &len);
+    }
+    if (rc != NC_NOERR || type != a.type || len != a.len) return false;
+    std::vector<char> bytes(a.bytes.size() + 1);
+    f.call<int (*)(int, int, const char *, void *)>(DTF_FN_ncmpi_get_att, f.ncid, varid, a.name.c_str(), bytes.data());
+    return std::memcmp(bytes.data(), a.bytes.data(), a.bytes.size()) == 0;
+}
+
+// The attributes of `varid` in the model that the file lacks or holds otherwise; the file's
+// attributes must be the model's first ones, by name, in order (else the session deleted or renamed
+// one, which the file cannot be made to show in the same order).
+std::vector<const model::Att *> changed_atts(File &f, int varid, const std::vector<model::Att> &atts, int file_natts,
+                                             const std::string &where) {
+    std::vector<const model::Att *> out;
+    for (int i = 0; i < static_cast<int>(atts.size()); ++i) {
+        const model::Att &a = atts[static_cast<size_t>(i)];
+        if (i < file_natts) {
+            char name[NC_MAX_NAME + 1] = {0};
+            f.call<int (*)(int, int, int, char *)>(DTF_FN_ncmpi_inq_attname, f.ncid, varid, i, name);
+            if (a.name != name)
+                fail(DTF_ERR_UNSUPPORTED, "%s: attribute %d is '%s' in the file and '%s' in this session, which renamed "
+                     "or deleted attributes: persist=1 does not reproduce that; write the file anew (ncmpi_create)",
+                     where.c_str(), i, name, a.name.c_str());
+        }
+        if (i >= file_natts || !same_att(f, varid, a)) out.push_back(&a);
+    }
+    if (file_natts > static_cast<int>(atts.size()))
+        fail(DTF_ERR_UNSUPPORTED, "%s: this session deleted attributes: persist=1 does not reproduce that; write the file "
+             "anew (ncmpi_create)", where.c_str());
+    return out;
+}
+
+// The definitions of `h` the file lacks: all of them for a new file; for a continued one what this
+// session added (dimensions, variables, attributes, fill settings of new variables).
+void define(File &f, const model::Header &h, bool created, const std::string &where) {
+    int ndims = 0, nvars = 0, ngatts = 0, unlim = -1;
+    if (!created)
+        f.call<int (*)(int, int *, int *, int *, int *)>(DTF_FN_ncmpi_inq, f.ncid, &ndims, &nvars, &ngatts, &unlim);
+    if (ndims > static_cast<int>(h.dims().size()) || nvars > static_cast<int>(h.vars().size()))
+        fail(DTF_ERR_UNSUPPORTED, "%s: the file has more dimensions or variables than this session", where.c_str());
+    for (int d = 0; d < ndims; ++d) {
+        char name[NC_MAX_NAME + 1] = {0};
+        f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_dimname, f.ncid, d, name);
+        if (h.dims()[static_cast<size_t>(d)].name != name)
+            fail(DTF_ERR_UNSUPPORTED, "%s: dimension %d is '%s' in the file and '%s' in this session (renamed): "
+                 "persist=1 does not reproduce that", where.c_str(), d, name, h.dims()[static_cast<size_t>(d)].name.c_str());
+    }
+    for (int v = 0; v < nvars; ++v) {
+        char name[NC_MAX_NAME + 1] = {0};
+        f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_varname, f.ncid, v, name);
+        if (h.vars()[static_cast<size_t>(v)].name != name)
+            fail(DTF_ERR_UNSUPPORTED, "%s: variable %d is '%s' in the file and '%s' in this session (renamed): "
+                 "persist=1 does not reproduce that", where.c_str(), v, name, h.vars()[static_cast<size_t>(v)].name.c_str());
+    }
+    // What changes, worked out before redef (the attribute comparisons read the file).
+    std::vector<const model::Att *> gatts = changed_atts(f, NC_GLOBAL, h.global_atts(), ngatts, where);
+    std::vector<std::vector<const model::Att *>> vatts(h.vars().size());
+    for (int v = 0; v < nvars; ++v) {
+        int natts = 0;
+        f.call<int (*)(int, int, int *)>(DTF_FN_ncmpi_inq_varnatts, f.ncid, v, &natts);
+        vatts[static_cast<size_t>(v)] = changed_atts(f, v, h.vars()[static_cast<size_t>(v)].atts, natts, where);
+    }
+    for (size_t v = static_cast<size_t>(nvars); v < h.vars().size(); ++v)
+        for (const auto &a : h.vars()[v].atts) vatts[v].push_back(&a);
+    const bool changes = static_cast<size_t>(ndims) < h.dims().size() || static_cast<size_t>(nvars) < h.vars().size() ||
+                         !gatts.empty() || std::any_of(vatts.begin(), vatts.end(), [](const auto &x) { return !x.empty(); });
+    if (!created && !changes) return;
+    if (!created) f.call<int (*)(int)>(DTF_FN_ncmpi_redef, f.ncid);
+    int old_mode = 0;
+    // The file's fill mode first: each variable defined after takes it (then its own, below).
+    f.call<int (*)(int, int, int *)>(DTF_FN_ncmpi_set_fill, f.ncid, h.fill_mode(), &old_mode);
+    for (size_t d = static_cast<size_t>(ndims); d < h.dims().size(); ++d) {
+        int id = -1;
+        f.call<int (*)(int, const char *, MPI_Offset, int *)>(DTF_FN_ncmpi_def_dim, f.ncid, h.dims()[d].name.c_str(),
+                                                                static_cast<MPI_Offset>(h.dims()[d].len), &id);
+    }
+    for (size_t v = static_cast<size_t>(nvars); v < h.vars().size(); ++v) {
+        const model::Var &var = h.vars()[v];
+        int id = -1;
+        f.call<int (*)(int, const char *, nc_type, int, const int *, int *)>(
+            DTF_FN_ncmpi_def_var, f.ncid, var.name.c_str(), var.type, static_cast<int>(var.dimids.size()),
+            var.dimids.data(), &id);
+    }
+    for (const model::Att *a : gatts) put_att(f, NC_GLOBAL, *a);
+    for (size_t v = 0; v < h.vars().size(); ++v)
+        for (const model::Att *a : vatts[v]) put_att(f, static_cast<int>(v), *a);
+    for (size_t v = static_cast<size_t>(nvars); v < h.vars().size(); ++v)
+        f.call<int (*)(int, int, int, const void *)>(DTF_FN_ncmpi_def_var_fill, f.ncid, static_cast<int>(v),
+                                                     h.vars()[v].no_fill ? 1 : 0, nullptr);
+    f.call<int (*)(int)>(DTF_FN_ncmpi_enddef, f.ncid);
+}
+
+// A session that redefined the file after its first enddef: file mode laid it out in steps, this
+// write in one; the same layout, or an error (never another file).
+void check_layout(File &f, const model::Header &h, const std::string &where) {
+    MPI_Offset extent = 0;
+    int64_t want_extent = 0;
+    h.inq_layout(nullptr, &want_extent, nullptr);
+    f.call<int (*)(int, MPI_Offset *)>(DTF_FN_ncmpi_inq_header_extent, f.ncid, &extent);
+    bool same = extent == want_extent;
+    for (size_t v = 0; same && v < h.vars().size(); ++v) {
+        MPI_Offset offset = 0;
+        int64_t want = 0;
+        f.call<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_varoffset, f.ncid, static_cast<int>(v), &offset);
+        same = h.inq_varoffset(static_cast<int>(v), &want) == NC_NOERR && want == offset;
+    }
+    if (!same)
+        fail(DTF_ERR_UNSUPPORTED, "%s: the session redefined the file after its first enddef, and written in one step the "
+             "file would be laid out otherwise than file mode lays it out (header extent %lld, file mode's %lld): "
+             "persist=1 does not reproduce that; define everything before the first enddef", where.c_str(),
+             static_cast<long long>(extent), static_cast<long long>(want_extent));
+}
+
+void put_one(File &f, const model::Header &h, const WriteRecord &w) {
+    const match::Box &b = w.meta.box;
+    const nc_type type = h.vars()[static_cast<size_t>(w.meta.varid)].type;
+    const MPI_Offset n = b.size();
+    if (b.ndims() == 0) {
+        f.call<int (*)(int, int, const void *, MPI_Offset, MPI_Datatype)>(
+            DTF_FN_ncmpi_put_var, f.ncid, w.meta.varid, static_cast<const void *>(w.values()), n, mpi_type(type));
+        return;
+    }
+    const std::vector<MPI_Offset> start(b.start.data(), b.start.data() + b.ndims()),
+        count(b.count.data(), b.count.data() + b.ndims()), stride(b.stride.data(), b.stride.data() + b.ndims());
+    f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset,
+                   MPI_Datatype)>(DTF_FN_ncmpi_put_vars, f.ncid, w.meta.varid, start.data(), count.data(), stride.data(),
+                                  static_cast<const void *>(w.values()), n, mpi_type(type));
+}
+
+// The variables that two ranks of `comm` write in overlapping regions (by the bounding box of each
+// rank's writes to the variable), where the order of their writes decides the file's values.
+std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::vector<WriteRecord> &writes) {
+    int max_dims = 0; // the most dimensions of any variable
+    for (const auto &v : h.vars()) max_dims = std::max(max_dims, static_cast<int>(v.dimids.size()));
+    const size_t nvars = h.vars().size(), per = 1 + 2 * static_cast<size_t>(max_dims);
+    std::vector<int64_t> mine(nvars * per, 0); // per variable: written, then lo and hi of each dimension
+    for (const WriteRecord &w : writes) {
+        const match::Box &b = w.meta.box;
+        if (w.fill || b.empty()) continue;
+        int64_t *v = &mine[static_cast<size_t>(w.meta.varid) * per];
+        for (int d = 0; d < b.ndims(); ++d) {
+            const int64_t lo = b.start[static_cast<size_t>(d)],
+                          hi = lo + (b.count[static_cast<size_t>(d)] - 1) * b.stride[static_cast<size_t>(d)];
+            v[1 + d] = v[0] ? std::min(v[1 + d], lo) : lo;
+            v[1 + max_dims + d] = v[0] ? std::max(v[1 + max_dims + d], hi) : hi;
+        }
+        v[0] = 1;
+    }
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<int64_t> all(mine.size() * static_cast<size_t>(size));
+    {
+        transport::Blocking unlocked; // as PnetCDF's own collectives
+        transport::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
+                                           static_cast<int>(mine.size()), MPI_INT64_T, comm),
+                             "MPI_Allgather (persist=1)");
+    }
+    std::vector<bool> shared(nvars, false);
+    for (size_t v = 0; v < nvars; ++v) {
+        const int nd = static_cast<int>(h.vars()[v].dimids.size());
+        for (int a = 0; a < size && !shared[v]; ++a)
+            for (int b = a + 1; b < size && !shared[v]; ++b) {
+                const int64_t *x = &all[(static_cast<size_t>(a) * nvars + v) * per],
+                              *y = &all[(static_cast<size_t>(b) * nvars + v) * per];
+                bool meet = x[0] && y[0];
+                for (int d = 0; meet && d < nd; ++d)
+                    meet = x[1 + d] <= y[1 + max_dims + d] && y[1 + d] <= x[1 + max_dims + d];
+                shared[v] = meet;
+            }
+    }
+    return shared;
+}
+
+// This rank's writes, each as its own independent put (PnetCDF's nonblocking puts of one rank,
+// combined at wait into one write, can write bytes of the alignment padding next to a small variable
+// that file mode leaves zero), in rounds that end in a collective call (every rank reaches each,
+// whatever failed before on this one): first the records ncmpi_fill_var_rec filled (a collective
+// call, made before the puts of those records; dtf keeps its values on rank 0); then the puts, in
+// their order; those to a variable that another rank writes in the same region rank after rank, so
+// that, as for the readers, the highest rank's value wins.
+void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vector<WriteRecord> &writes) {
+    const std::vector<bool> shared = shared_vars(comm, h, writes);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const bool any_shared = std::find(shared.begin(), shared.end(), true) != shared.end();
+    std::exception_ptr failed;
+    // round -1: fills; 0: the puts to variables no other rank writes there; 1 + r: rank r's other puts
+    for (int round = -1; round <= (any_shared ? size : 0); ++round) {
+        f.call<int (*)(int)>(DTF_FN_ncmpi_begin_indep_data, f.ncid);
+        for (const WriteRecord &w : writes) try {
+            const bool in = round < 0 ? w.fill
+                            : round == 0 ? !w.fill && !shared[static_cast<size_t>(w.meta.varid)]
+                                         : !w.fill && shared[static_cast<size_t>(w.meta.varid)] && rank == round - 1;
+            if (in && !failed) put_one(f, h, w);
+        } catch (...) {
+            if (!failed) failed = std::current_exception();
+        }
+        f.call<int (*)(int)>(DTF_FN_ncmpi_end_indep_data, f.ncid);
+    }
+    if (failed) std::rethrow_exception(failed);
+    // A record count that no write reaches (a zero-length put beyond the last record): PnetCDF counts
+    // it too, so a zero-length put there makes it the same.
+    const int unlim = h.unlimdimid();
+    if (unlim < 0) return;
+    MPI_Offset numrecs = 0;
+    f.call<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_dimlen, f.ncid, unlim, &numrecs);
+    if (numrecs >= h.numrecs()) return;
+    for (size_t v = 0; v < h.vars().size(); ++v) {
+        if (!h.is_record_var(static_cast<int>(v))) continue;
+        std::vector<MPI_Offset> start(h.vars()[v].dimids.size(), 0), count(start.size(), 0);
+        start[0] = h.numrecs() - 1;
+        f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset, MPI_Datatype)>(
+            DTF_FN_ncmpi_put_vara_all, f.ncid, static_cast<int>(v), start.data(), count.data(),
+            static_cast<const void *>(nullptr), MPI_Offset{0}, mpi_type(h.vars()[v].type));
+        break;
+    }
+}
+
+// Write the file of `job` (collective over its group), then tell its readers.
+void write_job(Runtime &rt, PersistJob &job) {
+    phase::Scope timer(phase::Close);
+    const std::string where = format("writing '%s' (persist=1, %s:%d, session %d)", job.path.c_str(),
+                                     rt.config().path.c_str(), job.rule->line, job.session);
+    const MPI_Comm comm = transport::mpi_comm_of(*job.group);
+    if (comm == MPI_COMM_NULL) fail(DTF_ERR_UNSUPPORTED, "%s: the file's ranks are not an MPI communicator", where.c_str());
+    // A continued session: the session before it must be in the file (its writer says so).
+    if (job.persist_after != 0)
+        rt.wait_until([&] { return job.persist_after == 0; }, [&] {
+            return format("%s waited for component '%s' to write the session before it to the file", where.c_str(),
+                          rt.config().components[static_cast<size_t>(job.readers.front())].c_str());
+        }, job.readers.front());
+    rt.on_all(*job.group, [&] {
+        MPI_Info info = transport::make_info(job.hints);
+        File f(job.path, job.session);
+        std::exception_ptr failed;
+        try { // create and open fail on every rank alike (PnetCDF agrees)
+            if (job.continued) f.open(comm, info);
+            else f.create(comm, job.cmode, info);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+        if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+        if (failed) std::rethrow_exception(failed);
+        try { // the definitions fail alike too (same calls on every rank), a put on its rank only
+            define(f, job.header, !job.continued, where);
+            if (job.enddefs > 1 && !job.continued) check_layout(f, job.header, where);
+            put_values(f, comm, job.header, job.ws->writes);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+        f.close(failed != nullptr);
+        if (failed) std::rethrow_exception(failed);
+    }, where);
+    log::debug("%s: done", where.c_str());
+    for (WriteRecord &w : job.ws->writes) // the copies made for the file alone (the session is served)
+        if (w.persist_copy) std::vector<char>().swap(w.data);
+    if (job.rank != 0) return;
+    ++rt.stats().files_persisted;
+    PayloadWriter p;
+    p.i64(job.ws->stamp);
+    const std::vector<char> payload = p.take();
+    for (int reader : job.readers) rt.notify(reader, Message{MessageKind::Persisted, 0, job.session, 0, job.path, payload});
+}
+
+} // namespace
+
+void queue_persist(Runtime &rt, VirtualFile &vf) {
+    auto job = std::make_shared<PersistJob>();
+    job->path = vf.path;
+    job->session = vf.session;
+    job->rule = vf.rule;
+    job->header = vf.header;
+    job->hints = vf.hints;
+    job->cmode = vf.cmode;
+    job->continued = vf.continued;
+    job->persist_after = vf.persist_after;
+    job->enddefs = vf.enddefs;
+    job->readers = vf.peers;
+    job->rank = vf.rank;
+    job->group = vf.group;
+    job->ws = vf.ws;
+    // Values still in the user's buffers (buffer_data=0) are copied now: the program owns them again
+    // once the close returns. (Such a session was served before: nothing else reads them.)
+    for (WriteRecord &w : job->ws->writes)
+        if (w.borrowed) {
+            const size_t n = static_cast<size_t>(w.meta.box.size()) *
+                             types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
+            w.data.assign(w.borrowed, w.borrowed + n); // not from the pool, which would keep it (persist_copy)
+            w.borrowed = nullptr;
+            w.persist_copy = true;
+        }
+    rt.persist_jobs().push_back(std::move(job));
+}
+
+void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading) {
+    auto &jobs = rt.persist_jobs();
+    auto mine = [&](const PersistJob &j) { return !group || j.group->component_ranks() == group->component_ranks(); };
+    if (std::none_of(jobs.begin(), jobs.end(), [&](const auto &j) { return mine(*j) && (reading || !group || j->rule == rule); }))
+        return;
+    // Every job of those ranks, in the order they closed (the same on each rank).
+    std::vector<std::shared_ptr<PersistJob>> due, rest;
+    for (auto &j : jobs) (mine(*j) ? due : rest).push_back(std::move(j));
+    jobs = std::move(rest);
+    std::exception_ptr failed;
+    for (const auto &job : due) try { // one failure does not keep the other files from being written
+        write_job(rt, *job);
+    } catch (...) {
+        if (!failed) failed = std::current_exception();
+    }
+    if (failed) std::rethrow_exception(failed);
+}
+
+} // namespace dtf::runtime

@@ -1,0 +1,21 @@
+// The real PnetCDF functions behind dtf's wrappers (pnc/hook.h), for the runtime's own calls.
+#pragma once
+
+#include "common/error.hpp"
+#include "pnc/hook.h"
+
+namespace dtf::runtime {
+
+// The real PnetCDF function `fn` as a pointer of type Fn; DTF_ERR_INTERNAL naming it if the program
+// was not linked so that dtf finds it.
+template <class Fn> Fn real(int fn) {
+    void *p = dtf_pnc_real(fn);
+    if (!p)
+        fail(DTF_ERR_INTERNAL,
+             "the real PnetCDF function %s was not found: link the program with -ldtf before -lpnetcdf, or "
+             "LD_PRELOAD libdtf.so into a program linked with PnetCDF",
+             dtf_pnc_name(fn));
+    return reinterpret_cast<Fn>(p);
+}
+
+} // namespace dtf::runtime
