@@ -619,6 +619,7 @@ bool delivered(const WriterSession &ws) {
 // Waits until the epoch being served (if any) is served, or with until_delivered until its data is
 // delivered; a failure while serving in the background is reported here, once.
 void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
+    if (ws.serving) rt.reclaim_session(ws.path, ws.session);
     if (ws.serving)
         rt.wait_until([&] {
             rt.check_contested(ws.path, ws.session, [&] { return waiting_for(rt, ws); });

@@ -208,10 +208,7 @@ struct WriterSession {
     Runtime *runtime = nullptr;       // frees the group (Runtime::retire)
 
     bool is_matcher() const { return rank % workgroup == 0; }
-    // Every reader component's root said who reads / some has.
-    bool readers_known() const {
-        return std::all_of(readers.begin(), readers.end(), [](const ReaderSide &r) { return r.known(); });
-    }
+    // Whether some reader component's root said who reads (ReaderOpened).
     bool any_reader_known() const {
         return std::any_of(readers.begin(), readers.end(), [](const ReaderSide &r) { return r.known(); });
     }
