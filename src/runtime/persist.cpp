@@ -31,23 +31,6 @@ namespace dtf::runtime {
 
 namespace {
 
-MPI_Datatype mpi_type(nc_type t) {
-    switch (t) {
-    case NC_BYTE: return MPI_SIGNED_CHAR;
-    case NC_CHAR: return MPI_CHAR;
-    case NC_SHORT: return MPI_SHORT;
-    case NC_INT: return MPI_INT;
-    case NC_FLOAT: return MPI_FLOAT;
-    case NC_DOUBLE: return MPI_DOUBLE;
-    case NC_UBYTE: return MPI_UNSIGNED_CHAR;
-    case NC_USHORT: return MPI_UNSIGNED_SHORT;
-    case NC_UINT: return MPI_UNSIGNED;
-    case NC_INT64: return MPI_LONG_LONG;
-    case NC_UINT64: return MPI_UNSIGNED_LONG_LONG;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
 // The real PnetCDF calls the file is written with; each failure throws, naming the call and the file.
 class File {
 public:
@@ -222,14 +205,14 @@ void put_one(File &f, const model::Header &h, const WriteRecord &w) {
     const MPI_Offset n = b.size();
     if (b.ndims() == 0) {
         f.call<int (*)(int, int, const void *, MPI_Offset, MPI_Datatype)>(
-            DTF_FN_ncmpi_put_var, f.ncid, w.meta.varid, static_cast<const void *>(w.values()), n, mpi_type(type));
+            DTF_FN_ncmpi_put_var, f.ncid, w.meta.varid, static_cast<const void *>(w.values()), n, types::mpi_type(type));
         return;
     }
     const std::vector<MPI_Offset> start(b.start.data(), b.start.data() + b.ndims()),
         count(b.count.data(), b.count.data() + b.ndims()), stride(b.stride.data(), b.stride.data() + b.ndims());
     f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset,
                    MPI_Datatype)>(DTF_FN_ncmpi_put_vars, f.ncid, w.meta.varid, start.data(), count.data(), stride.data(),
-                                  static_cast<const void *>(w.values()), n, mpi_type(type));
+                                  static_cast<const void *>(w.values()), n, types::mpi_type(type));
 }
 
 // The variables that two ranks of `comm` write in overlapping regions (by the bounding box of each
@@ -317,7 +300,7 @@ void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vecto
         start[0] = h.numrecs() - 1;
         f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset, MPI_Datatype)>(
             DTF_FN_ncmpi_put_vara_all, f.ncid, static_cast<int>(v), start.data(), count.data(),
-            static_cast<const void *>(nullptr), MPI_Offset{0}, mpi_type(h.vars()[v].type));
+            static_cast<const void *>(nullptr), MPI_Offset{0}, types::mpi_type(h.vars()[v].type));
         break;
     }
 }
