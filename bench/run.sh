@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark in bench/, with its default sizes; regenerates docs/PERFORMANCE.md and
 # its plots (docs/perf/). Figures are informative (this machine is shared and noisy): each benchmark
-# compares ratios within one run and reports medians. About 13 minutes on a 2-core machine.
+# compares ratios within one run and reports medians. About 16 minutes on a 2-core machine.
 #
 # usage: bench/run.sh BUILD_DIR
 set -euo pipefail
@@ -18,3 +18,8 @@ echo
 echo "== LETKF ensemble I/O: transfer vs file vs file-sync vs mpi-raw (writes docs/PERFORMANCE.md)"
 echo "   command: bench/letkf.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/letkf.py" "$build" --md "$here/../docs/PERFORMANCE.md"
+
+echo
+echo "== aggregated output: aggregators, subfiles, aggregate_steps vs every rank writing (a section of docs/PERFORMANCE.md)"
+echo "   command: bench/aggregate.py $build --md docs/PERFORMANCE.md"
+"$python" "$here/aggregate.py" "$build" --md "$here/../docs/PERFORMANCE.md"

@@ -154,6 +154,9 @@ const std::vector<KeySpec> kFileKeys = {
     {"write_only", "0 or 1", false},
     {"mirror_io_root", "0 or 1", false},
     {"persist", "0 or 1", false},
+    {"aggregators", "an integer >= 0", false},
+    {"subfiles", "0 or 1", false},
+    {"aggregate_steps", "an integer >= 1", false},
 };
 
 class Parser {
@@ -190,6 +193,7 @@ private:
     // Lines of comp1=/comp2=/filename= of each rule, parallel to config_.files.
     struct RuleLines {
         int comp1 = 0, comp2 = 0, writer = 0, readers = 0, replay_io = 0, filename = 0;
+        int aggregators = 0, subfiles = 0, aggregate_steps = 0;
     };
     std::vector<RuleLines> rule_lines_;
 };
@@ -371,6 +375,9 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
         else if (e.key == "write_only") rule.write_only = to_bool(e);
         else if (e.key == "persist") rule.persist = to_bool(e);
+        else if (e.key == "aggregators") rule.aggregators = to_int(e, 0), lines.aggregators = e.line;
+        else if (e.key == "subfiles") rule.subfiles = to_bool(e), lines.subfiles = e.line;
+        else if (e.key == "aggregate_steps") rule.aggregate_steps = to_int(e, 1), lines.aggregate_steps = e.line;
         else if (e.key == "mirror_io_root") {
             rule.mirror_io_root = to_bool(e);
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
@@ -398,6 +405,19 @@ void Parser::apply_file(const RawSection &section) {
         fail_at(section.line, "[FILE] section without '%s='; expected a component name (comp1= and comp2=, or "
                 "writer= and readers=)", rule.comp1.empty() ? "comp1" : "comp2");
     }
+    // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode.
+    const bool written_by_dtf = rule.persist && rule.mode == Mode::Transfer;
+    for (auto [line, key] : {std::pair{lines.aggregators, "aggregators"}, std::pair{lines.subfiles, "subfiles"},
+                             std::pair{lines.aggregate_steps, "aggregate_steps"}})
+        if (line && !written_by_dtf)
+            fail_at(line, "%s= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
+                    "mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
+    if (rule.subfiles && rule.aggregators < 1)
+        fail_at(lines.subfiles, "subfiles=1 without aggregators=; expected aggregators=A (A >= 1: one subfile per "
+                "aggregator)");
+    if (rule.subfiles && !fan)
+        fail_at(lines.subfiles, "subfiles=1 in a [FILE] section with comp1=/comp2=; expected writer= and readers= (a "
+                "subfile holds what one group of the writer's ranks wrote, which only one writer can continue)");
     for (size_t i = 0; i < config_.files.size(); ++i)
         if (canonical_pattern(config_.files[i].pattern) == canonical_pattern(rule.pattern))
             fail_at(lines.filename, "duplicate filename pattern '%s' (the first one is on line %d)",
@@ -652,6 +672,18 @@ const FileRule *Config::match(std::string_view normalized_path) const {
     return nullptr;
 }
 
+int aggregator_group(int rank, int size, int aggregators) {
+    const int a = std::min(aggregators, size);
+    return static_cast<int>(static_cast<int64_t>(rank) * a / size);
+}
+
+int aggregator_rank(int group, int size, int aggregators) {
+    const int64_t a = std::min(aggregators, size);
+    return static_cast<int>((group * static_cast<int64_t>(size) + a - 1) / a);
+}
+
+std::string subfile_path(const std::string &path, int group) { return path + ".subfile_" + std::to_string(group); }
+
 bool FileRule::involves(std::string_view name) const {
     if (!fixed_roles()) return comp1 == name || comp2 == name;
     return writer == name || std::find(readers.begin(), readers.end(), name) != readers.end();
@@ -781,6 +813,9 @@ std::string describe(const Config &c, const Settings &s) {
         out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),
                       r.replay_io, r.num_sessions);
         out += format("write_only=%d\nmirror_io_root=%d\npersist=%d\n", r.write_only, r.mirror_io_root, r.persist);
+        if (r.persist && r.mode == Mode::Transfer)
+            out += format("aggregators=%d\nsubfiles=%d\naggregate_steps=%d\n", r.aggregators, r.subfiles,
+                          r.aggregate_steps);
     }
     out += "\n; settings from the environment\n";
     out += "; DTF_INI_FILE=" + one_line(s.ini_file) + "\n";

@@ -28,6 +28,10 @@ struct FileRule {
     // persist=1, transfer mode: the readers get the data over MPI and the writer also writes the file
     // (as file mode would; runtime/persist.cpp). File mode writes it anyway.
     bool persist = false;
+    // How dtf writes a persist=1 file (GRAPES's aggregated output; runtime/persist.cpp):
+    int aggregators = 0;     // 0: every writer rank writes its own values; A: A of them write everyone's
+    bool subfiles = false;   // each aggregator writes a file of its own (subfile_path())
+    int aggregate_steps = 1; // the files of k sessions are written together, once the k-th is closed
     int line = 0; // line of the [FILE] header, for messages
 
     bool fixed_roles() const { return !writer.empty(); }
@@ -37,6 +41,14 @@ struct FileRule {
     // or the writer (of a reader); else the other of comp1/comp2. Empty if `name` is not in the rule.
     std::vector<std::string> partners(std::string_view name) const;
 };
+
+// The aggregator group of rank `rank` of `size` writer ranks with `aggregators` aggregators (A >= 1,
+// at most `size` groups): consecutive ranks, group g = floor(rank * A / size); the group's first rank
+// (aggregator_rank) writes what the group wrote. Pure arithmetic, shared by the runtime and the docs.
+int aggregator_group(int rank, int size, int aggregators);
+int aggregator_rank(int group, int size, int aggregators);
+// subfiles=1: the file aggregator group `group` writes instead of `path`: "<path>.subfile_<group>".
+std::string subfile_path(const std::string &path, int group);
 
 struct Config {
     std::string path;                    // file it was read from (for messages)

@@ -12,14 +12,24 @@
 // waits for that message. What the file cannot be made to match (a continued session that renamed or
 // deleted definitions; a session whose redefinitions would lay the file out differently in one
 // enddef) fails with DTF_ERR_UNSUPPORTED instead of leaving another file than file mode's.
+//
+// Aggregated output (GRAPES; aggregators=, subfiles=, aggregate_steps= of the rule): the ranks form
+// groups of consecutive ranks (config::aggregator_group); each rank sends its writes to its group's
+// first rank, which puts them (its own first, then the others' in rank order: the same order of
+// overlapping writes as without aggregators); only those ranks open the file, together, or each its
+// own subfile (arrange). aggregate_steps=k holds a rule's jobs until k are queued (flush_persist).
 #include <pnetcdf.h>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <functional>
 
+#include "common/bytes.hpp"
+#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "match/wire.hpp"
 #include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
@@ -217,12 +227,13 @@ void put_one(File &f, const model::Header &h, const WriteRecord &w) {
 
 // The variables that two ranks of `comm` write in overlapping regions (by the bounding box of each
 // rank's writes to the variable), where the order of their writes decides the file's values.
-std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::vector<WriteRecord> &writes) {
+std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::vector<const WriteRecord *> &writes) {
     int max_dims = 0; // the most dimensions of any variable
     for (const auto &v : h.vars()) max_dims = std::max(max_dims, static_cast<int>(v.dimids.size()));
     const size_t nvars = h.vars().size(), per = 1 + 2 * static_cast<size_t>(max_dims);
     std::vector<int64_t> mine(nvars * per, 0); // per variable: written, then lo and hi of each dimension
-    for (const WriteRecord &w : writes) {
+    for (const WriteRecord *wp : writes) {
+        const WriteRecord &w = *wp;
         const match::Box &b = w.meta.box;
         if (w.fill || b.empty()) continue;
         int64_t *v = &mine[static_cast<size_t>(w.meta.varid) * per];
@@ -266,7 +277,7 @@ std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::
 // call, made before the puts of those records; dtf keeps its values on rank 0); then the puts, in
 // their order; those to a variable that another rank writes in the same region rank after rank, so
 // that, as for the readers, the highest rank's value wins.
-void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vector<WriteRecord> &writes) {
+void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vector<const WriteRecord *> &writes) {
     const std::vector<bool> shared = shared_vars(comm, h, writes);
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
@@ -276,7 +287,8 @@ void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vecto
     // round -1: fills; 0: the puts to variables no other rank writes there; 1 + r: rank r's other puts
     for (int round = -1; round <= (any_shared ? size : 0); ++round) {
         f.call<int (*)(int)>(DTF_FN_ncmpi_begin_indep_data, f.ncid);
-        for (const WriteRecord &w : writes) try {
+        for (const WriteRecord *wp : writes) try {
+            const WriteRecord &w = *wp;
             const bool in = round < 0 ? w.fill
                             : round == 0 ? !w.fill && !shared[static_cast<size_t>(w.meta.varid)]
                                          : !w.fill && shared[static_cast<size_t>(w.meta.varid)] && rank == round - 1;
@@ -305,9 +317,168 @@ void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vecto
     }
 }
 
+size_t value_bytes(const model::Header &h, const WriteRecord &w) {
+    return static_cast<size_t>(w.meta.box.size()) * types::type_size(h.vars()[static_cast<size_t>(w.meta.varid)].type);
+}
+
+// An MPI communicator made for one write (MPI_Comm_split), freed with it.
+struct Comm {
+    MPI_Comm comm = MPI_COMM_NULL;
+    Comm() = default;
+    Comm(const Comm &) = delete;
+    Comm &operator=(const Comm &) = delete;
+    ~Comm() {
+        if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+};
+
+void split(MPI_Comm comm, int color, int key, Comm *out) {
+    transport::Blocking unlocked;
+    transport::check_mpi(MPI_Comm_split(comm, color, key, &out->comm), "MPI_Comm_split (persist=1, aggregators=)");
+}
+
+// What one rank writes to one file: its own writes, or with aggregators=, an aggregator's: the writes
+// of its group's ranks in rank order (each rank's in the order it made them), the others' values in
+// `received`; the ranks that are not aggregators write nothing.
+struct Output {
+    bool writes_file = true;
+    int group = 0;                    // aggregator group (subfiles=1: which subfile)
+    MPI_Comm writers = MPI_COMM_NULL; // the ranks that write (the file, or with subfiles=1 each its own)
+    MPI_Comm comm = MPI_COMM_NULL;    // the ranks that write the file together
+    Comm split_group, split_writers;
+    std::vector<const WriteRecord *> writes;
+    std::vector<WriteRecord> others;            // the group's other ranks' writes (values in `received`)
+    std::vector<std::vector<char>> received;
+};
+
+constexpr size_t kChunk = size_t{1} << 30; // bytes per message (MPI counts are int)
+
+// Send `bytes` to rank `to` of `comm`: the size, then the bytes in chunks.
+void send_bytes(MPI_Comm comm, int to, const std::vector<char> &bytes) {
+    transport::Blocking unlocked;
+    int64_t n = static_cast<int64_t>(bytes.size());
+    transport::check_mpi(MPI_Send(&n, 1, MPI_INT64_T, to, 0, comm), "MPI_Send (persist=1, aggregators=)");
+    for (size_t at = 0; at < bytes.size(); at += kChunk)
+        transport::check_mpi(MPI_Send(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)), MPI_BYTE,
+                                      to, 1, comm), "MPI_Send (persist=1, aggregators=)");
+}
+
+std::vector<char> recv_bytes(MPI_Comm comm, int from) {
+    transport::Blocking unlocked;
+    int64_t n = 0;
+    transport::check_mpi(MPI_Recv(&n, 1, MPI_INT64_T, from, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv (persist=1, aggregators=)");
+    std::vector<char> bytes(static_cast<size_t>(n));
+    for (size_t at = 0; at < bytes.size(); at += kChunk)
+        transport::check_mpi(MPI_Recv(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)), MPI_BYTE,
+                                      from, 1, comm, MPI_STATUS_IGNORE), "MPI_Recv (persist=1, aggregators=)");
+    return bytes;
+}
+
+// A rank's writes for its aggregator: their metadata (match::encode), fill flags, then the values.
+std::vector<char> pack_writes(const model::Header &h, const std::vector<WriteRecord> &writes) {
+    std::vector<match::WriteReq> metas;
+    metas.reserve(writes.size());
+    size_t total = 0;
+    for (const WriteRecord &w : writes) metas.push_back(w.meta), total += value_bytes(h, w);
+    const std::vector<char> m = match::encode(metas);
+    ByteWriter out;
+    out.i64(static_cast<int64_t>(m.size()));
+    out.raw(m.data(), m.size());
+    for (const WriteRecord &w : writes) out.i32(w.fill ? 1 : 0);
+    std::vector<char> bytes = out.take();
+    bytes.reserve(bytes.size() + total);
+    for (const WriteRecord &w : writes) bytes.insert(bytes.end(), w.values(), w.values() + value_bytes(h, w));
+    return bytes;
+}
+
+// The writes of pack_writes(), their values referring to `bytes`.
+void unpack_writes(const model::Header &h, const std::vector<char> &bytes, std::vector<WriteRecord> *out,
+                   const std::string &where) {
+    auto bad = [&] { fail(DTF_ERR_INTERNAL, "%s: malformed writes from a rank of the aggregator group", where.c_str()); };
+    ByteReader in(bytes.data(), bytes.size());
+    int64_t mlen = 0;
+    if (!in.i64(&mlen) || mlen < 0 || static_cast<uint64_t>(mlen) > in.left()) bad();
+    const size_t meta_at = bytes.size() - in.left();
+    std::vector<match::WriteReq> metas = match::decode_writes(bytes.data() + meta_at, static_cast<size_t>(mlen));
+    size_t at = meta_at + static_cast<size_t>(mlen) + 4 * metas.size();
+    if (at > bytes.size()) bad();
+    ByteReader fills(bytes.data() + meta_at + static_cast<size_t>(mlen), 4 * metas.size());
+    for (size_t i = 0; i < metas.size(); ++i) {
+        int32_t fill = 0;
+        fills.i32(&fill);
+        WriteRecord w;
+        w.meta = std::move(metas[i]);
+        if (w.meta.varid < 0 || static_cast<size_t>(w.meta.varid) >= h.vars().size()) bad();
+        w.fill = fill != 0;
+        const size_t n = value_bytes(h, w);
+        if (n > bytes.size() - at) bad();
+        w.borrowed = bytes.data() + at;
+        at += n;
+        out->push_back(std::move(w));
+    }
+}
+
+// Who writes what of `writes` (aggregators=, subfiles=): collective over `comm`.
+void arrange(Output *o, MPI_Comm comm, const config::FileRule &rule, const model::Header &h,
+             const std::vector<WriteRecord> &writes, const std::string &where) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    o->comm = o->writers = comm;
+    if (rule.aggregators < 1 || (rule.aggregators >= size && !rule.subfiles)) { // every rank writes its own
+        for (const WriteRecord &w : writes) o->writes.push_back(&w);
+        return;
+    }
+    o->group = config::aggregator_group(rank, size, rule.aggregators);
+    const int first = config::aggregator_rank(o->group, size, rule.aggregators);
+    o->writes_file = rank == first;
+    split(comm, o->group, rank, &o->split_group);
+    int members = 1;
+    MPI_Comm_size(o->split_group.comm, &members);
+    if (!o->writes_file) {
+        send_bytes(o->split_group.comm, 0, pack_writes(h, writes));
+    } else {
+        for (int m = 1; m < members; ++m) o->received.push_back(recv_bytes(o->split_group.comm, m));
+        for (const auto &bytes : o->received) unpack_writes(h, bytes, &o->others, where);
+        for (const WriteRecord &w : writes) o->writes.push_back(&w);
+        for (const WriteRecord &w : o->others) o->writes.push_back(&w);
+    }
+    split(comm, o->writes_file ? 0 : MPI_UNDEFINED, rank, &o->split_writers);
+    o->writers = o->split_writers.comm;
+    o->comm = rule.subfiles ? MPI_COMM_SELF : o->writers;
+}
+
+// Run `fn` on every rank of `comm`; if it fails on any, every rank throws the lowest failing rank's
+// error (as Runtime::on_all, over an MPI communicator that is not a file's group).
+void agree(MPI_Comm comm, const std::string &context, const std::function<void()> &fn) {
+    int code = 0;
+    std::string message;
+    try {
+        fn();
+    } catch (const Error &e) {
+        code = e.code();
+        message = e.what();
+    }
+    int rank = 0, size = 1, first = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int mine = code ? size - rank : 0; // the largest: the lowest failing rank
+    transport::Blocking unlocked;
+    transport::check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (persist=1)");
+    if (first == 0) return;
+    const int root = size - first;
+    int head[2] = {code, static_cast<int>(message.size())};
+    transport::check_mpi(MPI_Bcast(head, 2, MPI_INT, root, comm), "MPI_Bcast (persist=1)");
+    if (code != 0) throw Error(code, message);
+    message.resize(static_cast<size_t>(head[1]));
+    transport::check_mpi(MPI_Bcast(message.data(), head[1], MPI_CHAR, root, comm), "MPI_Bcast (persist=1)");
+    throw Error(head[0], format("%s: rank %d: %s", context.c_str(), root, message.c_str()), true);
+}
+
 // Write the file of `job` (collective over its group), then tell its readers.
 void write_job(Runtime &rt, PersistJob &job) {
     phase::Scope timer(phase::Close);
+    const double t0 = now_s();
     const std::string where = format("writing '%s' (persist=1, %s:%d, session %d)", job.path.c_str(),
                                      rt.config().path.c_str(), job.rule->line, job.session);
     const MPI_Comm comm = transport::mpi_comm_of(*job.group);
@@ -318,13 +489,17 @@ void write_job(Runtime &rt, PersistJob &job) {
             return format("%s waited for component '%s' to write the session before it to the file", where.c_str(),
                           rt.config().components[static_cast<size_t>(job.readers.front())].c_str());
         }, job.readers.front());
-    rt.on_all(*job.group, [&] {
+    // The values go to the aggregators (agreed over every rank); a rank that is not one is done then.
+    Output out;
+    rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
+    if (out.writes_file) agree(out.writers, where, [&] {
+        const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
         MPI_Info info = transport::make_info(job.hints);
-        File f(job.path, job.session);
+        File f(path, job.session);
         std::exception_ptr failed;
         try { // create and open fail on every rank alike (PnetCDF agrees)
-            if (job.continued) f.open(comm, info);
-            else f.create(comm, job.cmode, info);
+            if (job.continued) f.open(out.comm, info);
+            else f.create(out.comm, job.cmode, info);
         } catch (...) {
             failed = std::current_exception();
         }
@@ -333,16 +508,18 @@ void write_job(Runtime &rt, PersistJob &job) {
         try { // the definitions fail alike too (same calls on every rank), a put on its rank only
             define(f, job.header, !job.continued, where);
             if (job.enddefs > 1 && !job.continued) check_layout(f, job.header, where);
-            put_values(f, comm, job.header, job.ws->writes);
+            put_values(f, out.comm, job.header, out.writes);
         } catch (...) {
             failed = std::current_exception();
         }
         f.close(failed != nullptr);
         if (failed) std::rethrow_exception(failed);
-    }, where);
+    });
     log::debug("%s: done", where.c_str());
+    for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
     for (WriteRecord &w : job.ws->writes) // the copies made for the file alone (the session is served)
         if (w.persist_copy) std::vector<char>().swap(w.data);
+    rt.stats().persist_s += now_s() - t0;
     if (job.rank != 0) return;
     ++rt.stats().files_persisted;
     PayloadWriter p;
@@ -363,6 +540,12 @@ void queue_persist(Runtime &rt, VirtualFile &vf) {
     job->cmode = vf.cmode;
     job->continued = vf.continued;
     job->persist_after = vf.persist_after;
+    // (the writer's Persisted may have come while this session was being opened, before the runtime
+    // knew the file: the path's record has it then)
+    const auto c = rt.counters().find(vf.path);
+    if (job->persist_after != 0 && c != rt.counters().end() &&
+        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) != c->second.persisted.end())
+        job->persist_after = 0;
     job->enddefs = vf.enddefs;
     job->readers = vf.peers;
     job->rank = vf.rank;
@@ -384,17 +567,31 @@ void queue_persist(Runtime &rt, VirtualFile &vf) {
 void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading) {
     auto &jobs = rt.persist_jobs();
     auto mine = [&](const PersistJob &j) { return !group || j.group->component_ranks() == group->component_ranks(); };
-    if (std::none_of(jobs.begin(), jobs.end(), [&](const auto &j) { return mine(*j) && (reading || !group || j->rule == rule); }))
+    // aggregate_steps=k: a rule's files wait until k of its sessions are closed (or dtf_finalize). A
+    // read open writes them too where the other component may continue the file (comp1/comp2): it
+    // could be waiting for them while this one waits for its data.
+    auto held = [&](const PersistJob &j) {
+        const int k = j.rule->aggregate_steps;
+        if (k <= 1 || !group || (reading && !j.rule->fixed_roles())) return false;
+        return std::count_if(jobs.begin(), jobs.end(), [&](const auto &o) { return mine(*o) && o->rule == j.rule; }) < k;
+    };
+    auto due = [&](const PersistJob &j) { return !j.writing && mine(j) && !held(j); };
+    if (std::none_of(jobs.begin(), jobs.end(), [&](const auto &j) { return due(*j) && (reading || !group || j->rule == rule); }))
         return;
-    // Every job of those ranks, in the order they closed (the same on each rank).
-    std::vector<std::shared_ptr<PersistJob>> due, rest;
-    for (auto &j : jobs) (mine(*j) ? due : rest).push_back(std::move(j));
-    jobs = std::move(rest);
+    // Every job of those ranks, in the order they closed (the same on each rank). They stay in the
+    // list while they are written, where the Persisted message a continued one waits for finds them.
+    std::vector<std::shared_ptr<PersistJob>> writing;
+    for (auto &j : jobs)
+        if (due(*j)) writing.push_back(j);
+    for (auto &j : writing) j->writing = true;
     std::exception_ptr failed;
-    for (const auto &job : due) try { // one failure does not keep the other files from being written
-        write_job(rt, *job);
-    } catch (...) {
-        if (!failed) failed = std::current_exception();
+    for (const auto &job : writing) {
+        try { // one failure does not keep the other files from being written
+            write_job(rt, *job);
+        } catch (...) {
+            if (!failed) failed = std::current_exception();
+        }
+        jobs.erase(std::find(jobs.begin(), jobs.end(), job));
     }
     if (failed) std::rethrow_exception(failed);
 }

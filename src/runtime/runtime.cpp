@@ -880,29 +880,30 @@ void Runtime::finalize(bool in_mpi_finalize) {
 namespace {
 void print_stats(MPI_Comm world, const std::string &name, int size, const Stats &s, const std::string &thread) {
     phase::Totals t = phase::read(false);
-    double times[2 + phase::Count] = {s.init_s, s.connect_s}, tmax[2 + phase::Count];
-    std::copy(t.seconds, t.seconds + phase::Count, times + 2);
-    long counts[16] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    double times[3 + phase::Count] = {s.init_s, s.connect_s, s.persist_s}, tmax[3 + phase::Count];
+    std::copy(t.seconds, t.seconds + phase::Count, times + 3);
+    long counts[17] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
                        s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
-                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted}, csum[16];
-    MPI_Reduce(times, tmax, 2 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 16, MPI_LONG, MPI_SUM, 0, world);
+                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes}, csum[17];
+    MPI_Reduce(times, tmax, 3 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
+    MPI_Reduce(counts, csum, 17, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
     std::string phases;
-    for (int p = 0; p < phase::Count; ++p) phases += format(" %s %.3f s", phase::name(p), tmax[2 + p]);
+    for (int p = 0; p < phase::Count; ++p) phases += format(" %s %.3f s", phase::name(p), tmax[3 + p]);
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
                  "received, %ld never used; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
                  "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
                  "the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
-                 "(persist=1); progress thread %s; %ld path records kept\n",
+                 "(persist=1) from %ld bytes of values in %.3f s (max over ranks); progress thread %s; %ld path "
+                 "records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
                  csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
-                 thread.c_str(), csum[11]);
+                 csum[16], tmax[2], thread.c_str(), csum[11]);
 }
 } // namespace
 

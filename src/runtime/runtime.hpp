@@ -159,6 +159,8 @@ struct Stats {
     long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
     long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)
     long files_persisted = 0; // persist=1: files written (counted by each file's rank 0)
+    long persist_bytes = 0;   // persist=1: bytes of values this rank gave to the files written
+    double persist_s = 0;     // persist=1: seconds this rank spent writing files (with aggregators=: gathering too)
 };
 
 class Runtime {

@@ -345,13 +345,15 @@ struct PersistJob {
     int rank = 0;
     std::shared_ptr<transport::Group> group;
     std::shared_ptr<WriterSession> ws; // its writes (values copied out of the user's buffers)
+    bool writing = false; // flush_persist is writing it (it stays in Runtime::persist_jobs until written)
 };
 // At the writer's close: the session's file is to be written (Runtime::persist_jobs). Writing it
 // waits until these ranks close the last file they have open for writing (then their output is
 // handed to its readers), open a dtf file for reading, create (or open with NC_WRITE) the next file
 // of the same rule, or call dtf_finalize, whichever comes first; flush_persist() writes them
 // (collective over each job's group, in the order the sessions closed), then tells the readers
-// (MessageKind::Persisted).
+// (MessageKind::Persisted). A rule with aggregate_steps=k keeps its jobs until k are queued (or
+// dtf_finalize); with aggregators= the groups' first ranks write what their group wrote.
 void queue_persist(Runtime &rt, VirtualFile &vf);
 // The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
 // write first.

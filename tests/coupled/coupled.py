@@ -412,7 +412,7 @@ filename="hist.%.nc"
 {hist_sharing}
 mode="{mode}"
 persist={persist}
-[FILE]
+{hist_keys}[FILE]
 ; the analysis: written by the model, read by the assimilation, then opened with NC_WRITE and
 ; written back by it, and read by the model: two sessions per file
 filename="anal.%.nc"
@@ -423,7 +423,7 @@ num_sessions=2
 replay_io=1
 mirror_io_root=1
 persist={persist}
-"""
+{anal_keys}"""
 
 
 # Values read per member and cycle in letkf_pattern.c: the assimilation reads 20 history and 11
@@ -431,13 +431,16 @@ persist={persist}
 LETKF_VALUES_READ = (20 + 11 + 11) * 3 * 13 * 10
 
 
-def letkf_config(mode, readers, persist=False):
+def letkf_config(mode, readers, persist=False, hist_keys="", anal_keys=""):
     """The LETKF pattern's config; `readers`: more components reading the history files besides the
-    assimilation ([(name, ranks)]: then the hist rule is writer=/readers=)."""
+    assimilation ([(name, ranks)]: then the hist rule is writer=/readers=); `hist_keys`, `anal_keys`:
+    more keys of each rule in transfer mode (e.g. "aggregators=2 subfiles=1")."""
     names = [name for name, _ in readers]
     sharing = ('writer="model"\nreaders="' + " ".join(names + ["assim"]) + '"') if readers else \
         'comp1="model"\ncomp2="assim"'
+    keys = (lambda k: "".join(x + "\n" for x in k.split()) if mode == "transfer" else "")
     return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers), hist_sharing=sharing, persist=int(persist),
+                               hist_keys=keys(hist_keys), anal_keys=keys(anal_keys),
                                more_names="".join(f'comp_name="{name}"\n' for name in names))
 
 
@@ -451,7 +454,7 @@ def scenario_letkf(args, work):
         os.mkdir(run)
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(letkf_config(mode, readers, args.persist))
+            f.write(letkf_config(mode, readers, args.persist, args.hist_keys, args.anal_keys))
         moved = args.hosts.bytes_moved() if args.hosts else 0
         argv = [ini, run, str(cycles), str(members)]
         status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model"] + argv),
@@ -477,11 +480,22 @@ def scenario_letkf(args, work):
                    "file mode: every member reads the variable not written back (its own values)")
         elif args.persist:  # the files file mode wrote (header and values byte for byte, ncmpidiff agrees)
             oracle = sorted(f for f in os.listdir(runs["file"]) if f.endswith(".nc"))
+            if "subfiles=1" in args.hist_keys.split():  # each hist file as subfiles, one per aggregator
+                groups = min(int(re.search(r"aggregators=(\d+)", args.hist_keys).group(1)),
+                             args.model_ranks // members)
+                for name in (f for f in oracle if f.startswith("hist.")):
+                    parts = [os.path.join(run, f"{name}.subfile_{g}") for g in range(groups)]
+                    expect(all(os.path.exists(p) for p in parts), f"subfiles=1: {name}: {groups} subfiles expected: "
+                           f"{sorted(f for f in os.listdir(run) if f.startswith(name))}")
+                    why = ncfiles.compare_subfiles(os.path.join(runs["file"], name), parts)
+                    expect(why is None, f"subfiles=1: the subfiles do not read back as the file file mode wrote: {why}")
+                print(f"subfiles=1: each history file as {groups} subfiles, read back as file mode's file")
+                oracle = [f for f in oracle if not f.startswith("hist.")]
             expect(files == oracle, f"persist=1: the files on disk {files} are not file mode's {oracle}")
             for name in files:
                 why = ncfiles.compare(os.path.join(runs["file"], name), os.path.join(run, name))
                 expect(why is None, f"persist=1: not the file file mode wrote: {why}")
-            for name in (f"hist.0.{cycles}.nc", f"anal.0.{cycles}.nc"):  # (equal bytes say as much for the others)
+            for name in (f for f in (f"hist.0.{cycles}.nc", f"anal.0.{cycles}.nc") if f in files):  # (and the others)
                 diff = subprocess.run(["ncmpidiff", os.path.join(runs["file"], name), os.path.join(run, name)],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                 expect(diff.returncode == 0, f"persist=1: ncmpidiff finds differences in {name}: {diff.stdout}")
@@ -569,6 +583,9 @@ def main():
     p.add_argument("--persist", action="store_true",
                    help="scenario letkf: persist=1 on both files: in transfer mode the files must be on disk too, "
                         "byte for byte those file mode wrote")
+    p.add_argument("--hist-keys", default="", metavar="KEYS",
+                   help="scenario letkf, --persist: more keys of the hist rule in transfer mode, e.g. 'aggregators=2'")
+    p.add_argument("--anal-keys", default="", metavar="KEYS", help="likewise for the anal rule")
     p.add_argument("--readers", nargs="*", default=[], metavar="NAME:RANKS",
                    help="scenario letkf: more components that read the history files (run as --assim-exe NAME; "
                         "the hist rule becomes writer=model, readers=NAME... assim)")

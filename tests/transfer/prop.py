@@ -80,7 +80,7 @@ filename="case.%.nc"
 mode="{mode}"
 replay_io={replay_io}
 persist={persist}
-"""
+{aggregate}"""
 
 
 class Run:
@@ -97,6 +97,7 @@ def launch(args, run, work, extra_env=None):
         two = args.second_reader is not None
         f.write(CONFIG.format(mode=run.mode, buffer_data=args.buffer_data, replay_io=int(args.replay),
                               persist=int(args.persist),
+                              aggregate="".join(k + "\n" for k in args.aggregate.split()) if run.mode == "transfer" else "",
                               ncomp=3 if two else 2, more_names='comp_name="reader2"\n' if two else "",
                               sharing='writer="writer"\nreaders="reader reader2"' if two else
                               'comp1="writer"\ncomp2="reader"'))
@@ -345,6 +346,8 @@ def main():
     p.add_argument("--shape", default="2x3", help="writer ranks x reader ranks")
     p.add_argument("--persist", action="store_true",
                    help="persist=1: the transfer run must also write the files, byte for byte as the file-mode run")
+    p.add_argument("--aggregate", default="", metavar="KEYS",
+                   help="with --persist: [FILE] keys of the transfer run, e.g. 'aggregators=2 aggregate_steps=3'")
     p.add_argument("--second-reader", type=int, metavar="N2",
                    help="a second reader component of N2 ranks (writer=/readers=; not with --replay)")
     p.add_argument("--mode", choices=["both", "file", "transfer"], default="both",

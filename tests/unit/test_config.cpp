@@ -56,7 +56,8 @@ bool same(const Config &a, const Config &b) {
         if (x.pattern != y.pattern || x.excludes != y.excludes || x.comp1 != y.comp1 ||
             x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
             x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
-            x.mirror_io_root != y.mirror_io_root || x.persist != y.persist)
+            x.mirror_io_root != y.mirror_io_root || x.persist != y.persist || x.aggregators != y.aggregators ||
+            x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps)
             return false;
     }
     return true;
@@ -105,7 +106,8 @@ struct BadCase {
 
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
-                                  "num_sessions, write_only, mirror_io_root, persist";
+                                  "num_sessions, write_only, mirror_io_root, persist, aggregators, subfiles, "
+                                  "aggregate_steps";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
@@ -173,6 +175,21 @@ void test_errors() {
          "t.ini:9: 'obs' is listed twice in readers="},
         {"replay with several readers", info3 + "[FILE]\nfilename=a.nc\nreplay_io=1\nwriter=model\nreaders=obs assim\n",
          "t.ini:8: replay_io=1 with 2 readers (line 10) is not supported yet; expected replay_io=0, or one reader"},
+        {"aggregators without persist", kInfo + kFile + "aggregators=2\n",
+         "t.ini:9: aggregators= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
+         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+        {"aggregate_steps in file mode", kInfo + kFile + "persist=1\nmode=file\naggregate_steps=4\n",
+         "t.ini:11: aggregate_steps= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
+         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+        {"aggregators < 0", kInfo + kFile + "persist=1\naggregators=-1\n",
+         "t.ini:10: bad value '-1' for 'aggregators'; expected an integer >= 0"},
+        {"aggregate_steps 0", kInfo + kFile + "persist=1\naggregate_steps=0\n",
+         "t.ini:10: bad value '0' for 'aggregate_steps'; expected an integer >= 1"},
+        {"subfiles without aggregators", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\nsubfiles=1\n",
+         "t.ini:11: subfiles=1 without aggregators=; expected aggregators=A (A >= 1: one subfile per aggregator)"},
+        {"subfiles with comp1/comp2", kInfo + kFile + "persist=1\naggregators=1\nsubfiles=1\n",
+         "t.ini:11: subfiles=1 in a [FILE] section with comp1=/comp2=; expected writer= and readers= (a subfile holds "
+         "what one group of the writer's ranks wrote, which only one writer can continue)"},
         {"too few comp_name", "[INFO]\nncomp=3\ncomp_name=a\ncomp_name=b\n",
          "t.ini:2: ncomp=3 but 2 comp_name= given; expected one comp_name= per component"},
         {"too many comp_name", "[INFO]\ncomp_name=a\nncomp=1\ncomp_name=b\n",
@@ -432,7 +449,9 @@ void test_describe() {
                                "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\n";
     const std::string fan = "[INFO]\nncomp=3\ncomp_name=m\ncomp_name=o\ncomp_name=a\n"
                             "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\n"
-                            "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n";
+                            "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n"
+                            "[FILE]\nfilename=o.nc\nwriter=m\nreaders=a\npersist=1\naggregators=3\nsubfiles=1\n"
+                            "aggregate_steps=4\n";
     for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky, fan}) {
         Config c = parse(text, "r.ini");
         std::string out = describe(c, s);
@@ -470,9 +489,29 @@ void test_load() {
     unlink(path.c_str());
 }
 
+// Aggregator groups: consecutive ranks, min(A, size) groups, none empty, each written by its first rank.
+void test_aggregator_groups() {
+    for (int size = 1; size <= 13; ++size)
+        for (int a = 1; a <= size + 2; ++a) {
+            const int groups = std::min(a, size);
+            int last = -1;
+            bool ok = aggregator_group(0, size, a) == 0 && aggregator_group(size - 1, size, a) == groups - 1;
+            for (int r = 0; r < size; ++r) {
+                const int g = aggregator_group(r, size, a);
+                ok = ok && (g == last || g == last + 1);
+                if (g != last) ok = ok && aggregator_rank(g, size, a) == r; // its first rank
+                last = g;
+            }
+            CHECK("aggregator groups " + std::to_string(size) + "/" + std::to_string(a), ok);
+        }
+    CHECK("aggregator of 8 ranks, 3 groups", aggregator_rank(2, 8, 3) == 6 && aggregator_group(5, 8, 3) == 1);
+    CHECK_EQ("subfile path", subfile_path("/d/hist.1.nc", 2), "/d/hist.1.nc.subfile_2");
+}
+
 } // namespace
 
 int main() {
+    test_aggregator_groups();
     test_errors();
     test_example();
     test_syntax();
