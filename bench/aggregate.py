@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Aggregated output (GRAPES): write bandwidth of a model's history output with A aggregator ranks
 writing for 8 compute ranks, against every rank writing, as one file or one subfile per aggregator,
-each step's file written at once or four steps' files together (aggregate_steps=4).
+each step's file written at once or four steps' files together (aggregate_steps=4); then the model's
+visible output time with an I/O server (dtf-ioserver) against writing the files itself (file-sync),
+and RMA pull against point-to-point for the server's data (bench/rma_pull, one launch).
 
 usage: bench/aggregate.py BUILD_DIR [--reps N] [--md FILE] [--png-dir DIR] [--smoke]
 
@@ -25,10 +27,10 @@ RANKS = 8
 BEGIN, END = "<!-- aggregate.py: begin -->", "<!-- aggregate.py: end -->"
 
 CONFIG = """[INFO]
-ncomp=2
+ncomp={ncomp}
 comp_name="model"
 comp_name="post"
-[FILE]
+{more}[FILE]
 filename="out.%.nc"
 writer="model"
 readers="post"
@@ -58,30 +60,46 @@ def keys(aggregators, subfiles, steps):
     return f"persist=1\naggregators={a}\nsubfiles={int(subfiles)}\naggregate_steps={steps}\n"
 
 
-def run_one(build, work, run, size, timeout):
-    label, aggregators, subfiles, steps = run
+def launch(build, work, label, mode, keys, size, files, io=0, sync=False, timeout=120):
+    """One launch of output_io (and an I/O server of `io` ranks): (seconds, bytes, the model's writing
+    seconds from dtf's stats or None, the command)."""
     d = tempfile.mkdtemp(dir=work)
     ini = os.path.join(d, "dtf.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode="file" if aggregators is None else "transfer", keys=keys(aggregators, subfiles, steps)))
+        f.write(CONFIG.format(ncomp=3 if io else 2, more='comp_name="io"\n' if io else "", mode=mode, keys=keys))
     exe = os.path.join(build, "bench", "output_io")
     argv = [ini, d] + [str(x) for x in size]
     cmd = [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60", "--walltime", str(timeout),
            "--name", "model", "-n", str(RANKS), exe, "model"] + argv + [":", "--name", "post", "-n", "1", exe, "post"] + argv
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout + 30,
-                       env=dict(os.environ, DTF_PRINT_STATS="1"))
+    if io:
+        cmd += [":", "--name", "io", "-n", str(io), os.path.join(build, "bin", "dtf-ioserver"), "io"]
+    env = dict(os.environ, DTF_PRINT_STATS="1", OUTPUT_IO_SYNC="1" if sync else "0")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout + 30, env=env)
     m = re.search(r"RESULT (\S+) (\S+)", p.stdout)
     # dtf's own figure: the time the model's ranks spent writing the files (the slowest rank)
     w = re.search(r"\[dtf model\] stats .*files written \(persist=1\) from (\d+) bytes of values in (\S+) s", p.stdout)
     if p.returncode != 0 or not m:
         sys.exit(f"aggregate.py: {label}: exit status {p.returncode}\n{' '.join(cmd)}\n{p.stdout[-3000:]}")
     written = sorted(f for f in os.listdir(d) if f.startswith("out."))
-    want = size[0] * (max(1, min(aggregators, RANKS)) if subfiles else 1)
-    if len(written) != want:
-        sys.exit(f"aggregate.py: {label}: {len(written)} files written, expected {want}: {written[:8]}")
+    if len(written) != files:
+        sys.exit(f"aggregate.py: {label}: {len(written)} files written, expected {files}: {written[:8]}")
     shutil.rmtree(d)
-    writing = float(w.group(2)) if w and aggregators is not None else None
-    return float(m.group(1)), float(m.group(2)), writing, " ".join(cmd).replace(d, "RUN")
+    writing = float(w.group(2)) if w and mode == "transfer" and not io else None
+    return float(m.group(1)), float(m.group(2)), writing, " ".join(cmd).replace(d, "RUN").replace(build, "BUILD")
+
+
+def run_one(build, work, run, size):
+    label, aggregators, subfiles, steps = run
+    files = size[0] * (max(1, min(aggregators, RANKS)) if subfiles else 1)
+    return launch(build, work, label, "file" if aggregators is None else "transfer", keys(aggregators, subfiles, steps),
+                  size, files)
+
+
+# The I/O server against the model writing the files itself: (label, mode, keys, server ranks, sync).
+IO_RUNS = [("the model writes, synced (file-sync)", "file", "", 0, True),
+           ("the model writes (file mode)", "file", "", 0, False),
+           ("the model's ranks write (persist=1)", "transfer", "persist=1\n", 0, False),
+           ("an I/O server of 2 ranks writes (ioserver=)", "transfer", 'persist=1\nioserver="io"\n', 2, False)]
 
 
 def plot(results, png):
@@ -135,7 +153,60 @@ def verdict(results, written):
     return " ".join(out[:1]) + ("\n\n" + out[1] if len(out) > 1 else "")
 
 
-def section(results, written, size, reps, example, png_rel):
+def rma_pull(build, smoke):
+    """bench/rma_pull in one launch: {mode: (bytes per round, server ms, writers' ms)} and the command."""
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-n", str(RANKS + 2), os.path.join(build, "bench", "rma_pull"),
+           "2", str(4096 if smoke else 4 << 20), "3" if smoke else "20"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, env=env)
+    found = re.findall(r"RESULT (\w+) \d+ \d+ (\d+) (\S+) (\S+)", p.stdout)
+    if p.returncode != 0 or len(found) != 2:
+        sys.exit(f"aggregate.py: rma_pull: exit status {p.returncode}\n{' '.join(cmd)}\n{p.stdout[-3000:]}")
+    return {m: (int(b), float(s) * 1e3, float(w) * 1e3) for m, b, s, w in found}, " ".join(cmd).replace(build, "BUILD")
+
+
+def rma_section(rma, example):
+    (nbytes, p2p_s, p2p_w), (_, rma_s, rma_w) = rma["p2p"], rma["rma"]
+    return "\n".join([
+        "### RMA pull against point-to-point", "",
+        f"`bench/rma_pull` (one launch, {RANKS} writer ranks and 2 server ranks on this node's 2 cores): each writer "
+        f"rank's {nbytes // RANKS >> 20} MiB (one step's output in the runs above) goes to its server rank as a message "
+        "(what `dtf-ioserver` gets), or the server ranks pull it with `MPI_Get` from a window of the writers "
+        "(CFIO2's RDMA read; the writers make no call). Median of 20 rounds, ms per round.", "",
+        "| | server ranks have all the bytes | writers busy until their bytes are taken | MB/s (server) |",
+        "|---|---|---|---|",
+        f"| point-to-point | {p2p_s:.1f} | {p2p_w:.1f} | {nbytes / p2p_s / 1e3:.0f} |",
+        f"| RMA pull | {rma_s:.1f} | {rma_w:.1f} | {nbytes / rma_s / 1e3:.0f} |", "",
+        f"RMA pull / point-to-point, the server's time: {rma_s / p2p_s:.2f}x. The pull frees the writers "
+        "(they need not be in an MPI call for their bytes to move) at the price of windows the server must know; "
+        "dtf's I/O server takes messages (the writers hand them to the runtime and go on), and does not pull "
+        "(not built: the data plane has no one-sided transport yet).", "", "```sh", example, "```"])
+
+
+def io_section(steps_ms, example):
+    """The model's visible output time with an I/O server against writing the files itself."""
+    base = steps_ms[IO_RUNS[0][0]]
+    out = ["### I/O server", "",
+           "The same launches with the files written by the model itself, synced to disk before each close "
+           "(`file-sync`, the issue's baseline) or not, by its ranks after the hand-off (`persist=1`), or by "
+           "an I/O server (`dtf-ioserver`, 2 ranks, `ioserver=\"io\"`): the model's *visible output time*, its "
+           "time per step from the create to the close returning (the post rank reads one value of each file), "
+           "median over the launches, ms.", "",
+           "| who writes the files | ms per step | / file-sync |", "|---|---|---|"]
+    for label, *_ in IO_RUNS:
+        out.append(f"| {label} | {steps_ms[label]:.1f} | {steps_ms[label] / base:.2f}x |")
+    ratio = steps_ms[IO_RUNS[-1][0]] / base
+    out += ["", f"With the I/O server the model's output takes {ratio:.2f}x of file-sync's time per step "
+            f"(target <= 0.2: {'met' if ratio <= 0.2 else 'not met'}). The server's 2 ranks share the node's 2 cores "
+            "with the 8 model ranks and the post rank, so its writing is not free here: what the model sees is the "
+            "hand-off (its values copied at put, then packed into one message per rank for the server: two "
+            "more copies, where persist=1 writes from the values it holds) plus the cores the server takes "
+            "meanwhile.", "", "One launch:", "", "```sh", example, "```"]
+    return "\n".join(out)
+
+
+def section(results, written, steps_ms, rma, rma_example, size, reps, example, io_example, png_rel):
     steps, nx, ny, nz, nvars = size
     mb = steps * nvars * nx * ny * nz * 4 * RANKS / 1e6
     out = [BEGIN, "## Aggregated output", "",
@@ -156,7 +227,7 @@ def section(results, written, size, reps, example, png_rel):
         out.append(f"| {w} | " + " | ".join(f"{written.get(f'{a}/{n}', 0):.0f}" for n, _, _ in LAYOUTS) + " |")
     out += ["", verdict(results, written), "",
             f"![aggregated output bandwidth]({png_rel})", "", "One launch (RUN: the directory with the `dtf.ini` that aggregate.py writes for it):", "", "```sh",
-            example, "```", END]
+            example, "```", "", io_section(steps_ms, io_example), "", rma_section(rma, rma_example), END]
     return "\n".join(out) + "\n"
 
 
@@ -174,30 +245,43 @@ def main():
     work = tempfile.mkdtemp(prefix="dtf-aggregate-")
     samples = {r[0]: [] for r in runs}
     writing = {r[0]: [] for r in runs}
-    example = ""
+    visible = {r[0]: [] for r in IO_RUNS}
+    example = io_example = ""
     try:
         for rep in range(1 if a.smoke else a.reps):
             for i, run in enumerate(runs):
-                seconds, nbytes, write_s, cmd = run_one(build, work, run, size, 120)
+                seconds, nbytes, write_s, cmd = run_one(build, work, run, size)
                 samples[run[0]].append(nbytes / seconds / 1e6)
                 if write_s:
                     writing[run[0]].append(nbytes / write_s / 1e6)
-                example = example or cmd.replace(build, "BUILD")
+                example = example or cmd
                 print(f"rep {rep + 1} run {i + 1}/{len(runs)} {run[0]}: {nbytes / 1e6:.0f} MB in {seconds:.3f} s, "
                       f"{nbytes / seconds / 1e6:.0f} MB/s", flush=True)
+            for i, (label, mode, k, io, sync) in enumerate(IO_RUNS if not a.smoke else IO_RUNS[-1:]):
+                seconds, nbytes, _, cmd = launch(build, work, label, mode, k, size, size[0], io=io, sync=sync)
+                visible[label].append(seconds / size[0] * 1e3)
+                io_example = io_example or (cmd if io else "")
+                print(f"rep {rep + 1} I/O run {i + 1}/{len(IO_RUNS)} {label}: {seconds / size[0] * 1e3:.1f} ms per step",
+                      flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = {k: statistics.median(v) for k, v in samples.items()}
     written = {k: statistics.median(v) for k, v in writing.items() if v}
     for k, v in results.items():
         print(f"{k}: {v:.0f} MB/s (median)" + (f"; writing alone {written[k]:.0f} MB/s" if k in written else ""))
+    steps_ms = {k: statistics.median(v) for k, v in visible.items() if v}
+    for k, v in steps_ms.items():
+        print(f"{k}: {v:.1f} ms per step (median)")
+    rma, rma_example = rma_pull(build, a.smoke)
+    for mode, (nbytes, server_ms, writer_ms) in rma.items():
+        print(f"rma_pull {mode}: {nbytes} bytes, server {server_ms:.1f} ms, writers {writer_ms:.1f} ms")
     if a.md and not a.smoke:
         png_dir = a.png_dir or os.path.join(os.path.dirname(os.path.abspath(a.md)), "perf")
         os.makedirs(png_dir, exist_ok=True)
         png = os.path.join(png_dir, "aggregate.png")
         plot(results, png)
         text = open(a.md).read() if os.path.exists(a.md) else ""
-        new = section(results, written, size, a.reps, example, os.path.relpath(png, os.path.dirname(os.path.abspath(a.md))))
+        new = section(results, written, steps_ms, rma, rma_example, size, a.reps, example, io_example, os.path.relpath(png, os.path.dirname(os.path.abspath(a.md))))
         if BEGIN in text and END in text:
             text = text[:text.index(BEGIN)] + new + text[text.index(END) + len(END) + 1:]
         else:

@@ -8,8 +8,9 @@
  * Which ranks write the file, and when, is the configuration's business (mode="file": every rank
  * through PnetCDF; persist=1 with aggregators=, subfiles=, aggregate_steps=: dtf writes it). The
  * model's rank 0 prints "RESULT <seconds> <bytes>": the time from a barrier before the first step to
- * a barrier after the last close (every file written by then when aggregate_steps divides STEPS),
- * and the bytes of values written.
+ * a barrier after the last close (every file written by then when aggregate_steps divides STEPS; an
+ * I/O server may still be writing), and the bytes of values written. OUTPUT_IO_SYNC=1: the model
+ * calls ncmpi_sync before each close (file mode: the data is on disk when the close returns).
  *
  * usage: output_io (model|post) CONFIG DIR STEPS NX NY NZ V
  */
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
     const char *role = argv[1], *config = argv[2], *dir = argv[3];
     const int steps = atoi(argv[4]), nx = atoi(argv[5]), ny = atoi(argv[6]), nz = atoi(argv[7]), nvars = atoi(argv[8]);
     const int model = argv[1][0] == 'm';
+    const int sync = getenv("OUTPUT_IO_SYNC") && atoi(getenv("OUTPUT_IO_SYNC")) == 1;
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -66,6 +68,7 @@ int main(int argc, char **argv) {
             CHECK(ncmpi_enddef(ncid));
             const MPI_Offset start[3] = {0, (MPI_Offset)rank * ny, 0}, count[3] = {nz, ny, nx};
             for (int v = 0; v < nvars; v++) CHECK(ncmpi_put_vara_float_all(ncid, v, start, count, values));
+            if (sync) CHECK(ncmpi_sync(ncid));
         } else {
             const MPI_Offset at[3] = {0, 0, 0};
             float got;

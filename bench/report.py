@@ -290,7 +290,8 @@ def persist(samples, meta):
         "The readers are served before a byte is written, yet their hand-off grows a little: what the writing "
         "costs the next cycle (the writers' cores, the kernel writing the pages back) is not isolated yet, "
         "and the ratio varies between runs on this shared machine (1.01x to 1.3x seen). An I/O server on "
-        "cores of its own (not built yet) would take the writing off the model's ranks.", ""]
+        "cores of its own (`ioserver=`) takes the writing off the model's ranks; on this machine it has none "
+        "(see [I/O server](#io-server)).", ""]
 
 
 OVERLAP_MODES = ("transfer", "transfer-replay", "mpi-raw")

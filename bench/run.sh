@@ -20,6 +20,6 @@ echo "   command: bench/letkf.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/letkf.py" "$build" --md "$here/../docs/PERFORMANCE.md"
 
 echo
-echo "== aggregated output: aggregators, subfiles, aggregate_steps vs every rank writing (a section of docs/PERFORMANCE.md)"
+echo "== aggregated output and the I/O server: aggregators, subfiles, aggregate_steps vs every rank writing; dtf-ioserver vs file-sync; RMA pull vs point-to-point (a section of docs/PERFORMANCE.md)"
 echo "   command: bench/aggregate.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/aggregate.py" "$build" --md "$here/../docs/PERFORMANCE.md"

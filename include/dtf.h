@@ -71,6 +71,13 @@ int dtf_transfer(const char *filename, int ncid);
  * DTF_TIMEOUT seconds for the peers. Files still open are reported. */
 int dtf_finalize(void);
 
+/* Run this component as an I/O server (what the dtf-ioserver program does between dtf_init and
+ * dtf_finalize): write the netCDF files of the [FILE] sections that name it in ioserver=, as the
+ * components that write them close their sessions, until every component of those sections has called
+ * dtf_finalize. Collective over MPI_COMM_WORLD of the calling program. A file that cannot be written is
+ * reported (stderr) and the server goes on; the first such error is returned at the end. */
+int dtf_ioserver(void);
+
 /* Per-phase timers: where this rank's time inside dtf goes, for benchmarks and tuning.
  * Off by default, and then they cost one branch per dtf call; DTF_PRINT_STATS=1 turns them on too (and
  * prints them at dtf_finalize). Phases are exclusive (a phase entered inside another pauses it), so

@@ -157,6 +157,7 @@ const std::vector<KeySpec> kFileKeys = {
     {"aggregators", "an integer >= 0", false},
     {"subfiles", "0 or 1", false},
     {"aggregate_steps", "an integer >= 1", false},
+    {"ioserver", "a component name", false},
 };
 
 class Parser {
@@ -193,7 +194,7 @@ private:
     // Lines of comp1=/comp2=/filename= of each rule, parallel to config_.files.
     struct RuleLines {
         int comp1 = 0, comp2 = 0, writer = 0, readers = 0, replay_io = 0, filename = 0;
-        int aggregators = 0, subfiles = 0, aggregate_steps = 0;
+        int aggregators = 0, subfiles = 0, aggregate_steps = 0, ioserver = 0;
     };
     std::vector<RuleLines> rule_lines_;
 };
@@ -378,6 +379,7 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "aggregators") rule.aggregators = to_int(e, 0), lines.aggregators = e.line;
         else if (e.key == "subfiles") rule.subfiles = to_bool(e), lines.subfiles = e.line;
         else if (e.key == "aggregate_steps") rule.aggregate_steps = to_int(e, 1), lines.aggregate_steps = e.line;
+        else if (e.key == "ioserver") rule.ioserver = e.value, lines.ioserver = e.line;
         else if (e.key == "mirror_io_root") {
             rule.mirror_io_root = to_bool(e);
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
@@ -408,13 +410,17 @@ void Parser::apply_file(const RawSection &section) {
     // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode.
     const bool written_by_dtf = rule.persist && rule.mode == Mode::Transfer;
     for (auto [line, key] : {std::pair{lines.aggregators, "aggregators"}, std::pair{lines.subfiles, "subfiles"},
-                             std::pair{lines.aggregate_steps, "aggregate_steps"}})
+                             std::pair{lines.aggregate_steps, "aggregate_steps"}, std::pair{lines.ioserver, "ioserver"}})
         if (line && !written_by_dtf)
             fail_at(line, "%s= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
                     "mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
     if (rule.subfiles && rule.aggregators < 1)
         fail_at(lines.subfiles, "subfiles=1 without aggregators=; expected aggregators=A (A >= 1: one subfile per "
                 "aggregator)");
+    if (lines.ioserver && (rule.aggregators > 0 || rule.subfiles))
+        fail_at(lines.ioserver, "ioserver= with %s= (line %d); expected one of them: the I/O server's ranks are the "
+                "writers of its files", rule.aggregators > 0 ? "aggregators" : "subfiles",
+                rule.aggregators > 0 ? lines.aggregators : lines.subfiles);
     if (rule.subfiles && !fan)
         fail_at(lines.subfiles, "subfiles=1 in a [FILE] section with comp1=/comp2=; expected writer= and readers= (a "
                 "subfile holds what one group of the writer's ranks wrote, which only one writer can continue)");
@@ -444,6 +450,12 @@ void Parser::check_components() {
     for (size_t i = 0; i < config_.files.size(); ++i) {
         const FileRule &r = config_.files[i];
         const RuleLines &l = rule_lines_[i];
+        if (!r.ioserver.empty() && config_.component_index(r.ioserver) < 0)
+            fail_at(l.ioserver, "unknown component '%s' in ioserver=; expected one of: %s", r.ioserver.c_str(),
+                    known.c_str());
+        if (!r.ioserver.empty() && r.involves(r.ioserver))
+            fail_at(l.ioserver, "'%s' is the I/O server of the file and also writes or reads it; expected a component "
+                    "that runs dtf-ioserver", r.ioserver.c_str());
         if (r.fixed_roles()) {
             if (config_.component_index(r.writer) < 0)
                 fail_at(l.writer, "unknown component '%s' in writer=; expected one of: %s", r.writer.c_str(),
@@ -684,6 +696,13 @@ int aggregator_rank(int group, int size, int aggregators) {
 
 std::string subfile_path(const std::string &path, int group) { return path + ".subfile_" + std::to_string(group); }
 
+std::vector<std::string> FileRule::parties() const {
+    if (!fixed_roles()) return {comp1, comp2};
+    std::vector<std::string> all = readers;
+    all.insert(all.begin(), writer);
+    return all;
+}
+
 bool FileRule::involves(std::string_view name) const {
     if (!fixed_roles()) return comp1 == name || comp2 == name;
     return writer == name || std::find(readers.begin(), readers.end(), name) != readers.end();
@@ -703,11 +722,16 @@ std::vector<std::string> FileRule::partners(std::string_view name) const {
 std::vector<int> Config::peers_of(int component) const {
     std::set<int> peers;
     if (component < 0 || static_cast<size_t>(component) >= components.size()) return {};
-    for (const auto &rule : files)
-        for (const auto &name : rule.partners(components[static_cast<size_t>(component)])) {
+    const std::string &me = components[static_cast<size_t>(component)];
+    for (const auto &rule : files) {
+        // an I/O server is connected to every component of its files, and they to it
+        std::vector<std::string> names = !rule.ioserver.empty() && rule.ioserver == me ? rule.parties() : rule.partners(me);
+        if (!rule.ioserver.empty() && rule.involves(me)) names.push_back(rule.ioserver);
+        for (const auto &name : names) {
             const int p = component_index(name);
             if (p >= 0 && p != component) peers.insert(p);
         }
+    }
     return {peers.begin(), peers.end()};
 }
 
@@ -816,6 +840,7 @@ std::string describe(const Config &c, const Settings &s) {
         if (r.persist && r.mode == Mode::Transfer)
             out += format("aggregators=%d\nsubfiles=%d\naggregate_steps=%d\n", r.aggregators, r.subfiles,
                           r.aggregate_steps);
+        if (!r.ioserver.empty()) out += "ioserver=" + quoted(r.ioserver) + "\n";
     }
     out += "\n; settings from the environment\n";
     out += "; DTF_INI_FILE=" + one_line(s.ini_file) + "\n";

@@ -32,6 +32,7 @@ struct FileRule {
     int aggregators = 0;     // 0: every writer rank writes its own values; A: A of them write everyone's
     bool subfiles = false;   // each aggregator writes a file of its own (subfile_path())
     int aggregate_steps = 1; // the files of k sessions are written together, once the k-th is closed
+    std::string ioserver;    // a component running dtf-ioserver that writes the files instead (empty: none)
     int line = 0; // line of the [FILE] header, for messages
 
     bool fixed_roles() const { return !writer.empty(); }
@@ -40,6 +41,8 @@ struct FileRule {
     // The components `name` exchanges the file with: for a writer= rule the readers (of the writer)
     // or the writer (of a reader); else the other of comp1/comp2. Empty if `name` is not in the rule.
     std::vector<std::string> partners(std::string_view name) const;
+    // Every component that writes or reads the file.
+    std::vector<std::string> parties() const;
 };
 
 // The aggregator group of rank `rank` of `size` writer ranks with `aggregators` aggregators (A >= 1,
@@ -66,7 +69,8 @@ struct Config {
     // The first rule whose pattern matches the normalized absolute path and whose excludes do not;
     // nullptr when dtf does not handle the path.
     const FileRule *match(std::string_view normalized_path) const;
-    // Components that share at least one [FILE] section with `component` (indices, ascending).
+    // Components that share at least one [FILE] section with `component`, or serve it as its
+    // ioserver= or are served by it (indices, ascending).
     std::vector<int> peers_of(int component) const;
 };
 

@@ -54,6 +54,16 @@ DTF_API int dtf_finalize(void) {
     });
 }
 
+DTF_API int dtf_ioserver(void) {
+    return dtf::guard([&] {
+        dtf::runtime::Entry entry;
+        Runtime *rt = Runtime::instance();
+        if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_ioserver: dtf_init has not been called");
+        dtf::runtime::serve_io(*rt);
+        return 0;
+    });
+}
+
 DTF_API const char *dtf_strerror(int code) {
     if (const char *m = dtf::error_message(code)) return m;
     return ncmpi_strerror(code);

@@ -24,6 +24,8 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::ReaderDone: return "reader-done";
     case MessageKind::FileWithdrawn: return "file-withdrawn";
     case MessageKind::Persisted: return "persisted";
+    case MessageKind::PersistData: return "persist-data";
+    case MessageKind::PersistDone: return "persist-done";
     }
     return "unknown";
 }

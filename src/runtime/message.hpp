@@ -11,8 +11,13 @@
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
 //                  FileWithdrawn writer root -> the reader-component ranks outside the session's reader
 //                                group: drop the FileDefined you will never use
-//                  Persisted     writer root -> every reader-component rank (persist=1): the session
-//                                stamped so is in the file (a session continuing it may write)
+//                  Persisted     writer root (or its I/O server's root) -> every reader-component rank
+//                                (persist=1): the session stamped so is in the file (a session
+//                                continuing it may write)
+//   I/O server     PersistData   writer rank -> one I/O server rank (ioserver=): its part of a closed
+//                                session's file (its writes; the writer root's also the header)
+//                  PersistDone   every component's root -> the I/O server's root, at dtf_finalize (path:
+//                                its name): no more files from it
 #pragma once
 
 #include <cstdint>
@@ -35,8 +40,10 @@ enum class MessageKind : uint32_t {
     ReaderDone = 8,
     FileWithdrawn = 9,
     Persisted = 10,
+    PersistData = 11,
+    PersistDone = 12,
 };
-constexpr uint32_t kMessageKindLast = 10;
+constexpr uint32_t kMessageKindLast = 12;
 
 struct Message {
     MessageKind kind;
@@ -48,7 +55,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544606; // "DTF" + wire version 6 (little-endian; Persisted)
+constexpr uint32_t kMessageMagic = 0x44544607; // "DTF" + wire version 7 (little-endian; I/O server)
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.

@@ -75,7 +75,7 @@ void fortran_init_thread(const char *name, MPI_Fint *required, MPI_Fint *provide
 } // namespace
 
 DTF_API int MPI_Init(int *argc, char ***argv) {
-    if (!zero_change_component()) return PMPI_Init(argc, argv);
+    if (!zero_change_component()) return start_dtf(PMPI_Init(argc, argv)); // (the MPMD split, if any)
     int provided = 0;
     return start_dtf(PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
 }

@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <deque>
 #include <functional>
+#include <set>
 
 #include "common/bytes.hpp"
 #include "common/clock.hpp"
@@ -317,6 +319,43 @@ void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vecto
     }
 }
 
+// How a closed session's file is made (by its writer ranks, or by an I/O server).
+struct FileSpec {
+    const std::string &path;
+    int session;
+    const model::Header &header;
+    const std::vector<std::pair<std::string, std::string>> &hints;
+    int cmode;
+    bool continued;
+    int enddefs;
+};
+
+// Write it with the real PnetCDF, collective over `comm`: create it (or open it, when the session
+// continued the file), the definitions, each rank's `writes`, close. Throws this rank's failure.
+void write_file(const FileSpec &spec, MPI_Comm comm, const std::vector<const WriteRecord *> &writes,
+                const std::string &where) {
+    MPI_Info info = transport::make_info(spec.hints);
+    File f(spec.path, spec.session);
+    std::exception_ptr failed;
+    try { // create and open fail on every rank alike (PnetCDF agrees)
+        if (spec.continued) f.open(comm, info);
+        else f.create(comm, spec.cmode, info);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    if (failed) std::rethrow_exception(failed);
+    try { // the definitions fail alike too (same calls on every rank), a put on its rank only
+        define(f, spec.header, !spec.continued, where);
+        if (spec.enddefs > 1 && !spec.continued) check_layout(f, spec.header, where);
+        put_values(f, comm, spec.header, writes);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    f.close(failed != nullptr);
+    if (failed) std::rethrow_exception(failed);
+}
+
 size_t value_bytes(const model::Header &h, const WriteRecord &w) {
     return static_cast<size_t>(w.meta.box.size()) * types::type_size(h.vars()[static_cast<size_t>(w.meta.varid)].type);
 }
@@ -475,6 +514,44 @@ void agree(MPI_Comm comm, const std::string &context, const std::function<void()
     throw Error(head[0], format("%s: rank %d: %s", context.c_str(), root, message.c_str()), true);
 }
 
+// How a file is made, as the writer root tells its I/O server (read_part reads it).
+void describe_file(PayloadWriter &w, const model::Header &header, int cmode, bool continued, int enddefs, int64_t after,
+                   const std::vector<int> &readers, const std::vector<std::pair<std::string, std::string>> &hints) {
+    w.bytes(header.encode());
+    w.i32(cmode);
+    w.i32(continued ? 1 : 0);
+    w.i32(enddefs);
+    w.i64(after);
+    w.ints(readers);
+    w.i32(static_cast<int32_t>(hints.size()));
+    for (const auto &[key, value] : hints) w.str(key), w.str(value);
+}
+
+// ioserver=: this rank's part of `job` to its I/O server rank (the writer ranks in groups of
+// consecutive ranks, one per server rank, as aggregators= groups them): its writes, and from the root
+// how the file is made. Nothing waits: the message goes out in progress(), and the server writes the
+// file, orders it after the session it continues, and tells the readers (Persisted).
+void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0) {
+    const int server = rt.config().component_index(job.rule->ioserver);
+    if (!rt.connected_to(server))
+        fail(DTF_ERR_INTERNAL, "%s: not connected to the I/O server '%s'", where.c_str(), job.rule->ioserver.c_str());
+    const int size = job.group->size(), to = config::aggregator_group(job.rank, size, rt.peer(server).remote_size);
+    PayloadWriter p;
+    p.i64(job.ws->stamp);
+    p.i32(size);
+    p.i32(job.rank);
+    p.i32(job.rank == 0 ? 1 : 0);
+    if (job.rank == 0)
+        describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.readers, job.hints);
+    p.bytes(pack_writes(job.header, job.ws->writes));
+    rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
+    for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
+    for (WriteRecord &w : job.ws->writes) // the copies made for the file alone
+        if (w.persist_copy) std::vector<char>().swap(w.data);
+    rt.stats().persist_s += now_s() - t0;
+    log::debug("%s: sent to I/O server '%s' rank %d", where.c_str(), job.rule->ioserver.c_str(), to);
+}
+
 // Write the file of `job` (collective over its group), then tell its readers.
 void write_job(Runtime &rt, PersistJob &job) {
     phase::Scope timer(phase::Close);
@@ -483,6 +560,7 @@ void write_job(Runtime &rt, PersistJob &job) {
                                      rt.config().path.c_str(), job.rule->line, job.session);
     const MPI_Comm comm = transport::mpi_comm_of(*job.group);
     if (comm == MPI_COMM_NULL) fail(DTF_ERR_UNSUPPORTED, "%s: the file's ranks are not an MPI communicator", where.c_str());
+    if (!job.rule->ioserver.empty()) return ship_job(rt, job, where, t0);
     // A continued session: the session before it must be in the file (its writer says so).
     if (job.persist_after != 0)
         rt.wait_until([&] { return job.persist_after == 0; }, [&] {
@@ -494,26 +572,8 @@ void write_job(Runtime &rt, PersistJob &job) {
     rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
     if (out.writes_file) agree(out.writers, where, [&] {
         const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
-        MPI_Info info = transport::make_info(job.hints);
-        File f(path, job.session);
-        std::exception_ptr failed;
-        try { // create and open fail on every rank alike (PnetCDF agrees)
-            if (job.continued) f.open(out.comm, info);
-            else f.create(out.comm, job.cmode, info);
-        } catch (...) {
-            failed = std::current_exception();
-        }
-        if (info != MPI_INFO_NULL) MPI_Info_free(&info);
-        if (failed) std::rethrow_exception(failed);
-        try { // the definitions fail alike too (same calls on every rank), a put on its rank only
-            define(f, job.header, !job.continued, where);
-            if (job.enddefs > 1 && !job.continued) check_layout(f, job.header, where);
-            put_values(f, out.comm, job.header, out.writes);
-        } catch (...) {
-            failed = std::current_exception();
-        }
-        f.close(failed != nullptr);
-        if (failed) std::rethrow_exception(failed);
+        write_file({path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, out.comm,
+                   out.writes, where);
     });
     log::debug("%s: done", where.c_str());
     for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
@@ -594,6 +654,226 @@ void flush_persist(Runtime &rt, const transport::Group *group, const config::Fil
         jobs.erase(std::find(jobs.begin(), jobs.end(), job));
     }
     if (failed) std::rethrow_exception(failed);
+}
+
+void end_persist(Runtime &rt) {
+    flush_persist(rt, nullptr, nullptr, false);
+    if (rt.component_rank() != 0) return;
+    std::set<int> servers;
+    for (const auto &rule : rt.config().files)
+        if (!rule.ioserver.empty() && rule.involves(rt.self_name())) servers.insert(rt.config().component_index(rule.ioserver));
+    for (int server : servers) rt.send(server, 0, Message{MessageKind::PersistDone, 0, 0, 0, rt.self_name(), {}});
+}
+
+namespace {
+
+// One writer rank's part of a session's file at the I/O server (ship_job).
+struct Part {
+    int from = -1;  // the writer component
+    std::string path;
+    int session = 0;
+    int64_t stamp = 0;
+    int writers = 0, writer_rank = 0;
+    bool described = false; // the root's: how the file is made
+    model::Header header;
+    int cmode = 0, enddefs = 0;
+    bool continued = false;
+    int64_t after = 0; // the session it continues, when its file is not written yet
+    std::vector<int> readers;
+    std::vector<std::pair<std::string, std::string>> hints;
+    std::vector<char> writes; // pack_writes()
+};
+
+// `with_writes`: also the writes (else only what the description says, for the other server ranks).
+Part read_part(const Message &m, bool with_writes) {
+    Part p;
+    p.from = m.from_component;
+    p.path = m.path;
+    p.session = m.session;
+    PayloadReader r(m.payload, "persist-data");
+    p.stamp = r.i64();
+    p.writers = r.i32();
+    p.writer_rank = r.i32();
+    p.described = r.i32() != 0;
+    if (p.described) {
+        const std::vector<char> header = r.bytes();
+        if (model::Header::decode(header.data(), header.size(), &p.header) != NC_NOERR)
+            fail(DTF_ERR_PEER, "malformed header of '%s' from component %d (persist-data)", p.path.c_str(), p.from);
+        p.cmode = r.i32();
+        p.continued = r.i32() != 0;
+        p.enddefs = r.i32();
+        p.after = r.i64();
+        p.readers = r.ints(1 << 16);
+        for (int n = r.i32(); n > 0; --n) {
+            std::string key = r.str();
+            p.hints.emplace_back(std::move(key), r.str());
+        }
+    }
+    if (with_writes) p.writes = r.bytes();
+    return p;
+}
+
+// The description of a root's part, without its writes (what the server root tells its other ranks).
+std::vector<char> description(const Part &p) {
+    PayloadWriter w;
+    w.i32(p.from);
+    w.str(p.path);
+    w.i32(p.session);
+    w.i64(p.stamp);
+    w.i32(p.writers);
+    w.i32(p.writer_rank);
+    w.i32(1);
+    describe_file(w, p.header, p.cmode, p.continued, p.enddefs, p.after, p.readers, p.hints);
+    return w.take();
+}
+
+Part from_description(const std::vector<char> &bytes) {
+    PayloadReader r(bytes, "I/O server job");
+    Message m;
+    m.from_component = r.i32();
+    m.path = r.str();
+    m.session = r.i32();
+    const size_t head = 4 + 8 + m.path.size() + 4;
+    m.payload.assign(bytes.begin() + static_cast<long>(head), bytes.end());
+    return read_part(m, false);
+}
+
+int64_t stamp_of(const Message &m) { return PayloadReader(m.payload, "persist-data").i64(); }
+
+bool is_described(const Message &m) {
+    PayloadReader r(m.payload, "persist-data");
+    r.i64(), r.i32(), r.i32();
+    return r.i32() != 0;
+}
+
+// The server root's choice of the next file to write (empty: none, the clients are done), to every
+// server rank. Blocking, as the rest of the writing.
+std::vector<char> broadcast(MPI_Comm comm, std::vector<char> bytes) {
+    transport::Blocking unlocked;
+    int64_t n = static_cast<int64_t>(bytes.size());
+    transport::check_mpi(MPI_Bcast(&n, 1, MPI_INT64_T, 0, comm), "MPI_Bcast (I/O server)");
+    if (n > INT32_MAX) fail(DTF_ERR_UNSUPPORTED, "I/O server: a file's description of %lld bytes", static_cast<long long>(n));
+    bytes.resize(static_cast<size_t>(n));
+    transport::check_mpi(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, comm), "MPI_Bcast (I/O server)");
+    return bytes;
+}
+
+} // namespace
+
+void serve_io(Runtime &rt) {
+    const config::Config &config = rt.config();
+    const MPI_Comm comm = rt.component_comm();
+    const int rank = rt.component_rank();
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::set<int> clients; // the components of the files it writes
+    for (const auto &rule : config.files)
+        if (rule.ioserver == rt.self_name())
+            for (const auto &name : rule.parties()) clients.insert(config.component_index(name));
+    if (clients.empty())
+        fail(DTF_ERR_CONFIG, "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=", config.path.c_str(),
+             rt.self_name().c_str());
+    std::set<int> finished;      // root: the clients whose root said PersistDone
+    std::set<int64_t> written;   // root: the sessions in their files (stamps)
+    std::deque<Part> waiting;    // root: described files, in the order they came
+    std::unique_ptr<Error> first_failure;
+    for (;;) {
+        std::vector<char> choice;
+        if (rank == 0) {
+            // The first file whose writer root's part came and that continues no file left to write;
+            // the server waits for the next one as long as its clients run (no DTF_TIMEOUT: a model may
+            // compute for hours between its outputs).
+            double pause = 50e-6;
+            try {
+                for (;;) {
+                    rt.progress();
+                    while (auto m = rt.take([](const Message &m) { return m.kind == MessageKind::PersistDone; }))
+                        finished.insert(m->from_component);
+                    while (auto m = rt.take([](const Message &m) {
+                               return m.kind == MessageKind::PersistData && is_described(m);
+                           }))
+                        waiting.push_back(read_part(*m, true));
+                    auto ready = std::find_if(waiting.begin(), waiting.end(),
+                                              [&](const Part &p) { return p.after == 0 || written.count(p.after); });
+                    if (ready != waiting.end()) {
+                        std::rotate(waiting.begin(), ready, ready + 1); // to the front, the others in order
+                        choice = description(waiting.front());
+                        break;
+                    }
+                    if (finished.size() >= clients.size()) {
+                        if (!waiting.empty())
+                            fail(DTF_ERR_PEER, "dtf_ioserver: session %d of '%s' continues a session that was never "
+                                 "written to the file, and its writers are done", waiting.front().session,
+                                 waiting.front().path.c_str());
+                        break;
+                    }
+                    rt.idle(pause, [&] {
+                        return format("dtf_ioserver '%s' waited for the next file to write", rt.self_name().c_str());
+                    });
+                    pause = std::min(pause * 2, 5e-3);
+                }
+            } catch (const Error &e) { // the end, for every server rank (the failure is reported below)
+                if (!first_failure) first_failure = std::make_unique<Error>(e);
+                choice.clear();
+            }
+        }
+        choice = broadcast(comm, std::move(choice));
+        if (choice.empty()) break;
+        Part job = rank == 0 ? std::move(waiting.front()) : from_description(choice);
+        if (rank == 0) waiting.pop_front();
+        const std::string where = format("dtf_ioserver '%s' writing '%s' (session %d of component '%s')",
+                                         rt.self_name().c_str(), job.path.c_str(), job.session,
+                                         config.components[static_cast<size_t>(job.from)].c_str());
+        const double t0 = now_s();
+        try {
+            agree(comm, where, [&] {
+                // This rank's parts: the writer ranks of its group (ship_job), in their order.
+                std::vector<Part> parts;
+                int expected = 0;
+                for (int r = 0; r < job.writers; ++r) expected += config::aggregator_group(r, job.writers, size) == rank;
+                if (rank == 0) { // its first part came with the description
+                    parts.emplace_back();
+                    parts.back().writer_rank = job.writer_rank;
+                    parts.back().writes = std::move(job.writes);
+                }
+                while (static_cast<int>(parts.size()) < expected) {
+                    Message m = rt.wait_message([&](const Message &m) {
+                        return m.kind == MessageKind::PersistData && m.from_component == job.from &&
+                               stamp_of(m) == job.stamp;
+                    }, [&] {
+                        return format("%s waited for the writes of %d of its writer ranks", where.c_str(),
+                                      expected - static_cast<int>(parts.size()));
+                    }, job.from);
+                    parts.push_back(read_part(m, true));
+                }
+                std::sort(parts.begin(), parts.end(),
+                          [](const Part &a, const Part &b) { return a.writer_rank < b.writer_rank; });
+                std::vector<WriteRecord> records;
+                for (const Part &p : parts) unpack_writes(job.header, p.writes, &records, where);
+                std::vector<const WriteRecord *> writes;
+                for (const WriteRecord &w : records) {
+                    writes.push_back(&w);
+                    rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
+                }
+                write_file({job.path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, comm,
+                           writes, where);
+            });
+            rt.stats().persist_s += now_s() - t0;
+            log::debug("%s: done", where.c_str());
+            if (rank != 0) continue;
+            written.insert(job.stamp);
+            ++rt.stats().files_persisted;
+            PayloadWriter p;
+            p.i64(job.stamp);
+            const std::vector<char> payload = p.take();
+            for (int reader : job.readers)
+                rt.notify(reader, Message{MessageKind::Persisted, 0, job.session, 0, job.path, payload});
+        } catch (const Error &e) { // reported, and the server goes on with the next file
+            if (!e.quiet()) std::fprintf(stderr, "[dtf %s:%d] error: %s\n", rt.self_name().c_str(), rank, e.what());
+            if (!first_failure) first_failure = std::make_unique<Error>(e);
+        }
+    }
+    if (first_failure) throw *first_failure;
 }
 
 } // namespace dtf::runtime

@@ -935,7 +935,7 @@ void Runtime::teardown(bool orderly) {
     if (orderly) {
         // The files of persist=1 sessions not written yet; closed files whose readers are still being
         // served (progress thread) are served to the end.
-        attempt([&] { flush_persist(*this, nullptr, nullptr, false); });
+        attempt([&] { end_persist(*this); });
         attempt([&] { finish_background("dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] {

@@ -262,6 +262,12 @@ public:
     // not done yet): `peer()` is asked before and when the wait times out.
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
                     const std::function<int()> &peer);
+    // A wait with no deadline (the I/O server's for its next file): sleep about `seconds` without the
+    // runtime lock, after checking that no peer was lost (else DTF_ERR_PEER with what()).
+    void idle(double seconds, const std::function<std::string()> &what) {
+        check_peers_alive(what);
+        pause(seconds);
+    }
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below).
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);

@@ -358,6 +358,12 @@ void queue_persist(Runtime &rt, VirtualFile &vf);
 // The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
 // write first.
 void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading);
+// dtf_finalize: the files still to be written (flush_persist), then, from the component's root, the
+// end to each I/O server that writes files of this component (MessageKind::PersistDone).
+void end_persist(Runtime &rt);
+// dtf_ioserver: write the files the components send (ioserver=; MessageKind::PersistData) until all
+// of them are done; collective over the component. Throws the first failure once done.
+void serve_io(Runtime &rt);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
 // Reader, a get on a record variable: whether it can be checked now, before the final header,

@@ -431,17 +431,20 @@ persist={persist}
 LETKF_VALUES_READ = (20 + 11 + 11) * 3 * 13 * 10
 
 
-def letkf_config(mode, readers, persist=False, hist_keys="", anal_keys=""):
+def letkf_config(mode, readers, persist=False, hist_keys="", anal_keys="", ioserver=False):
     """The LETKF pattern's config; `readers`: more components reading the history files besides the
     assimilation ([(name, ranks)]: then the hist rule is writer=/readers=); `hist_keys`, `anal_keys`:
-    more keys of each rule in transfer mode (e.g. "aggregators=2 subfiles=1")."""
+    more keys of each rule in transfer mode (e.g. "aggregators=2 subfiles=1"); `ioserver`: in transfer
+    mode a component "io" (dtf-ioserver) writes both rules' files."""
     names = [name for name, _ in readers]
     sharing = ('writer="model"\nreaders="' + " ".join(names + ["assim"]) + '"') if readers else \
         'comp1="model"\ncomp2="assim"'
-    keys = (lambda k: "".join(x + "\n" for x in k.split()) if mode == "transfer" else "")
-    return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers), hist_sharing=sharing, persist=int(persist),
+    io = ioserver and mode == "transfer"
+    keys = (lambda k: "".join(x + "\n" for x in k.split() + (['ioserver="io"'] if io else []))
+            if mode == "transfer" else "")
+    return LETKF_CONFIG.format(mode=mode, ncomp=2 + len(readers) + io, hist_sharing=sharing, persist=int(persist),
                                hist_keys=keys(hist_keys), anal_keys=keys(anal_keys),
-                               more_names="".join(f'comp_name="{name}"\n' for name in names))
+                               more_names="".join(f'comp_name="{name}"\n' for name in names + (["io"] if io else [])))
 
 
 def scenario_letkf(args, work):
@@ -454,12 +457,14 @@ def scenario_letkf(args, work):
         os.mkdir(run)
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(letkf_config(mode, readers, args.persist, args.hist_keys, args.anal_keys))
+            f.write(letkf_config(mode, readers, args.persist, args.hist_keys, args.anal_keys, bool(args.ioserver)))
         moved = args.hosts.bytes_moved() if args.hosts else 0
         argv = [ini, run, str(cycles), str(members)]
         status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model"] + argv),
                                        (args.assim_ranks, [assim_exe, "assim"] + argv)] +
-                                [(ranks, [assim_exe, name] + argv) for name, ranks in readers],
+                                [(ranks, [assim_exe, name] + argv) for name, ranks in readers] +
+                                ([(args.ioserver, [args.ioserver_exe, "io", ini])] if args.ioserver and mode == "transfer"
+                                 else []),
                                 {"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
         if args.hosts:
@@ -501,7 +506,10 @@ def scenario_letkf(args, work):
                 expect(diff.returncode == 0, f"persist=1: ncmpidiff finds differences in {name}: {diff.stdout}")
             print(f"persist=1: {len(files)} files with the header and values file mode wrote, byte for byte")
             written = {m.group(1): int(m.group(2)) for m in PERSISTED.finditer(out)}
-            expect(written == dict({"model": 2 * members * cycles, "assim": members * cycles}, **{n: 0 for n, _ in readers}),
+            want = dict({"model": 2 * members * cycles, "assim": members * cycles}, **{n: 0 for n, _ in readers})
+            if args.ioserver:  # the I/O server writes them all
+                want = dict({name: 0 for name in want}, io=3 * members * cycles)
+            expect(written == want,
                    f"persist=1: files written per component (the model's, the assimilation's write-backs): {written}")
         if mode == "transfer":
             expect(args.persist or not files, f"a transfer-mode file reached the disk: {files}")
@@ -513,7 +521,8 @@ def scenario_letkf(args, work):
             # extra read made the second differ).
             replayed = {m.group(1): int(m.group(2)) for m in REPLAYED.finditer(out)}
             expect(replayed == dict({"assim": args.assim_ranks * members * (cycles - 1),
-                                     "model": args.model_ranks * max(cycles - 2, 0)}, **{name: 0 for name, _ in readers}),
+                                     "model": args.model_ranks * max(cycles - 2, 0)}, **{name: 0 for name, _ in readers},
+                                    **({"io": 0} if args.ioserver else {})),
                    f"get batches replayed: {replayed}")
         runs[mode] = run
     for comp, ranks in [("model", args.model_ranks), ("assim", args.assim_ranks)] + readers:
@@ -586,6 +595,10 @@ def main():
     p.add_argument("--hist-keys", default="", metavar="KEYS",
                    help="scenario letkf, --persist: more keys of the hist rule in transfer mode, e.g. 'aggregators=2'")
     p.add_argument("--anal-keys", default="", metavar="KEYS", help="likewise for the anal rule")
+    p.add_argument("--ioserver", type=int, default=0, metavar="RANKS",
+                   help="scenario letkf, --persist: in transfer mode an I/O server component 'io' of RANKS ranks "
+                        "(--ioserver-exe) writes the files (ioserver= on both rules)")
+    p.add_argument("--ioserver-exe", help="dtf-ioserver")
     p.add_argument("--readers", nargs="*", default=[], metavar="NAME:RANKS",
                    help="scenario letkf: more components that read the history files (run as --assim-exe NAME; "
                         "the hist rule becomes writer=model, readers=NAME... assim)")

@@ -3,7 +3,7 @@
 #   - only the C API, the ncmpi_* wrappers and MPI's initialization are exported from libdtf.so;
 #   - a CMake project finds it with find_package(dtf) and builds the C and Fortran examples;
 #   - pkg-config --cflags --libs dtf builds the C example;
-#   - the installed tools run (dtf-config --check, dtfrun --help).
+#   - the installed tools run (dtf-config --check, dtfrun --help), dtf-ioserver uses the installed libdtf.so.
 # usage: run.sh BUILD_DIR SOURCE_DIR PNETCDF_FORTRAN_MODULE_DIR
 set -euo pipefail
 build=$1 src=$2 fmod=$3
@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$build" --prefix "$prefix" >/dev/null
 lib=$(ls "$prefix"/lib*/libdtf.so 2>/dev/null | head -1)
 [ -n "$lib" ] || fail "libdtf.so not installed"
-for f in include/dtf.h include/dtf.mod bin/dtfrun bin/dtf-config; do
+for f in include/dtf.h include/dtf.mod bin/dtfrun bin/dtf-config bin/dtf-ioserver; do
   [ -e "$prefix/$f" ] || fail "$f not installed"
 done
 
@@ -46,5 +46,8 @@ echo "pkg-config dtf: built the C example"
 
 "$prefix/bin/dtf-config" --check "$src/examples/dtf.ini" || fail "installed dtf-config"
 "$prefix/bin/dtfrun" --help >/dev/null || fail "installed dtfrun"
+used=$(ldd "$prefix/bin/dtf-ioserver" | awk '/libdtf\.so/ {print $3}')
+[ -n "$used" ] && [ "$(readlink -f "$used")" = "$(readlink -f "$lib")" ] \
+  || fail "dtf-ioserver uses '$used', not the installed $lib"
 echo "installed tools run"
 echo "PASS"

@@ -57,7 +57,7 @@ bool same(const Config &a, const Config &b) {
             x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
             x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
             x.mirror_io_root != y.mirror_io_root || x.persist != y.persist || x.aggregators != y.aggregators ||
-            x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps)
+            x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps || x.ioserver != y.ioserver)
             return false;
     }
     return true;
@@ -107,7 +107,7 @@ struct BadCase {
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
                                   "num_sessions, write_only, mirror_io_root, persist, aggregators, subfiles, "
-                                  "aggregate_steps";
+                                  "aggregate_steps, ioserver";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
@@ -175,6 +175,18 @@ void test_errors() {
          "t.ini:9: 'obs' is listed twice in readers="},
         {"replay with several readers", info3 + "[FILE]\nfilename=a.nc\nreplay_io=1\nwriter=model\nreaders=obs assim\n",
          "t.ini:8: replay_io=1 with 2 readers (line 10) is not supported yet; expected replay_io=0, or one reader"},
+        {"ioserver without persist", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\nioserver=assim\n",
+         "t.ini:10: ioserver= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
+         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+        {"ioserver unknown", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\nioserver=io\n",
+         "t.ini:11: unknown component 'io' in ioserver=; expected one of: model, obs, assim"},
+        {"ioserver reads the file", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\nioserver=obs\n",
+         "t.ini:11: 'obs' is the I/O server of the file and also writes or reads it; expected a component that runs "
+         "dtf-ioserver"},
+        {"ioserver with aggregators", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\n"
+         "aggregators=2\nioserver=assim\n",
+         "t.ini:12: ioserver= with aggregators= (line 11); expected one of them: the I/O server's ranks are the writers "
+         "of its files"},
         {"aggregators without persist", kInfo + kFile + "aggregators=2\n",
          "t.ini:9: aggregators= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
          "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
@@ -376,6 +388,16 @@ void test_match_and_peers() {
     CHECK("peers of c", (p.peers_of(2) == std::vector<int>{0}));
     CHECK("peers of d", p.peers_of(3).empty());
 
+    // ioserver=: the server is connected to every component of its files, they to it.
+    Config io = parse("[INFO]\nncomp=4\ncomp_name=model\ncomp_name=assim\ncomp_name=io\ncomp_name=d\n"
+                      "[FILE]\nfilename=h\nwriter=model\nreaders=assim\npersist=1\nioserver=io\n"
+                      "[FILE]\nfilename=x\ncomp1=d\ncomp2=model\n",
+                      "io.ini");
+    CHECK("peers of an I/O server", (io.peers_of(2) == std::vector<int>{0, 1}));
+    CHECK("peers of its writer", (io.peers_of(0) == std::vector<int>{1, 2, 3}));
+    CHECK("peers of its reader", (io.peers_of(1) == std::vector<int>{0, 2}));
+    CHECK("the I/O server does not handle the file", !io.files[0].involves("io"));
+
     // writer=/readers=: the writer exchanges the file with each reader, a reader only with the writer.
     Config f = parse("[INFO]\nncomp=4\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\ncomp_name=d\n"
                      "[FILE]\nfilename=hist.%.nc\nwriter=model\nreaders=obs, assim\n",
@@ -451,7 +473,8 @@ void test_describe() {
                             "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\n"
                             "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n"
                             "[FILE]\nfilename=o.nc\nwriter=m\nreaders=a\npersist=1\naggregators=3\nsubfiles=1\n"
-                            "aggregate_steps=4\n";
+                            "aggregate_steps=4\n"
+                            "[FILE]\nfilename=p.nc\ncomp1=m\ncomp2=o\npersist=1\nioserver=a\n";
     for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky, fan}) {
         Config c = parse(text, "r.ini");
         std::string out = describe(c, s);
