@@ -397,9 +397,13 @@ void Parser::apply_file(const RawSection &section) {
         if (!lines.writer)
             fail_at(section.line, "[FILE] section with readers= but without 'writer='; expected the component that "
                     "writes the file");
-        if (!lines.readers)
+        // (without readers: an output file, which dtf writes, persist=1; checked below)
+        if (!lines.readers && !(rule.persist && rule.mode == Mode::Transfer))
             fail_at(section.line, "[FILE] section with writer= but without 'readers='; expected the components that "
-                    "read the file");
+                    "read the file (or persist=1 in transfer mode: an output file that dtf writes)");
+        if (!lines.readers && rule.replay_io)
+            fail_at(lines.replay_io, "replay_io=1 in a [FILE] section without readers (line %d); expected replay_io=0: "
+                    "nothing is transferred", section.line);
         if (rule.replay_io && rule.readers.size() > 1)
             fail_at(lines.replay_io, "replay_io=1 with %zu readers (line %d) is not supported yet; expected "
                     "replay_io=0, or one reader", rule.readers.size(), lines.readers);
@@ -830,8 +834,10 @@ std::string describe(const Config &c, const Settings &s) {
     for (const auto &r : c.files) {
         out += "\n[FILE]\nfilename=" + quoted(r.pattern) + "\n";
         for (const auto &ex : r.excludes) out += "exclude_name=" + quoted(ex) + "\n";
-        if (r.fixed_roles())
-            out += "writer=" + quoted(r.writer) + "\nreaders=" + quoted(join(r.readers, " ")) + "\n";
+        if (r.fixed_roles()) {
+            out += "writer=" + quoted(r.writer) + "\n";
+            if (!r.readers.empty()) out += "readers=" + quoted(join(r.readers, " ")) + "\n";
+        }
         else
             out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
         out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),

@@ -19,7 +19,7 @@ struct FileRule {
     // session and each of the readers reads it; the readers get the same data, each what it asks for).
     std::string comp1, comp2;
     std::string writer;               // writer=: empty for a comp1/comp2 rule
-    std::vector<std::string> readers; // readers=: in the order given
+    std::vector<std::string> readers; // readers=: in the order given (none: an output file, persist=1)
     Mode mode = Mode::Transfer;
     bool replay_io = false;
     int num_sessions = 1; // open/close sessions before dtf forgets the file

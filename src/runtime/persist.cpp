@@ -715,15 +715,17 @@ Part read_part(const Message &m, bool with_writes) {
 
 // The description of a root's part, without its writes (what the server root tells its other ranks).
 std::vector<char> description(const Part &p) {
+    PayloadWriter part; // as ship_job writes it, without the writes
+    part.i64(p.stamp);
+    part.i32(p.writers);
+    part.i32(p.writer_rank);
+    part.i32(1);
+    describe_file(part, p.header, p.cmode, p.continued, p.enddefs, p.after, p.readers, p.hints);
     PayloadWriter w;
     w.i32(p.from);
     w.str(p.path);
     w.i32(p.session);
-    w.i64(p.stamp);
-    w.i32(p.writers);
-    w.i32(p.writer_rank);
-    w.i32(1);
-    describe_file(w, p.header, p.cmode, p.continued, p.enddefs, p.after, p.readers, p.hints);
+    w.bytes(part.take());
     return w.take();
 }
 
@@ -733,8 +735,7 @@ Part from_description(const std::vector<char> &bytes) {
     m.from_component = r.i32();
     m.path = r.str();
     m.session = r.i32();
-    const size_t head = 4 + 8 + m.path.size() + 4;
-    m.payload.assign(bytes.begin() + static_cast<long>(head), bytes.end());
+    m.payload = r.bytes();
     return read_part(m, false);
 }
 

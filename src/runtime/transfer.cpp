@@ -690,6 +690,13 @@ int serve(Runtime &rt, VirtualFile &vf) {
 
 bool writer_close(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
+    if (vf.peers.empty()) { // an output file (persist=1 without readers): nothing to serve; the stamp names
+        int64_t stamp = ws.stamp; // its file (an I/O server's parts): the root's, agreed
+        rt.allreduce_max(*vf.group, &stamp, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
+        ws.stamp = stamp;
+        ws.closed = true;
+        return false;
+    }
     // One more epoch if no dtf_transfer came, or if any writer rank wrote since the last one: agreed,
     // since serve() is collective (a put of one rank after dtf_transfer is enough).
     int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
@@ -1145,7 +1152,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
 
 int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     phase::Scope timer(phase::Transfer);
-    if (vf.writer) return serve(rt, vf);
+    if (vf.writer) return vf.peers.empty() ? NC_NOERR : serve(rt, vf); // (no readers: an output file)
     std::vector<ReadRecord *> batch;
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());
     int rc;

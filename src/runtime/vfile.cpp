@@ -72,7 +72,7 @@ std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, con
     vf->path = path;
     vf->rule = &rule;
     vf->peers = peers;
-    vf->peer = peers.front();
+    vf->peer = peers.empty() ? -1 : peers.front(); // (none: an output file)
     const int peer = vf->peer;
     vf->writer = writer;
     vf->group = std::move(group);
@@ -123,7 +123,7 @@ namespace {
 int continue_file(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                   std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     const std::string context = format("ncmpi_open of '%s' with NC_WRITE (transfer mode)", path.c_str());
-    const PathCounters *c = settle_path(rt, path, peers.front(), "opening");
+    const PathCounters *c = settle_path(rt, path, peers.empty() ? -1 : peers.front(), "opening");
     const bool has = c && c->header;
     const int closed = c ? c->closed() : 0;
     int64_t lacks[2] = {has ? 0 : 1, has ? 1 : 0}; // whether some rank lacks / has the header

@@ -533,6 +533,54 @@ def scenario_letkf(args, work):
                                              "in file mode")
 
 
+OUTPUT_CONFIG = """[INFO]
+ncomp={ncomp}
+comp_name="model"
+{more}[FILE]
+filename="{pattern}"
+writer="model"
+mode="transfer"
+persist=1
+{keys}"""
+
+
+def scenario_output(args, work):
+    """An output file (writer=, no readers=, persist=1): the model's files, written by its ranks, by
+    aggregators (one file, subfiles) or by an I/O server (--ioserver RANKS), must be those plain PnetCDF
+    writes (--c-exe: bench/output_io, which writes STEPS files out.<step>.nc)."""
+    ranks, steps = args.model_ranks, args.cycles
+    size = [str(steps), "16", "4", "3", "3"]  # steps, nx, rows per rank, nz, variables
+    runs = [("oracle", "nothing.%", "", 0), ("ranks", "out.%.nc", "", 0),
+            ("aggregated", "out.%.nc", "aggregators=2\naggregate_steps=2\n", 0),
+            ("subfiles", "out.%.nc", "aggregators=2\nsubfiles=1\n", 0)]
+    if args.ioserver:
+        runs.append(("ioserver", "out.%.nc", 'ioserver="io"\n', args.ioserver))
+    for label, pattern, keys, io in runs:
+        run = os.path.join(work, label)
+        os.mkdir(run)
+        ini = os.path.join(run, "dtf.ini")
+        with open(ini, "w") as f:
+            f.write(OUTPUT_CONFIG.format(ncomp=2 if io else 1, more='comp_name="io"\n' if io else "", pattern=pattern,
+                                         keys=keys))
+        status, out, _ = launch(args, [(ranks, [args.c_exe, "model", ini, run] + size)] +
+                                ([(io, [args.ioserver_exe, "io", ini])] if io else []),
+                                {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "1"}, walltime=90)
+        expect(status == 0, f"{label}: exit status {status}")
+        if label == "oracle":
+            continue
+        written = {m.group(1): int(m.group(2)) for m in PERSISTED.finditer(out)}
+        expect(written.get("io" if io else "model") == steps, f"{label}: files written per component: {written}")
+        for step in range(steps):
+            name = f"out.{step}.nc"
+            if "subfiles=1" in keys:
+                parts = [os.path.join(run, f"{name}.subfile_{g}") for g in range(min(2, ranks))]
+                why = ncfiles.compare_subfiles(os.path.join(work, "oracle", name), parts)
+            else:
+                why = ncfiles.compare(os.path.join(work, "oracle", name), os.path.join(run, name))
+            expect(why is None, f"{label}: not the file plain PnetCDF wrote: {why}")
+        print(f"{label}: {steps} files as plain PnetCDF wrote them")
+
+
 def scenario_missing(args, work):
     ini = os.path.join(work, "dtf.ini")
     write_config(ini)
@@ -573,7 +621,7 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf", "output"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")

@@ -157,7 +157,11 @@ void test_errors() {
          "t.ini:5: [FILE] section without 'comp2='; expected a component name (comp1= and comp2=, or writer= "
          "and readers=)"},
         {"writer without readers", info3 + "[FILE]\nfilename=a.nc\nwriter=model\n",
-         "t.ini:6: [FILE] section with writer= but without 'readers='; expected the components that read the file"},
+         "t.ini:6: [FILE] section with writer= but without 'readers='; expected the components that read the file "
+         "(or persist=1 in transfer mode: an output file that dtf writes)"},
+        {"output file with replay", info3 + "[FILE]\nfilename=a.nc\nwriter=model\npersist=1\nreplay_io=1\n",
+         "t.ini:10: replay_io=1 in a [FILE] section without readers (line 6); expected replay_io=0: nothing is "
+         "transferred"},
         {"readers without writer", info3 + "[FILE]\nfilename=a.nc\nreaders=obs assim\n",
          "t.ini:6: [FILE] section with readers= but without 'writer='; expected the component that writes the file"},
         {"readers with comp1", info3 + "[FILE]\nfilename=a.nc\ncomp1=model\nreaders=obs assim\n",
@@ -397,6 +401,11 @@ void test_match_and_peers() {
     CHECK("peers of its writer", (io.peers_of(0) == std::vector<int>{1, 2, 3}));
     CHECK("peers of its reader", (io.peers_of(1) == std::vector<int>{0, 2}));
     CHECK("the I/O server does not handle the file", !io.files[0].involves("io"));
+    Config out = parse("[INFO]\nncomp=2\ncomp_name=model\ncomp_name=io\n"
+                       "[FILE]\nfilename=o\nwriter=model\npersist=1\nioserver=io\n", "out.ini");
+    CHECK("an output file has no readers", out.files[0].readers.empty() && out.files[0].partners("model").empty());
+    CHECK("an output file's writer and its I/O server", (out.peers_of(0) == std::vector<int>{1}) &&
+                                                         (out.peers_of(1) == std::vector<int>{0}));
 
     // writer=/readers=: the writer exchanges the file with each reader, a reader only with the writer.
     Config f = parse("[INFO]\nncomp=4\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\ncomp_name=d\n"
@@ -474,7 +483,8 @@ void test_describe() {
                             "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n"
                             "[FILE]\nfilename=o.nc\nwriter=m\nreaders=a\npersist=1\naggregators=3\nsubfiles=1\n"
                             "aggregate_steps=4\n"
-                            "[FILE]\nfilename=p.nc\ncomp1=m\ncomp2=o\npersist=1\nioserver=a\n";
+                            "[FILE]\nfilename=p.nc\ncomp1=m\ncomp2=o\npersist=1\nioserver=a\n"
+                            "[FILE]\nfilename=out.nc\nwriter=m\npersist=1\nioserver=a\n";
     for (const std::string &text : {kExample, kInfo, kInfo + kFile, tricky, fan}) {
         Config c = parse(text, "r.ini");
         std::string out = describe(c, s);
