@@ -18,6 +18,10 @@
 // first rank, which puts them (its own first, then the others' in rank order: the same order of
 // overlapping writes as without aggregators); only those ranks open the file, together, or each its
 // own subfile (arrange). aggregate_steps=k holds a rule's jobs until k are queued (flush_persist).
+//
+// I/O server (CFIO2; ioserver= of the rule): each writer rank sends its part of the job to one server
+// rank instead (ship_job: its writes; the root's also how the file is made) and goes on; the server
+// (serve_io, behind dtf_ioserver) writes the file with write_file and tells the readers.
 #include <pnetcdf.h>
 
 #include <algorithm>

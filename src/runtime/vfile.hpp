@@ -353,7 +353,8 @@ struct PersistJob {
 // of the same rule, or call dtf_finalize, whichever comes first; flush_persist() writes them
 // (collective over each job's group, in the order the sessions closed), then tells the readers
 // (MessageKind::Persisted). A rule with aggregate_steps=k keeps its jobs until k are queued (or
-// dtf_finalize); with aggregators= the groups' first ranks write what their group wrote.
+// dtf_finalize); with aggregators= the groups' first ranks write what their group wrote; with
+// ioserver= the ranks send their parts to the I/O server, which writes the file.
 void queue_persist(Runtime &rt, VirtualFile &vf);
 // The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
 // write first.
