@@ -28,7 +28,6 @@
 #include <cstring>
 #include <exception>
 #include <deque>
-#include <functional>
 #include <set>
 
 #include "common/bytes.hpp"
@@ -491,33 +490,6 @@ void arrange(Output *o, MPI_Comm comm, const config::FileRule &rule, const model
     o->comm = rule.subfiles ? MPI_COMM_SELF : o->writers;
 }
 
-// Run `fn` on every rank of `comm`; if it fails on any, every rank throws the lowest failing rank's
-// error (as Runtime::on_all, over an MPI communicator that is not a file's group).
-void agree(MPI_Comm comm, const std::string &context, const std::function<void()> &fn) {
-    int code = 0;
-    std::string message;
-    try {
-        fn();
-    } catch (const Error &e) {
-        code = e.code();
-        message = e.what();
-    }
-    int rank = 0, size = 1, first = 0;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    const int mine = code ? size - rank : 0; // the largest: the lowest failing rank
-    transport::Blocking unlocked;
-    transport::check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (persist=1)");
-    if (first == 0) return;
-    const int root = size - first;
-    int head[2] = {code, static_cast<int>(message.size())};
-    transport::check_mpi(MPI_Bcast(head, 2, MPI_INT, root, comm), "MPI_Bcast (persist=1)");
-    if (code != 0) throw Error(code, message);
-    message.resize(static_cast<size_t>(head[1]));
-    transport::check_mpi(MPI_Bcast(message.data(), head[1], MPI_CHAR, root, comm), "MPI_Bcast (persist=1)");
-    throw Error(head[0], format("%s: rank %d: %s", context.c_str(), root, message.c_str()), true);
-}
-
 // How a file is made, as the writer root tells its I/O server (read_part reads it).
 void describe_file(PayloadWriter &w, const model::Header &header, int cmode, bool continued, int enddefs, int64_t after,
                    const std::vector<int> &readers, const std::vector<std::pair<std::string, std::string>> &hints) {
@@ -574,7 +546,7 @@ void write_job(Runtime &rt, PersistJob &job) {
     // The values go to the aggregators (agreed over every rank); a rank that is not one is done then.
     Output out;
     rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
-    if (out.writes_file) agree(out.writers, where, [&] {
+    if (out.writes_file) transport::on_all(out.writers, [&] {
         const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
         write_file({path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, out.comm,
                    out.writes, where);
@@ -831,7 +803,7 @@ void serve_io(Runtime &rt) {
                                          config.components[static_cast<size_t>(job.from)].c_str());
         const double t0 = now_s();
         try {
-            agree(comm, where, [&] {
+            transport::on_all(comm, [&] {
                 // This rank's parts: the writer ranks of its group (ship_job), in their order.
                 std::vector<Part> parts;
                 int expected = 0;
