@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +161,23 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
 namespace {
 int g_finalize_key = MPI_KEYVAL_INVALID;
 
+// A watchdog for a blocking MPI call that waits for another process that may never make its part
+// of it (MPI cannot cancel it): unless done() holds `grace` seconds from now, the process ends with
+// status 1, saying `why` and how long it waited.
+void end_unless(double grace, std::function<bool()> done, std::string why) {
+    std::thread([grace, done = std::move(done), why = std::move(why)] {
+        const Deadline deadline(grace);
+        while (!done()) {
+            if (deadline.expired()) {
+                std::fprintf(stderr, "[dtf] %s after %.0f s: this process ends now with status 1\n", why.c_str(), grace);
+                std::fflush(nullptr);
+                std::_Exit(1);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }).detach();
+}
+
 // MPI_Finalize deletes the attributes of MPI_COMM_SELF first, while MPI still works. A program that
 // did not call dtf_finalize is finalized here (bounded by DTF_TIMEOUT, as dtf_finalize): the files
 // it closed are served to their readers, and the peers' dtf_finalize meet it. When dtf could not part
@@ -180,18 +198,11 @@ int on_mpi_finalize(MPI_Comm, int, void *, void *) {
         }
     }
     if (!g_parted.empty())
-        std::thread([grace = std::min(g_parted_timeout, 10.0)] {
-            const Deadline deadline(grace);
-            for (int done = 0; !done; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
-                MPI_Finalized(&done); // callable from any thread at any time
-                if (!done && deadline.expired()) {
-                    std::fprintf(stderr, "[dtf] %s, and MPI_Finalize still waits for it after %.0f s: this process ends "
-                                 "now with status 1\n", g_parted.c_str(), grace);
-                    std::fflush(nullptr);
-                    std::_Exit(1);
-                }
-            }
-        }).detach();
+        end_unless(std::min(g_parted_timeout, 10.0), [] {
+            int done = 0;
+            MPI_Finalized(&done); // callable from any thread at any time
+            return done != 0;
+        }, g_parted + ", and MPI_Finalize still waits for it");
     return MPI_SUCCESS;
 }
 } // namespace
@@ -977,7 +988,17 @@ void Runtime::teardown(bool orderly) {
                 g_parted_timeout = settings_.timeout_s;
             }
         }
-        for (PeerLink *link : synced_links) MPI_Comm_disconnect(&link->inter);
+        // Collective over both components: a rank of either that gave up on the other (a timeout just
+        // before the barrier completed) does not come, and MPI cannot time out.
+        for (PeerLink *link : synced_links) {
+            auto disconnected = std::make_shared<std::atomic<bool>>(false);
+            end_unless(settings_.timeout_s, [disconnected] { return disconnected->load(); },
+                       format("rank %d (%s): dtf_finalize: MPI_Comm_disconnect from component '%s' has not returned "
+                              "(a rank of either component gave up waiting for the other earlier in dtf_finalize)",
+                              rank_, self_name().c_str(), link->name.c_str()));
+            MPI_Comm_disconnect(&link->inter);
+            disconnected->store(true);
+        }
         // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
         stats_.unused_messages = static_cast<long>(unused_messages());
         stats_.path_records = static_cast<long>(counters_.size());

@@ -238,15 +238,10 @@ public:
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message from component `peer`.
     Message wait_message(const std::function<bool(const Message &)> &match, const std::function<std::string()> &what,
                          int peer);
-    // A rank begins to write session `session` of `path`: if the other component announced that it
-    // writes it too, the session is contested; then every wait of the writer for it fails at once
-    // (check_contested throws DTF_ERR_PEER with what() and the reason) instead of timing out.
+    // A rank's newly registered file writes session `session` of `path`: if the other component
+    // announced that it writes it too, the session is contested; then every wait of the writer for it
+    // fails at once (check_contested throws DTF_ERR_PEER with what() and the reason) instead of timing out.
     void claim_session(const std::string &path, int session);
-    // The same later, for a session no reader has opened yet: the other's FileDefined may have come
-    // between claim_session and the file's registration, when nothing could tell it was contested.
-    void reclaim_session(const std::string &path, int session) {
-        if (writes_unread_session(path, session)) claim_session(path, session);
-    }
     void check_contested(const std::string &path, int session, const std::function<std::string()> &what) const;
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);

@@ -142,7 +142,6 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
-    rt.claim_session(vf.path, vf.session);
     // The other ranks learn the stamp at the first dtf_transfer; with replay_io=1 already now, since
     // it names the tag of the data messages they may send before.
     if (vf.rank == 0) ws->stamp = rt.new_stamp();
@@ -619,7 +618,6 @@ bool delivered(const WriterSession &ws) {
 // Waits until the epoch being served (if any) is served, or with until_delivered until its data is
 // delivered; a failure while serving in the background is reported here, once.
 void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) {
-    if (ws.serving) rt.reclaim_session(ws.path, ws.session);
     if (ws.serving)
         rt.wait_until([&] {
             rt.check_contested(ws.path, ws.session, [&] { return waiting_for(rt, ws); });

@@ -89,7 +89,10 @@ int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
     *ncidp = vf->ncid;
     log::debug("%s '%s' (transfer mode, session %d) as virtual ncid %d", vf->writer ? "created" : "opened",
                vf->path.c_str(), vf->session, vf->ncid);
-    rt.virtual_files()[vf->ncid] = std::move(vf);
+    VirtualFile &file = *(rt.virtual_files()[vf->ncid] = std::move(vf));
+    // Claimed once registered: from now on, apply() sees the other component's FileDefined for the
+    // session; one that came before (even during this open's waits) is in the inbox.
+    if (file.ws) rt.claim_session(file.path, file.session);
     return NC_NOERR;
 }
 
