@@ -693,6 +693,7 @@ void Runtime::check_peer_alive(const std::string &peer, const std::function<std:
     if (!in) return;
     std::string how;
     std::getline(in, how);
+    told_lost_.insert(peer);
     fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
          what().c_str(), peer.c_str(), how.c_str());
 }
@@ -719,8 +720,8 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
     for (;;) {
         progress();
         if (done()) break;
-        if (deadline.elapsed() >= next_check) {
-            check_peers_alive(what);
+        if (deadline.elapsed() >= next_check) { // (only its peer's loss: the others may have lost a member)
+            if (const int p = peer(); p >= 0) check_peer_alive(config_.components[static_cast<size_t>(p)], what);
             next_check = deadline.elapsed() + 0.1;
         }
         if (deadline.expired()) {
@@ -949,6 +950,8 @@ void Runtime::teardown(bool orderly) {
         attempt([&] { end_persist(*this); });
         attempt([&] { finish_background("dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
+        for (auto &[comp, link] : peers_) // a lost peer takes no message any more
+            if (told_lost_.count(link.name)) queue_->abandon(link.inter);
         attempt([&] {
             // (the messages go to the peers; one that stopped answering will not take them)
             wait_until([&] { return queue_->pending() == 0; },
@@ -959,6 +962,15 @@ void Runtime::teardown(bool orderly) {
         std::vector<PeerLink *> synced_links;
         for (auto &[comp, link] : peers_) {
             bool synced = false;
+            if (told_lost_.count(link.name)) { // the program was told, and went on without it
+                log::warn("dtf_finalize: not meeting component '%s', which was lost (a call of this rank said so)",
+                          link.name.c_str());
+                if (g_parted.empty()) {
+                    g_parted = format("rank %d (%s): component '%s' was lost", rank_, self_name().c_str(), link.name.c_str());
+                    g_parted_timeout = settings_.timeout_s;
+                }
+                continue;
+            }
             attempt([&] {
                 if (auto it = unanswered_.find(comp); it != unanswered_.end())
                     fail(DTF_ERR_PEER, "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -358,6 +359,9 @@ private:
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
     std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)
+    // Peers whose loss (DTF_LOST_DIR) a call of this rank has reported: dtf_finalize does not wait for
+    // them, and does not fail for them again (an ensemble that goes on without a member).
+    mutable std::set<std::string> told_lost_;
     // (path, session) -> why: sessions the other component writes too (contest)
     std::map<std::pair<std::string, int>, std::string> contested_;
 };

@@ -78,6 +78,7 @@ Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std
         check_mpi(MPI_Isend(buffer->data(), count, MPI_BYTE, dest, tag, comm, &req), what);
         requests_.push_back(req);
         ops_.push_back(Op{t, buffer, buffer->size(), false, what});
+        ops_.back().comm = comm;
         ++remaining_[t];
     }
     return t;
@@ -89,6 +90,7 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
     requests_.push_back(req);
     ops_.push_back(Op{t, nullptr, size, true, what});
+    ops_.back().comm = comm;
     ++remaining_[t];
     return t;
 }
@@ -124,6 +126,16 @@ void MpiQueue::cancel(const std::vector<Ticket> &tickets) {
         if (!op.receive || op.cancelled || std::find(tickets.begin(), tickets.end(), op.ticket) == tickets.end())
             continue;
         MPI_Cancel(&requests_[i]); // completes in progress(), cancelled or filled
+        op.cancelled = true;
+        if (--remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
+    }
+}
+
+void MpiQueue::abandon(MPI_Comm comm) {
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        Op &op = ops_[i];
+        if (op.comm != comm || op.cancelled) continue;
+        if (op.receive) MPI_Cancel(&requests_[i]);
         op.cancelled = true;
         if (--remaining_[op.ticket] == 0) remaining_.erase(op.ticket);
     }

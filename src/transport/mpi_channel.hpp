@@ -32,6 +32,9 @@ public:
     bool progress();
     bool done(Ticket t) const { return remaining_.count(t) == 0; }
     void cancel(const std::vector<Ticket> &tickets); // the receives among them (Channel::cancel)
+    // Gives up every operation on `comm` (a lost peer's): receives are cancelled, sends (which MPI
+    // cannot take back) complete or fail unseen; none is counted or checked any more.
+    void abandon(MPI_Comm comm);
     size_t pending_bytes(const std::vector<Ticket> &tickets) const;
     // Operations not done yet (all channels).
     size_t pending() const { return remaining_.size(); }
@@ -46,6 +49,7 @@ private:
         const char *what;
         bool cancelled = false; // given up (cancel()): no longer counted, not checked
         std::vector<Span> scatter{}; // a receive into `buffer` whose bytes go there once complete
+        MPI_Comm comm = MPI_COMM_NULL;
     };
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_

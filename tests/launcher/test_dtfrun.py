@@ -215,6 +215,30 @@ exit 3
     expect_no_leftovers(ws, r)
 
 
+def case_keep_going(ws):
+    """--keep-going: a component exits 3; the other is told (DTF_LOST_DIR) and runs to its end;
+    dtfrun exits 3, its summary showing both."""
+    survivor = ws.script("survivor.sh", """
+touch "$D/started.survivor.$OMPI_COMM_WORLD_RANK"
+i=0
+while [ ! -e "$DTF_LOST_DIR/failer" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+echo "rank $OMPI_COMM_WORLD_RANK told: $(cat "$DTF_LOST_DIR/failer" 2>/dev/null)"
+sleep 1
+echo "rank $OMPI_COMM_WORLD_RANK finished"
+""")
+    failer = ws.script("failer.sh", ws.wait_for_start_snippet("survivor") + "exit 3")
+    r = run_dtfrun(["--keep-going", "--name", "failer", "-n", "1", failer, ":", "--name", "survivor", "-n", "2",
+                    survivor])
+    check(r.rc == 3, "expected exit status 3\n%s" % r)
+    check("dtfrun: component 'failer' exited with status 3; the others go on (--keep-going)" in r.err,
+          "failure not reported\n%s" % r)
+    for rank in (0, 1):
+        check("[survivor] rank %d told: exited with status 3" % rank in r.out, "survivor not told\n%s" % r)
+        check("[survivor] rank %d finished" % rank in r.out, "survivor stopped\n%s" % r)
+    check(re.search(r"survivor\s+2 ranks\s+exited with status 0", r.err), "no summary\n%s" % r)
+    expect_no_leftovers(ws, r)
+
+
 def case_rank_signal(ws):
     """A rank kills itself with SIGKILL: reported as a failure, the other component stopped."""
     sleeper = ws.sleeper()
@@ -379,6 +403,7 @@ def case_usage_errors(ws):
         ([], "no component given"),
         (["--preload", missing, "--name", "x", "-n", "1", starter], "--preload '%s': no such file" % missing),
         (["--preload", starter, "-n", "1", starter], "--preload: component 1 needs --name"),
+        (["--mpmd", "--keep-going", "-n", "1", starter], "--keep-going needs separately launched components"),
     ]
     for args, expected in cases:
         r = run_dtfrun(args)
