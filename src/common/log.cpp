@@ -53,6 +53,7 @@ bool enabled(int lvl) noexcept { return level() >= lvl; }
         va_end(ap);                                                                                \
     }
 DTF_LOG_FN_(error, kError, "error: ", false)
+DTF_LOG_FN_(notice, kError, "notice: ", false)
 DTF_LOG_FN_(warn, kWarn, "warning: ", false)
 DTF_LOG_FN_(info, kInfo, "", false)
 DTF_LOG_FN_(debug, kDebug, "debug: ", true)

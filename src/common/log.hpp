@@ -16,6 +16,8 @@ void set_context(const std::string &component, int rank);
 
 bool enabled(int lvl) noexcept;
 void error(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+// Something the user must know that is not an error (printed at every verbosity, like errors).
+void notice(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 void warn(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 void info(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 void debug(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));

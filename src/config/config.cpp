@@ -158,6 +158,7 @@ const std::vector<KeySpec> kFileKeys = {
     {"subfiles", "0 or 1", false},
     {"aggregate_steps", "an integer >= 1", false},
     {"ioserver", "a component name", false},
+    {"fallback", "\"fail\", \"wait\" or a number of seconds >= 0", false},
 };
 
 class Parser {
@@ -183,6 +184,7 @@ private:
     void check_components();
 
     int to_int(const RawEntry &e, int min);
+    double to_fallback(const RawEntry &e);
     bool to_bool(const RawEntry &e);
     Mode to_mode(const RawEntry &e);
     std::vector<std::string> to_names(const RawEntry &e);
@@ -194,7 +196,7 @@ private:
     // Lines of comp1=/comp2=/filename= of each rule, parallel to config_.files.
     struct RuleLines {
         int comp1 = 0, comp2 = 0, writer = 0, readers = 0, replay_io = 0, filename = 0;
-        int aggregators = 0, subfiles = 0, aggregate_steps = 0, ioserver = 0;
+        int aggregators = 0, subfiles = 0, aggregate_steps = 0, ioserver = 0, fallback = 0;
     };
     std::vector<RuleLines> rule_lines_;
 };
@@ -310,6 +312,17 @@ int Parser::to_int(const RawEntry &e, int min) {
     return static_cast<int>(v);
 }
 
+double Parser::to_fallback(const RawEntry &e) {
+    const std::string_view v = trim(e.value);
+    if (v == "fail") return kFallbackFail;
+    if (v == "wait") return kFallbackWait;
+    double seconds = 0;
+    if (!parse_double(v, seconds) || !(seconds >= 0) || seconds > 1e9)
+        fail_at(e.line, "bad value '%s' for 'fallback'; expected \"fail\", \"wait\" or a number of seconds >= 0",
+                e.value.c_str());
+    return seconds;
+}
+
 bool Parser::to_bool(const RawEntry &e) {
     std::string_view v = trim(e.value);
     if (v != "0" && v != "1")
@@ -380,6 +393,7 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "subfiles") rule.subfiles = to_bool(e), lines.subfiles = e.line;
         else if (e.key == "aggregate_steps") rule.aggregate_steps = to_int(e, 1), lines.aggregate_steps = e.line;
         else if (e.key == "ioserver") rule.ioserver = e.value, lines.ioserver = e.line;
+        else if (e.key == "fallback") rule.fallback_s = to_fallback(e), lines.fallback = e.line;
         else if (e.key == "mirror_io_root") {
             rule.mirror_io_root = to_bool(e);
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
@@ -418,6 +432,11 @@ void Parser::apply_file(const RawSection &section) {
         if (line && !written_by_dtf)
             fail_at(line, "%s= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
                     "mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
+    if (rule.falls_back() && (rule.mode != Mode::Transfer || rule.persist || rule.replay_io || (fan && !lines.readers)))
+        fail_at(lines.fallback, "fallback= in a [FILE] section %s; expected it in transfer mode with readers, "
+                "persist=0 and replay_io=0 (the file it writes when the readers are lost is the one persist=1 writes "
+                "anyway)", rule.mode != Mode::Transfer ? "in file mode" : rule.persist ? "with persist=1"
+                : rule.replay_io ? "with replay_io=1" : "without readers");
     if (rule.subfiles && rule.aggregators < 1)
         fail_at(lines.subfiles, "subfiles=1 without aggregators=; expected aggregators=A (A >= 1: one subfile per "
                 "aggregator)");
@@ -847,6 +866,8 @@ std::string describe(const Config &c, const Settings &s) {
             out += format("aggregators=%d\nsubfiles=%d\naggregate_steps=%d\n", r.aggregators, r.subfiles,
                           r.aggregate_steps);
         if (!r.ioserver.empty()) out += "ioserver=" + quoted(r.ioserver) + "\n";
+        if (r.falls_back())
+            out += "fallback=" + (r.fallback_s == kFallbackWait ? quoted("wait") : format_seconds(r.fallback_s)) + "\n";
     }
     out += "\n; settings from the environment\n";
     out += "; DTF_INI_FILE=" + one_line(s.ini_file) + "\n";

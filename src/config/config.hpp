@@ -33,9 +33,15 @@ struct FileRule {
     bool subfiles = false;   // each aggregator writes a file of its own (subfile_path())
     int aggregate_steps = 1; // the files of k sessions are written together, once the k-th is closed
     std::string ioserver;    // a component running dtf-ioserver that writes the files instead (empty: none)
+    // fallback= (transfer mode, persist=0): what the writer does when its readers are lost or late.
+    // kFallbackFail: its calls fail (DTF_ERR_PEER / DTF_ERR_TIMEOUT); kFallbackWait: it waits for them
+    // up to DTF_TIMEOUT, and when one is lost or that wait ends, its ranks write the file instead
+    // (runtime/vfile.cpp); N >= 0: the same with N seconds.
+    double fallback_s = -1;
     int line = 0; // line of the [FILE] header, for messages
 
     bool fixed_roles() const { return !writer.empty(); }
+    bool falls_back() const { return fallback_s >= 0; }
     // Whether component `name` shares the file.
     bool involves(std::string_view name) const;
     // The components `name` exchanges the file with: for a writer= rule the readers (of the writer)
@@ -52,6 +58,9 @@ int aggregator_group(int rank, int size, int aggregators);
 int aggregator_rank(int group, int size, int aggregators);
 // subfiles=1: the file aggregator group `group` writes instead of `path`: "<path>.subfile_<group>".
 std::string subfile_path(const std::string &path, int group);
+
+constexpr double kFallbackFail = -1;
+constexpr double kFallbackWait = 1e300; // no bound of its own: DTF_TIMEOUT's
 
 struct Config {
     std::string path;                    // file it was read from (for messages)

@@ -543,6 +543,12 @@ void Runtime::serve(const std::shared_ptr<WriterSession> &ws) {
     if (std::find(serving_.begin(), serving_.end(), ws) == serving_.end()) serving_.push_back(ws);
 }
 
+void Runtime::forsake(const std::shared_ptr<WriterSession> &ws) {
+    serving_.erase(std::remove(serving_.begin(), serving_.end(), ws), serving_.end());
+    early_.erase(std::remove(early_.begin(), early_.end(), ws), early_.end());
+    ws->serving = false;
+}
+
 bool Runtime::serving_key(const std::string &plan_key) const {
     for (const auto &ws : serving_)
         if (ws->plan_key == plan_key) return true;
@@ -687,25 +693,31 @@ void Runtime::check_peers_alive(const std::function<std::string()> &what) const 
     for (const auto &[index, link] : peers_) check_peer_alive(link.name, what);
 }
 
-void Runtime::check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const {
-    if (settings_.lost_dir.empty()) return;
+std::string Runtime::lost_report(const std::string &peer) const {
+    if (settings_.lost_dir.empty()) return {};
     std::ifstream in(settings_.lost_dir + "/" + peer);
-    if (!in) return;
     std::string how;
-    std::getline(in, how);
+    if (in) std::getline(in, how);
+    return in ? (how.empty() ? "lost" : how) : std::string();
+}
+
+void Runtime::check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const {
+    const std::string how = lost_report(peer);
+    if (how.empty()) return;
     told_lost_.insert(peer);
     fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
          what().c_str(), peer.c_str(), how.c_str());
 }
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
-                         const std::function<int()> &peer) {
+                         const std::function<int()> &peer, double timeout_s) {
     phase::Scope timer(phase::Wait);
     if (auto it = unanswered_.find(peer()); it != unanswered_.end() && !done())
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
              "so this rank does not wait for it again", rank_, self_name().c_str(), what().c_str(),
              config_.components[static_cast<size_t>(it->first)].c_str(), settings_.timeout_s, it->second.c_str());
-    Deadline deadline(settings_.timeout_s);
+    const bool own_bound = timeout_s > 0 && timeout_s < settings_.timeout_s;
+    Deadline deadline(own_bound ? timeout_s : settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
     double next_check = 0.1;
     // While an application thread waits here it progresses by itself: the progress thread stands
@@ -726,6 +738,9 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         }
         if (deadline.expired()) {
             const std::string waited = what();
+            if (own_bound)
+                fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (the bound of %g s it was given)", rank_,
+                     self_name().c_str(), waited.c_str(), deadline.elapsed(), timeout_s);
             if (const int p = peer(); p >= 0) unanswered_.emplace(p, waited);
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_, self_name().c_str(),
                  waited.c_str(), deadline.elapsed(), settings_.timeout_s);
@@ -894,12 +909,12 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[3 + phase::Count] = {s.init_s, s.connect_s, s.persist_s}, tmax[3 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 3);
-    long counts[17] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    long counts[18] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
                        s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
-                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes}, csum[17];
+                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes, s.fallbacks}, csum[18];
     MPI_Reduce(times, tmax, 3 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 17, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 18, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -911,11 +926,11 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
                  "received, %ld never used; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
                  "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
                  "the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
-                 "(persist=1) from %ld bytes of values in %.3f s (max over ranks); progress thread %s; %ld path "
-                 "records kept\n",
+                 "(persist=1) from %ld bytes of values in %.3f s (max over ranks); %ld sessions went to the file system "
+                 "(fallback=); progress thread %s; %ld path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
                  csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
-                 csum[16], tmax[2], thread.c_str(), csum[11]);
+                 csum[16], tmax[2], csum[17], thread.c_str(), csum[11]);
 }
 } // namespace
 
@@ -939,8 +954,7 @@ void Runtime::teardown(bool orderly) {
     open_files_.clear();
     for (auto &[ncid, vf] : virtual_files_) {
         log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
-        if (vf->ws) serving_.erase(std::remove(serving_.begin(), serving_.end(), vf->ws), serving_.end());
-        if (vf->ws) early_.erase(std::remove(early_.begin(), early_.end(), vf->ws), early_.end());
+        if (vf->ws) forsake(vf->ws);
     }
     virtual_files_.clear();
 
@@ -950,12 +964,22 @@ void Runtime::teardown(bool orderly) {
         attempt([&] { end_persist(*this); });
         attempt([&] { finish_background("dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
-        for (auto &[comp, link] : peers_) // a lost peer takes no message any more
-            if (told_lost_.count(link.name)) queue_->abandon(link.inter);
+        // A lost peer takes no message any more (looked for every 0.1 s: it may die meanwhile).
+        double next_look = 0;
+        auto abandon_lost = [&] {
+            if (now_s() < next_look) return;
+            next_look = now_s() + 0.1;
+            for (auto &[comp, link] : peers_)
+                if (told_lost_.count(link.name) || !lost_report(link.name).empty()) queue_->abandon(link.inter);
+        };
         attempt([&] {
             // (the messages go to the peers; one that stopped answering will not take them)
-            wait_until([&] { return queue_->pending() == 0; },
-                       [&] { return format("delivering %zu messages", queue_->pending()); },
+            wait_until([&] {
+                abandon_lost();
+                return queue_->pending() == 0;
+            },
+                       [&] { return format("delivering %zu messages (%s)", queue_->pending(),
+                                           queue_->describe_pending().c_str()); },
                        unanswered_.empty() ? -1 : unanswered_.begin()->first);
         });
         // Disconnected only once every peer is met: progress() polls every link until then.

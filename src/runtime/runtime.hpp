@@ -162,6 +162,7 @@ struct Stats {
     long files_persisted = 0; // persist=1: files written (counted by each file's rank 0)
     long persist_bytes = 0;   // persist=1: bytes of values this rank gave to the files written
     double persist_s = 0;     // persist=1: seconds this rank spent writing files (with aggregators=: gathering too)
+    long fallbacks = 0;       // fallback=: sessions whose file was written because the readers were lost or late
 };
 
 class Runtime {
@@ -244,6 +245,11 @@ public:
     // fails at once (check_contested throws DTF_ERR_PEER with what() and the reason) instead of timing out.
     void claim_session(const std::string &path, int session);
     void check_contested(const std::string &path, int session, const std::function<std::string()> &what) const;
+    // Whether component `component` was lost (a call of this rank said so) or failed to answer for
+    // DTF_TIMEOUT: then no wait for it succeeds any more.
+    bool lost(int component) const {
+        return unanswered_.count(component) || told_lost_.count(config_.components[static_cast<size_t>(component)]);
+    }
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);
     bool connected_to(int component) const { return peers_.count(component) != 0; }
@@ -256,8 +262,10 @@ public:
     }
     // The same, when which peer it waits for changes as it waits (e.g. the readers of a file: the one
     // not done yet): `peer()` is asked before and when the wait times out.
+    // `timeout_s` > 0: a bound of its own instead of DTF_TIMEOUT (fallback=N: the peer is not marked
+    // as one that failed to answer when it expires).
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
-                    const std::function<int()> &peer);
+                    const std::function<int()> &peer, double timeout_s = 0);
     // A wait with no deadline (the I/O server's for its next file): sleep about `seconds` without the
     // runtime lock, after checking that no peer was lost (else DTF_ERR_PEER with what()).
     void idle(double seconds, const std::function<std::string()> &what) {
@@ -278,6 +286,8 @@ public:
 
     // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
     void serve(const std::shared_ptr<WriterSession> &ws);
+    // Neither (a session whose close failed: its readers are not served any more).
+    void forsake(const std::shared_ptr<WriterSession> &ws);
     // Writer sessions replaying a plan before their first dtf_transfer: progress() sends their data
     // messages as they become complete and the readers confirm the plan (transfer.cpp, push_early).
     void push_early(const std::shared_ptr<WriterSession> &ws);
@@ -313,6 +323,8 @@ private:
     void check_separate_launch(int ranks_away) const;
     void check_peers_alive(const std::function<std::string()> &what) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
+    // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
+    std::string lost_report(const std::string &peer) const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
     void watch_mpi_finalize();
     void start_progress_thread();

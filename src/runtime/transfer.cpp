@@ -142,6 +142,8 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
     ws->plan_key = plan_key(vf.path, vf.ranks);
+    if (vf.rule->falls_back() && vf.rule->fallback_s != config::kFallbackWait)
+        ws->give_up_after = std::max(vf.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
     // The other ranks learn the stamp at the first dtf_transfer; with replay_io=1 already now, since
     // it names the tag of the data messages they may send before.
     if (vf.rank == 0) ws->stamp = rt.new_stamp();
@@ -622,7 +624,7 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
         rt.wait_until([&] {
             rt.check_contested(ws.path, ws.session, [&] { return waiting_for(rt, ws); });
             return !ws.serving || (until_delivered && delivered(ws));
-        }, [&] { return waiting_for(rt, ws); }, [&] { return blocking_reader(ws); });
+        }, [&] { return waiting_for(rt, ws); }, [&] { return blocking_reader(ws); }, ws.give_up_after);
     if (ws.error) {
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
@@ -677,7 +679,7 @@ int serve(Runtime &rt, VirtualFile &vf) {
     finish_epoch(rt, *vf.ws); // the previous epoch, completely
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
-    if (!rt.progress_thread_running())
+    if (!rt.progress_thread_running() || vf.rule->falls_back())
         finish_epoch(rt, *vf.ws, true);
     else
         rt.progress(); // the first step now (the final header), the rest in the background
@@ -700,10 +702,34 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
     if (ws.epoch > 0) rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (any) serve(rt, vf);
-    if (!ws.serving || !rt.progress_thread_running() || ws.borrows) finish_epoch(rt, ws, true);
+    if (!ws.serving || !rt.progress_thread_running() || ws.borrows || vf.rule->falls_back()) finish_epoch(rt, ws, true);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;
+}
+
+bool give_up_readers(Runtime &rt, VirtualFile &vf, const Error &e) {
+    // fallback=wait: only a lost reader (or one that failed to answer for DTF_TIMEOUT) is given up;
+    // fallback=N: one not served in N seconds too
+    if (!vf.rule->falls_back()) return false;
+    const bool lost = std::any_of(vf.peers.begin(), vf.peers.end(), [&](int r) { return rt.lost(r); });
+    if (!lost && !(e.code() == DTF_ERR_TIMEOUT && vf.ws->give_up_after > 0)) return false;
+    if (vf.gave_up.empty()) vf.gave_up = e.what();
+    rt.forsake(vf.ws);
+    return true;
+}
+
+std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &context) {
+    try {
+        rt.on_all(*vf.group, [&] { if (!vf.gave_up.empty()) throw Error(DTF_ERR_PEER, vf.gave_up); }, context);
+        return {};
+    } catch (const Error &e) {
+        if (vf.gave_up.empty()) {
+            vf.gave_up = e.what();
+            rt.forsake(vf.ws);
+        }
+        return vf.gave_up;
+    }
 }
 
 void end_writer_session(Runtime &rt, WriterSession &ws) {
@@ -1150,7 +1176,18 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
 
 int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     phase::Scope timer(phase::Transfer);
-    if (vf.writer) return vf.peers.empty() ? NC_NOERR : serve(rt, vf); // (no readers: an output file)
+    if (vf.writer && vf.peers.empty()) return NC_NOERR; // an output file
+    if (vf.writer && !vf.rule->falls_back()) return serve(rt, vf);
+    if (vf.writer) { // fallback=: the readers given up by one writer rank are given up by all (serve() is collective)
+        const std::string context = format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session);
+        if (!agree_gave_up(rt, vf, context).empty()) return NC_NOERR; // the close writes the file
+        try {
+            return serve(rt, vf);
+        } catch (const Error &e) {
+            if (!give_up_readers(rt, vf, e)) throw;
+            return NC_NOERR;
+        }
+    }
     std::vector<ReadRecord *> batch;
     for (auto &[id, r] : vf.pending) batch.push_back(r.get());
     int rc;

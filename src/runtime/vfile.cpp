@@ -223,9 +223,37 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 
 namespace {
 
+// fallback=: the writer ranks agree whether any of them gave up the readers (before the close: at a
+// dtf_transfer; or while serving them now); if one did, they all write the file, as persist=1 does,
+// and the close succeeds. Two agreements, since writer_close is collective: all ranks call it or none.
+void close_or_fall_back(Runtime &rt, VirtualFile &vf) {
+    const std::string context = format("closing '%s' (session %d)", vf.path.c_str(), vf.session);
+    std::string why = agree_gave_up(rt, vf, context);
+    if (why.empty()) {
+        try {
+            writer_close(rt, vf);
+        } catch (const Error &e) {
+            if (!give_up_readers(rt, vf, e)) throw;
+        }
+        why = agree_gave_up(rt, vf, context);
+    }
+    if (why.empty()) return;
+    vf.ws->closed = true;
+    queue_persist(rt, vf);
+    flush_persist(rt, vf.group.get(), nullptr, true);
+    if (vf.rank != 0) return;
+    ++rt.stats().fallbacks;
+    log::notice("'%s' (session %d) went to the file system (fallback=%s, %s:%d): %s", vf.path.c_str(), vf.session,
+                vf.rule->fallback_s == config::kFallbackWait ? "wait" : format("%g", vf.rule->fallback_s).c_str(),
+                rt.config().path.c_str(), vf.rule->line, why.c_str());
+}
+
 int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     int rc = NC_NOERR;
     std::exception_ptr unwritten; // persist=1: the file could not be written (reported once the close is done)
+    // Serving or fetching failed (e.g. the peer was lost): reported once the close is done, since the
+    // file is closed all the same (nothing more can come of it), and a persist=1 file is written.
+    std::exception_ptr unserved;
     if (abort) drop_ahead(rt, vf);
     if (!abort) {
         if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR) {
@@ -235,7 +263,16 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
         // the progress thread the writer's session may go on being served after the close.
         if (vf.writer) {
-            writer_close(rt, vf);
+            if (vf.rule->falls_back()) {
+                close_or_fall_back(rt, vf);
+            } else {
+                try {
+                    writer_close(rt, vf);
+                } catch (const Error &) {
+                    unserved = std::current_exception();
+                    rt.forsake(vf.ws);
+                }
+            }
             if (vf.rule->persist && rc == NC_NOERR) {
                 queue_persist(rt, vf);
                 // The last file these ranks write for now: their files are handed over, write them.
@@ -251,29 +288,39 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
                     }
                 }
             }
-        } else if (!vf.done_sent || !vf.pending.empty())
-            rc = vfile_transfer(rt, vf);
+        } else if (!vf.done_sent || !vf.pending.empty()) {
+            try {
+                rc = vfile_transfer(rt, vf);
+            } catch (const Error &) {
+                unserved = std::current_exception();
+            }
+        }
     }
-    if (!vf.writer && vf.rule->replay_io && !abort) {
+    if (!vf.writer && vf.rule->replay_io && !abort && !unserved) {
         end_reader_session(rt, vf); // collective: all ranks have closed when it returns
     } else {
         rt.barrier(*vf.group, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     }
     // Every final header of the session has come (the writer root sends one per epoch, in order), so
     // that none can arrive once the path is forgotten.
-    if (!vf.writer && !abort && vf.header_final_epoch < vf.epoch)
-        rt.wait_message(
-            [&](const Message &m) {
-                return m.kind == MessageKind::HeaderFinal && m.path == vf.path && m.session == vf.session &&
-                       m.epoch == vf.epoch;
-            },
-            [&] {
-                return format("closing '%s' (session %d) waited for the final header of transfer %d from component "
-                              "'%s' (it comes with its dtf_transfer)",
-                              vf.path.c_str(), vf.session, vf.epoch,
-                              rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-            },
-            vf.peer);
+    if (!vf.writer && !abort && !unserved && vf.header_final_epoch < vf.epoch) {
+        try {
+            rt.wait_message(
+                [&](const Message &m) {
+                    return m.kind == MessageKind::HeaderFinal && m.path == vf.path && m.session == vf.session &&
+                           m.epoch == vf.epoch;
+                },
+                [&] {
+                    return format("closing '%s' (session %d) waited for the final header of transfer %d from "
+                                  "component '%s' (it comes with its dtf_transfer)",
+                                  vf.path.c_str(), vf.session, vf.epoch,
+                                  rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+                },
+                vf.peer);
+        } catch (const Error &) {
+            unserved = std::current_exception();
+        }
+    }
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
@@ -288,6 +335,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     // this session's.
     if (forget) rt.forget_finished(path);
     rt.discard_closed_sessions();
+    if (unserved) std::rethrow_exception(unserved);
     if (unwritten) std::rethrow_exception(unwritten);
     return rc;
 }

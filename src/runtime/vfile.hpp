@@ -203,6 +203,10 @@ struct WriterSession {
     double polled = 0;                        // Unconfirmed: when the last put asked (now_s())
     std::string broken;                       // what differed (Packing::Broken)
     bool borrows = false; // some writes refer to user memory (buffer_data=0): served before close returns
+    // fallback=N: a wait for the readers ends after N seconds, to fall back (0 here: after DTF_TIMEOUT,
+    // as with fallback="wait"). With fallback= the readers are served before dtf_transfer and close
+    // return, even with the progress thread.
+    double give_up_after = 0;
 
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
     Runtime *runtime = nullptr;       // frees the group (Runtime::retire)
@@ -283,6 +287,9 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
+    // writer, fallback=: why this rank stopped serving the session's readers (they were lost or late);
+    // its close then writes the file instead, with the other writer ranks (close_file)
+    std::string gave_up;
     // reader, replay
     std::string plan_key;                   // replay_io=1: where this session's plan is kept
     std::shared_ptr<const ReaderPlan> plan; // the plan found there, if any
@@ -320,6 +327,12 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws);
 // The reader component a wait for the session waits for (the first one not done, as far as this rank knows).
 int blocking_reader(const WriterSession &ws);
 bool writer_close(Runtime &rt, VirtualFile &vf);
+// fallback=: whether the failure `e` of a wait for the readers makes this writer rank give them up
+// (then it stops serving them, and its close writes the file: VirtualFile::gave_up).
+bool give_up_readers(Runtime &rt, VirtualFile &vf, const Error &e);
+// Collective over the file's writer ranks: why the first of them that gave the readers up did so
+// (then every rank has given them up), or nothing.
+std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &context);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
 bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values);

@@ -187,6 +187,17 @@ bool MpiQueue::progress() {
     return true;
 }
 
+std::string MpiQueue::describe_pending() const {
+    std::string out;
+    size_t shown = 0;
+    for (const Op &op : ops_) {
+        if (op.cancelled) continue;
+        if (shown++ == 3) return out + ", ...";
+        out += (out.empty() ? "" : ", ") + std::string(op.what ? op.what : "?");
+    }
+    return out;
+}
+
 size_t MpiQueue::pending_bytes(const std::vector<Ticket> &tickets) const {
     size_t n = 0;
     for (const Op &op : ops_)

@@ -38,6 +38,8 @@ public:
     size_t pending_bytes(const std::vector<Ticket> &tickets) const;
     // Operations not done yet (all channels).
     size_t pending() const { return remaining_.size(); }
+    // What they are, for messages: the first few operations' descriptions ("sending ...").
+    std::string describe_pending() const;
 
 private:
     struct Op {

@@ -1,19 +1,24 @@
 /*
- * An ensemble that survives a member (ensemble.py runs it). Members m0 .. m<M-1>, each its own MPI
- * job (component), write hist.<m>.nc; the assimilation ("assim") reads every member's file and
- * writes analysis.nc with plain PnetCDF (not in the config): the mean of the members it got, and
- * which ones those were.
+ * An ensemble that survives a member, and members that survive their reader (ensemble.py runs it).
+ * Members m0 .. m<M-1>, each its own MPI job (component), write hist.<m>.nc; the assimilation
+ * ("assim") reads every member's file and writes analysis.nc with plain PnetCDF (not in the config):
+ * the mean of the members it got, and which ones those were.
  *   member m   creates hist.<m>.nc (T(y, x), rows in blocks over its ranks, values of member m),
- *              puts, dtf_transfer, closes. The member named by KILL has its rank 0 die (SIGKILL) after
- *              the puts, before dtf_transfer: its mpirun ends its other ranks.
+ *              puts, dtf_transfer, closes. If KILL is m, its rank 0 dies (SIGKILL) after the puts,
+ *              before dtf_transfer: its mpirun ends its other ranks. If KILL is -2 (the assimilation
+ *              dies), its dtf_transfer and close (or, with a progress thread, where they return before
+ *              the loss, dtf_finalize) may fail, with DTF_ERR_PEER naming 'assim' only; the close
+ *              closes the file all the same (and, with persist=1, the file is written).
  *   assim      per member: open, get_vara_all of the whole T (columns over its ranks), dtf_transfer,
  *              close. A call that fails must fail with DTF_ERR_PEER naming the member's component;
  *              then the member is left out (the ranks agree with an MPI_Allreduce, the pattern of
  *              USER-GUIDE "Ensembles that survive a member"), and the next member is read. Every
- *              value read from a member is checked against the formula.
+ *              value read from a member is checked against the formula. If KILL is -2, its rank 0
+ *              dies (SIGKILL) once it has opened hist.0.nc. If KILL is -3 - k, nobody dies, and the
+ *              assimilation never opens member k's file (it is absent for that session).
  * With ENSEMBLE_NODTF=1 the programs never call dtf (plain PnetCDF; ensemble.py runs the members
  * one after the other, then the assimilation, without the killed member: the oracle).
- * Prints "ensemble <role>: ok (members used: ...)" at rank 0; exits 1 on a failed check.
+ * Prints "ensemble <role>: ok" at rank 0; exits 1 on a failed check.
  *
  * usage: ensemble member M CONFIG KILL | ensemble assim CONFIG MEMBERS KILL     (KILL: -1 for none)
  */
@@ -51,6 +56,17 @@ static void block(int n, int parts, int part, MPI_Offset *start, MPI_Offset *cou
     *count = (MPI_Offset)n * (part + 1) / parts - *start;
 }
 
+enum { KILL_ASSIM = -2 };
+
+/* A member's call failed: only DTF_ERR_PEER naming the lost assimilation is expected. */
+static void reader_lost(int rc, const char *call) {
+    if (rc == NC_NOERR) return;
+    char what[1024];
+    snprintf(what, sizeof what, "%s: %s (%s)", call, ncmpi_strerror(rc), use_dtf ? dtf_errmsg() : "");
+    if (rc != DTF_ERR_PEER || !strstr(dtf_errmsg(), "component 'assim' was lost")) fail_check(what);
+    if (rank == 0) printf("ensemble member: reader lost: %s\n", what);
+}
+
 static void member(int m, int kill) {
     char path[64];
     snprintf(path, sizeof path, "hist.%d.nc", m);
@@ -67,13 +83,20 @@ static void member(int m, int kill) {
         for (int x = 0; x < NX; ++x) buf[y * NX + x] = value(m, (int)(start[0] + y), x);
     NC(ncmpi_put_vara_float_all(ncid, v, start, count, buf));
     if (m == kill && rank == 0) raise(SIGKILL);
-    if (use_dtf) NC(dtf_transfer(path, ncid));
-    NC(ncmpi_close(ncid));
+    if (kill != KILL_ASSIM) {
+        if (use_dtf) NC(dtf_transfer(path, ncid));
+        NC(ncmpi_close(ncid));
+        return;
+    }
+    /* the reader dies: a call may fail, naming it; the close closes all the same */
+    int rc = use_dtf ? dtf_transfer(path, ncid) : NC_NOERR;
+    reader_lost(rc, "dtf_transfer");
+    reader_lost(ncmpi_close(ncid), "ncmpi_close");
 }
 
 /* Reads member m's T (this rank's columns) into `got`; 1 if it did, 0 if the member is lost (every
  * failed call must say so, naming the member). */
-static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got) {
+static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got, int kill_self) {
     char path[64], who[32];
     snprintf(path, sizeof path, "hist.%d.nc", m);
     snprintf(who, sizeof who, "component 'm%d'", m);
@@ -82,6 +105,7 @@ static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got) 
     const char *call = "ncmpi_open";
     int ncid = -1, v = 0, rc = ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid);
     const int opened = rc == NC_NOERR;
+    if (opened && m == 0 && kill_self && rank == 0) raise(SIGKILL);
 #define STEP(name, expr)                                                                                        \
     if (rc == NC_NOERR) {                                                                                       \
         call = name;                                                                                            \
@@ -110,14 +134,18 @@ static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got) 
     return 0;
 }
 
-static void assim(int members) {
+static void assim(int members, int kill) {
     MPI_Offset start[2] = {0, 0}, count[2] = {NY, 0};
     block(NX, nprocs, rank, &start[1], &count[1]);
     const size_t n = (size_t)(NY * count[1]);
     float *got = malloc((n ? n : 1) * sizeof *got), *sum = calloc(n ? n : 1, sizeof *sum);
     int used[MAX_MEMBERS], nused = 0;
     for (int m = 0; m < members; ++m) {
-        int ok = read_member(m, start, count, got), all = 0;
+        if (kill <= -3 && m == -3 - kill) { /* absent for this member's session */
+            if (rank == 0) printf("ensemble assim: member %d left out: never opened\n", m);
+            continue;
+        }
+        int ok = read_member(m, start, count, got, kill == KILL_ASSIM), all = 0;
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank got it, or none uses it */
         if (!all) continue;
         used[nused++] = m;
@@ -176,9 +204,11 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, is_member ? "m%d" : "assim", m);
     if (use_dtf) NC(dtf_init(config, name));
     if (is_member) member(m, kill);
-    else assim(members);
+    else assim(members, kill);
     int rc = use_dtf ? dtf_finalize() : NC_NOERR;
-    if (rc != NC_NOERR) {
+    if (is_member && kill == KILL_ASSIM) { /* with a progress thread, the first call after the loss */
+        reader_lost(rc, "dtf_finalize");
+    } else if (rc != NC_NOERR) {
         char what[1024];
         snprintf(what, sizeof what, "dtf_finalize: %s (%s)", ncmpi_strerror(rc), dtf_errmsg());
         fail_check(what);

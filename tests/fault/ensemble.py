@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
-"""An ensemble that survives a member (see ensemble.c): a member is killed, the assimilation goes on.
+"""An ensemble that survives a member, or members that survive their reader (see ensemble.c).
 
-usage: ensemble.py --dtfrun PATH --exe PATH [--members M] [--kill K] [--member-ranks N] [--assim-ranks N]
+usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent] [--persist | --fallback VALUE] [--members M]
+                   [--kill K] [--member-ranks N] [--assim-ranks N]
 
-Transfer run: dtfrun --keep-going starts the members (each its own job) and the assimilation; member
-K's rank 0 dies after its puts. The assimilation must say that member K was left out (DTF_ERR_PEER
-naming it), read the others, end with status 0 and dtf_finalize succeeding; dtfrun must exit with
-the killed member's status, the others' statuses in its summary. Oracle run: the same programs
-without dtf (plain PnetCDF), the surviving members one after the other, then the assimilation.
-analysis.nc of the two runs must be equal byte for byte.
+Transfer run: dtfrun --keep-going starts the members (each its own job) and the assimilation, with
+DTF_VERBOSE_LEVEL=1 (no file may be left open at dtf_finalize). Oracle run: the same programs without
+dtf (plain PnetCDF), the surviving members one after the other, then the assimilation.
+--lost member: member K's rank 0 dies after its puts. The assimilation must say that member K was
+left out (DTF_ERR_PEER naming it), read the others, end with status 0 and dtf_finalize succeeding;
+dtfrun must exit with the killed member's status, the others' statuses in its summary; analysis.nc
+of the two runs must be equal byte for byte.
+--lost assim: the assimilation's rank 0 dies once it opened hist.0.nc. Every member must end with
+status 0, its failed calls naming 'assim', and with --persist (persist=1 on the members' files) every
+hist.<m>.nc must be on disk, byte for byte the oracle's: nothing is lost. With --fallback VALUE
+(fallback=VALUE on the members' files) the same, but no member call may fail, and each member's
+rank 0 must say that its session went to the file system, and why.
+--lost absent --fallback N: nobody dies; the assimilation never opens member K's file. Member K's
+session must go to the file system after N seconds (its hist.K.nc byte for byte the oracle's, its
+rank 0 saying so), the other members' files must not be written (they were read), and every
+component must end with status 0.
 """
 import argparse
 import filecmp
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,10 +33,12 @@ import time
 TIMEOUT = 5
 
 
-def config(members):
+def config(members, persist, fallback):
     lines = ["[INFO]", f"ncomp={members + 1}"] + [f'comp_name="m{m}"' for m in range(members)] + ['comp_name="assim"']
     for m in range(members):
         lines += ["[FILE]", f'filename="hist.{m}.nc"', f'writer="m{m}"', 'readers="assim"', 'mode="transfer"']
+        lines += ["persist=1"] if persist else []
+        lines += [f"fallback={fallback}"] if fallback else []
     return "\n".join(lines) + "\n"
 
 
@@ -32,6 +46,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
+    p.add_argument("--lost", choices=["member", "assim", "absent"], default="member")
+    p.add_argument("--persist", action="store_true")
+    p.add_argument("--fallback", metavar="VALUE")
     p.add_argument("--members", type=int, default=3)
     p.add_argument("--kill", type=int, default=1)
     p.add_argument("--member-ranks", type=int, default=2)
@@ -45,15 +62,16 @@ def main():
             os.mkdir(d)
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(config(a.members))
+            f.write(config(a.members, a.persist, a.fallback))
+        kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill}[a.lost]
         cmd = [a.dtfrun, "--keep-going", "--timeout", str(TIMEOUT), "--walltime", "90"]
         for m in range(a.members):
-            cmd += ["--name", f"m{m}", "-n", str(a.member_ranks), exe, "member", str(m), ini, str(a.kill), ":"]
-        cmd += ["--name", "assim", "-n", str(a.assim_ranks), exe, "assim", ini, str(a.members), str(a.kill)]
+            cmd += ["--name", f"m{m}", "-n", str(a.member_ranks), exe, "member", str(m), ini, str(kill), ":"]
+        cmd += ["--name", "assim", "-n", str(a.assim_ranks), exe, "assim", ini, str(a.members), str(kill)]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
-        run = subprocess.run(cmd, cwd=runs["transfer"], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=150)
+        run = subprocess.run(cmd, cwd=runs["transfer"], env=dict(os.environ, DTF_VERBOSE_LEVEL="1"), text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
         out = run.stdout
         print(out)
@@ -62,33 +80,71 @@ def main():
         # The oracle: plain PnetCDF, the surviving members first, then the assimilation.
         env = dict(os.environ, ENSEMBLE_NODTF="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         mpirun = ["mpirun", "--bind-to", "none", "--oversubscribe"]
-        steps = [(a.member_ranks, ["member", str(m), ini, "-1"]) for m in range(a.members) if m != a.kill]
-        steps.append((a.assim_ranks, ["assim", ini, str(a.members), str(a.kill)]))
+        lost = a.kill if a.lost == "member" else -1
+        steps = [(a.member_ranks, ["member", str(m), ini, "-1"]) for m in range(a.members) if m != lost]
+        steps.append((a.assim_ranks, ["assim", ini, str(a.members), str(lost)]))
         for n, args in steps:
             ref = subprocess.run(mpirun + ["-n", str(n), exe] + args, cwd=runs["oracle"], env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
             if ref.returncode != 0:
                 failures.append(f"the oracle run ({' '.join(args[:2])}) failed:\n{ref.stdout}")
-        got, want = (os.path.join(runs[r], "analysis.nc") for r in ("transfer", "oracle"))
-        if not os.path.exists(got):
-            failures.append("the assimilation wrote no analysis.nc")
-        elif not os.path.exists(want) or not filecmp.cmp(got, want, shallow=False):
-            failures.append("analysis.nc differs from the one plain PnetCDF wrote without the lost member")
+        if a.lost == "member":
+            files = ["analysis.nc"]
+        elif a.lost == "absent":
+            files = [f"hist.{a.kill}.nc"]
+            for m in range(a.members):
+                if m != a.kill and os.path.exists(os.path.join(runs["transfer"], f"hist.{m}.nc")):
+                    failures.append(f"hist.{m}.nc was written, though its reader read it")
+        else:
+            files = [f"hist.{m}.nc" for m in range(a.members)] if a.persist or a.fallback else []
+        for name in files:
+            got, want = (os.path.join(runs[r], name) for r in ("transfer", "oracle"))
+            if not os.path.exists(got):
+                failures.append(f"{name} was not written")
+            elif not os.path.exists(want) or not filecmp.cmp(got, want, shallow=False):
+                failures.append(f"{name} differs from the one plain PnetCDF wrote")
 
-    used = " ".join(str(m) for m in range(a.members) if m != a.kill)
-    if f"[assim] ensemble assim: members used: {used}\n" not in out:
-        failures.append(f"the assimilation must use members {used}")
-    if f"[assim] ensemble assim: member {a.kill} left out: " not in out:
-        failures.append(f"the assimilation must say that it left member {a.kill} out")
-    if "[assim] ensemble assim: ok" not in out:
-        failures.append("the assimilation did not report ok (a failed check, or dtf_finalize failed)")
-    for m in range(a.members):
-        if m != a.kill and f"[m{m}] ensemble m{m}: ok" not in out:
-            failures.append(f"member {m} did not report ok")
-    if run.returncode != 128 + 9 and run.returncode != 137:
-        failures.append(f"dtfrun must exit with the killed member's status (137), not {run.returncode}")
-    if "exited with status 0" not in next((l for l in out.splitlines() if l.startswith("dtfrun:   assim")), ""):
-        failures.append("dtfrun's summary must show the assimilation exiting with status 0")
+    if "is still open" in out:
+        failures.append("a file was left open at dtf_finalize (a failed close must close it all the same)")
+    if a.lost == "member":
+        used = " ".join(str(m) for m in range(a.members) if m != a.kill)
+        if f"[assim] ensemble assim: members used: {used}\n" not in out:
+            failures.append(f"the assimilation must use members {used}")
+        if f"[assim] ensemble assim: member {a.kill} left out: " not in out:
+            failures.append(f"the assimilation must say that it left member {a.kill} out")
+        if "[assim] ensemble assim: ok" not in out:
+            failures.append("the assimilation did not report ok (a failed check, or dtf_finalize failed)")
+        survivors = [f"m{m}" for m in range(a.members) if m != a.kill] + ["assim"]
+    elif a.lost == "absent":
+        if not re.search(rf"\[m{a.kill}\] \[dtf m{a.kill}:0\] notice: '[^']*/hist\.{a.kill}\.nc' \(session 1\) went to "
+                         rf"the file system \(fallback={a.fallback}, [^)]*\): .*gave up after", out):
+            failures.append(f"member {a.kill}'s rank 0 must say that its session went to the file system, and why")
+        if out.count("went to the file system") != 1:
+            failures.append("only the absent reader's session may go to the file system")
+        if "[assim] ensemble assim: ok" not in out:
+            failures.append("the assimilation did not report ok")
+        survivors = [f"m{m}" for m in range(a.members)] + ["assim"]
+    elif a.fallback:
+        if "ensemble member: reader lost: " in out:
+            failures.append("with fallback=, no member call may fail")
+        for m in range(a.members):
+            if not re.search(rf"\[m{m}\] \[dtf m{m}:0\] notice: '[^']*/hist\.{m}\.nc' \(session 1\) went to the file "
+                             rf"system \(fallback={a.fallback}, [^)]*\): .*component 'assim'", out):
+                failures.append(f"member {m}'s rank 0 must say that its session went to the file system, and why")
+        survivors = [f"m{m}" for m in range(a.members)]
+    else:
+        if "[m0] ensemble member: reader lost: " not in out:
+            failures.append("member 0 must report that its reader was lost")
+        survivors = [f"m{m}" for m in range(a.members)]
+    for name in survivors:
+        if name != "assim" and f"[{name}] ensemble {name}: ok" not in out:
+            failures.append(f"{name} did not report ok")
+        line = next((l for l in out.splitlines() if re.match(rf"dtfrun:\s+{name}\s", l)), "")
+        if run.returncode != 0 and "exited with status 0" not in line:  # (no summary when all exit 0)
+            failures.append(f"dtfrun's summary must show {name} exiting with status 0")
+    want = 0 if a.lost == "absent" else 137
+    if run.returncode != want:
+        failures.append(f"dtfrun must exit with status {want}, not {run.returncode}")
     if elapsed > TIMEOUT + 30:
         failures.append(f"took {elapsed:.1f} s with DTF_TIMEOUT={TIMEOUT}")
     for f in failures:

@@ -57,7 +57,8 @@ bool same(const Config &a, const Config &b) {
             x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
             x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
             x.mirror_io_root != y.mirror_io_root || x.persist != y.persist || x.aggregators != y.aggregators ||
-            x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps || x.ioserver != y.ioserver)
+            x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps || x.ioserver != y.ioserver ||
+            x.fallback_s != y.fallback_s)
             return false;
     }
     return true;
@@ -107,7 +108,7 @@ struct BadCase {
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
                                   "num_sessions, write_only, mirror_io_root, persist, aggregators, subfiles, "
-                                  "aggregate_steps, ioserver";
+                                  "aggregate_steps, ioserver, fallback";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
@@ -206,6 +207,16 @@ void test_errors() {
         {"subfiles with comp1/comp2", kInfo + kFile + "persist=1\naggregators=1\nsubfiles=1\n",
          "t.ini:11: subfiles=1 in a [FILE] section with comp1=/comp2=; expected writer= and readers= (a subfile holds "
          "what one group of the writer's ranks wrote, which only one writer can continue)"},
+        {"fallback with persist", kInfo + kFile + "persist=1\nfallback=wait\n",
+         "t.ini:10: fallback= in a [FILE] section with persist=1; expected it in transfer mode with readers, persist=0 "
+         "and replay_io=0 (the file it writes when the readers are lost is the one persist=1 writes anyway)"},
+        {"fallback in file mode", kInfo + kFile + "mode=file\nfallback=2\n",
+         "t.ini:10: fallback= in a [FILE] section in file mode; expected it in transfer mode with readers, persist=0 "
+         "and replay_io=0 (the file it writes when the readers are lost is the one persist=1 writes anyway)"},
+        {"fallback bad value", kInfo + kFile + "fallback=soon\n",
+         "t.ini:9: bad value 'soon' for 'fallback'; expected \"fail\", \"wait\" or a number of seconds >= 0"},
+        {"fallback negative", kInfo + kFile + "fallback=-1\n",
+         "t.ini:9: bad value '-1' for 'fallback'; expected \"fail\", \"wait\" or a number of seconds >= 0"},
         {"too few comp_name", "[INFO]\nncomp=3\ncomp_name=a\ncomp_name=b\n",
          "t.ini:2: ncomp=3 but 2 comp_name= given; expected one comp_name= per component"},
         {"too many comp_name", "[INFO]\ncomp_name=a\nncomp=1\ncomp_name=b\n",
@@ -477,9 +488,9 @@ void test_env() {
 void test_describe() {
     Settings s = settings_from_env({"DTF_TIMEOUT=2.5", "DTF_VERBOSE_LEVEL=1"});
     const std::string tricky = "[INFO]\nncomp=2\ncomp_name='say \"hi\"'\ncomp_name=b\n"
-                               "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\n";
+                               "[FILE]\nfilename=\"x;y.nc\"\ncomp1='say \"hi\"'\ncomp2=b\nfallback=2.5\n";
     const std::string fan = "[INFO]\nncomp=3\ncomp_name=m\ncomp_name=o\ncomp_name=a\n"
-                            "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\n"
+                            "[FILE]\nfilename=h.nc\nwriter=m\nreaders=o,a\nreplay_io=0\nfallback=\"wait\"\n"
                             "[FILE]\nfilename=g.nc\nwriter=a\nreaders=m\nreplay_io=1\npersist=1\n"
                             "[FILE]\nfilename=o.nc\nwriter=m\nreaders=a\npersist=1\naggregators=3\nsubfiles=1\n"
                             "aggregate_steps=4\n"
