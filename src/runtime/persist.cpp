@@ -777,6 +777,12 @@ void serve_io(Runtime &rt) {
                         choice = description(waiting.front());
                         break;
                     }
+                    // A client that died hands no more files over (an ensemble member): the others go on.
+                    // (A file of it whose parts did not all come fails when written, naming it.)
+                    for (int c : clients)
+                        if (rt.gone(c) && finished.insert(c).second)
+                            log::notice("dtf_ioserver '%s': component '%s' was lost; the server goes on without it",
+                                        rt.self_name().c_str(), config.components[static_cast<size_t>(c)].c_str());
                     if (finished.size() >= clients.size()) {
                         if (!waiting.empty())
                             fail(DTF_ERR_PEER, "dtf_ioserver: session %d of '%s' continues a session that was never "
@@ -784,9 +790,7 @@ void serve_io(Runtime &rt) {
                                  waiting.front().path.c_str());
                         break;
                     }
-                    rt.idle(pause, [&] {
-                        return format("dtf_ioserver '%s' waited for the next file to write", rt.self_name().c_str());
-                    });
+                    rt.idle(pause);
                     pause = std::min(pause * 2, 5e-3);
                 }
             } catch (const Error &e) { // the end, for every server rank (the failure is reported below)
@@ -850,6 +854,9 @@ void serve_io(Runtime &rt) {
             if (!first_failure) first_failure = std::make_unique<Error>(e);
         }
     }
+    // Every server rank goes on without the clients that died (dtf_finalize does not wait for them),
+    // as its root did.
+    for (int c : clients) rt.gone(c);
     if (first_failure) throw *first_failure;
 }
 

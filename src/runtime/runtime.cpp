@@ -687,12 +687,16 @@ Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
     return std::move(*found);
 }
 
-// dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
-// it any longer would only end in a timeout.
-void Runtime::check_peers_alive(const std::function<std::string()> &what) const {
-    for (const auto &[index, link] : peers_) check_peer_alive(link.name, what);
+bool Runtime::gone(int component) const {
+    const std::string &name = config_.components[static_cast<size_t>(component)];
+    if (told_lost_.count(name)) return true;
+    if (lost_report(name).empty()) return false;
+    told_lost_.insert(name);
+    return true;
 }
 
+// dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
+// it any longer would only end in a timeout.
 std::string Runtime::lost_report(const std::string &peer) const {
     if (settings_.lost_dir.empty()) return {};
     std::ifstream in(settings_.lost_dir + "/" + peer);

@@ -250,6 +250,9 @@ public:
     bool lost(int component) const {
         return unanswered_.count(component) || told_lost_.count(config_.components[static_cast<size_t>(component)]);
     }
+    // Whether dtfrun reports component `component` lost (DTF_LOST_DIR); from then on it counts as
+    // known lost (lost(), dtf_finalize does not wait for it). For a caller that goes on without it.
+    bool gone(int component) const;
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);
     bool connected_to(int component) const { return peers_.count(component) != 0; }
@@ -267,11 +270,8 @@ public:
     void wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
                     const std::function<int()> &peer, double timeout_s = 0);
     // A wait with no deadline (the I/O server's for its next file): sleep about `seconds` without the
-    // runtime lock, after checking that no peer was lost (else DTF_ERR_PEER with what()).
-    void idle(double seconds, const std::function<std::string()> &what) {
-        check_peers_alive(what);
-        pause(seconds);
-    }
+    // runtime lock (the caller looks for lost peers itself: gone()).
+    void idle(double seconds) { pause(seconds); }
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below).
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
@@ -321,7 +321,6 @@ private:
     bool writes_unread_session(const std::string &path, int session) const;
     void contest(const Message &m);
     void check_separate_launch(int ranks_away) const;
-    void check_peers_alive(const std::function<std::string()> &what) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
     std::string lost_report(const std::string &peer) const;

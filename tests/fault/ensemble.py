@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An ensemble that survives a member, or members that survive their reader (see ensemble.c).
 
-usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent] [--persist | --fallback VALUE] [--members M]
-                   [--kill K] [--member-ranks N] [--assim-ranks N]
+usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent] [--persist [--ioserver-exe PATH] |
+                   --fallback VALUE] [--members M] [--kill K] [--member-ranks N] [--assim-ranks N]
 
 Transfer run: dtfrun --keep-going starts the members (each its own job) and the assimilation, with
 DTF_VERBOSE_LEVEL=1 (no file may be left open at dtf_finalize). Oracle run: the same programs without
@@ -11,6 +11,9 @@ dtf (plain PnetCDF), the surviving members one after the other, then the assimil
 left out (DTF_ERR_PEER naming it), read the others, end with status 0 and dtf_finalize succeeding;
 dtfrun must exit with the killed member's status, the others' statuses in its summary; analysis.nc
 of the two runs must be equal byte for byte.
+With --persist --ioserver-exe (lost member): an I/O server of 2 ranks ("io") writes the members'
+files; it must say that member K was lost, end with status 0, and the survivors' files must be byte
+for byte the oracle's (member K's not written).
 --lost assim: the assimilation's rank 0 dies once it opened hist.0.nc. Every member must end with
 status 0, its failed calls naming 'assim', and with --persist (persist=1 on the members' files) every
 hist.<m>.nc must be on disk, byte for byte the oracle's: nothing is lost. With --fallback VALUE
@@ -33,11 +36,13 @@ import time
 TIMEOUT = 5
 
 
-def config(members, persist, fallback):
-    lines = ["[INFO]", f"ncomp={members + 1}"] + [f'comp_name="m{m}"' for m in range(members)] + ['comp_name="assim"']
+def config(members, persist, fallback, ioserver):
+    names = [f"m{m}" for m in range(members)] + ["assim"] + (["io"] if ioserver else [])
+    lines = ["[INFO]", f"ncomp={len(names)}"] + [f'comp_name="{n}"' for n in names]
     for m in range(members):
         lines += ["[FILE]", f'filename="hist.{m}.nc"', f'writer="m{m}"', 'readers="assim"', 'mode="transfer"']
         lines += ["persist=1"] if persist else []
+        lines += ['ioserver="io"'] if ioserver else []
         lines += [f"fallback={fallback}"] if fallback else []
     return "\n".join(lines) + "\n"
 
@@ -49,6 +54,7 @@ def main():
     p.add_argument("--lost", choices=["member", "assim", "absent"], default="member")
     p.add_argument("--persist", action="store_true")
     p.add_argument("--fallback", metavar="VALUE")
+    p.add_argument("--ioserver-exe", help="dtf-ioserver (with --persist): it writes the members' files")
     p.add_argument("--members", type=int, default=3)
     p.add_argument("--kill", type=int, default=1)
     p.add_argument("--member-ranks", type=int, default=2)
@@ -62,12 +68,14 @@ def main():
             os.mkdir(d)
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
-            f.write(config(a.members, a.persist, a.fallback))
+            f.write(config(a.members, a.persist, a.fallback, a.ioserver_exe))
         kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill}[a.lost]
         cmd = [a.dtfrun, "--keep-going", "--timeout", str(TIMEOUT), "--walltime", "90"]
         for m in range(a.members):
             cmd += ["--name", f"m{m}", "-n", str(a.member_ranks), exe, "member", str(m), ini, str(kill), ":"]
         cmd += ["--name", "assim", "-n", str(a.assim_ranks), exe, "assim", ini, str(a.members), str(kill)]
+        if a.ioserver_exe:
+            cmd += [":", "--name", "io", "-n", "2", os.path.abspath(a.ioserver_exe), "io", ini]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
         run = subprocess.run(cmd, cwd=runs["transfer"], env=dict(os.environ, DTF_VERBOSE_LEVEL="1"), text=True,
@@ -89,7 +97,9 @@ def main():
             if ref.returncode != 0:
                 failures.append(f"the oracle run ({' '.join(args[:2])}) failed:\n{ref.stdout}")
         if a.lost == "member":
-            files = ["analysis.nc"]
+            files = ["analysis.nc"] + ([f"hist.{m}.nc" for m in range(a.members) if m != a.kill] if a.persist else [])
+            if os.path.exists(os.path.join(runs["transfer"], f"hist.{a.kill}.nc")):
+                failures.append(f"hist.{a.kill}.nc was written, though member {a.kill} died before its close")
         elif a.lost == "absent":
             files = [f"hist.{a.kill}.nc"]
             for m in range(a.members):
@@ -115,6 +125,10 @@ def main():
         if "[assim] ensemble assim: ok" not in out:
             failures.append("the assimilation did not report ok (a failed check, or dtf_finalize failed)")
         survivors = [f"m{m}" for m in range(a.members) if m != a.kill] + ["assim"]
+        if a.ioserver_exe:
+            survivors.append("io")
+            if f"[io] [dtf io:0] notice: dtf_ioserver 'io': component 'm{a.kill}' was lost" not in out:
+                failures.append(f"the I/O server must say that member {a.kill} was lost")
     elif a.lost == "absent":
         if not re.search(rf"\[m{a.kill}\] \[dtf m{a.kill}:0\] notice: '[^']*/hist\.{a.kill}\.nc' \(session 1\) went to "
                          rf"the file system \(fallback={a.fallback}, [^)]*\): .*gave up after", out):
@@ -137,7 +151,7 @@ def main():
             failures.append("member 0 must report that its reader was lost")
         survivors = [f"m{m}" for m in range(a.members)]
     for name in survivors:
-        if name != "assim" and f"[{name}] ensemble {name}: ok" not in out:
+        if name not in ("assim", "io") and f"[{name}] ensemble {name}: ok" not in out:
             failures.append(f"{name} did not report ok")
         line = next((l for l in out.splitlines() if re.match(rf"dtfrun:\s+{name}\s", l)), "")
         if run.returncode != 0 and "exited with status 0" not in line:  # (no summary when all exit 0)
