@@ -10,6 +10,10 @@ namespace dtf::config {
 
 enum class Mode { Transfer, File };
 
+// FileRule::fallback_s: the writer's calls fail; or it waits DTF_TIMEOUT (no bound of its own).
+constexpr double kFallbackFail = -1;
+constexpr double kFallbackWait = 1e300;
+
 // One [FILE] section.
 struct FileRule {
     std::string pattern;               // filename= as written ('%' matches any run of characters)
@@ -37,7 +41,7 @@ struct FileRule {
     // kFallbackFail: its calls fail (DTF_ERR_PEER / DTF_ERR_TIMEOUT); kFallbackWait: it waits for them
     // up to DTF_TIMEOUT, and when one is lost or that wait ends, its ranks write the file instead
     // (runtime/vfile.cpp); N >= 0: the same with N seconds.
-    double fallback_s = -1;
+    double fallback_s = kFallbackFail;
     int line = 0; // line of the [FILE] header, for messages
 
     bool fixed_roles() const { return !writer.empty(); }
@@ -58,9 +62,6 @@ int aggregator_group(int rank, int size, int aggregators);
 int aggregator_rank(int group, int size, int aggregators);
 // subfiles=1: the file aggregator group `group` writes instead of `path`: "<path>.subfile_<group>".
 std::string subfile_path(const std::string &path, int group);
-
-constexpr double kFallbackFail = -1;
-constexpr double kFallbackWait = 1e300; // no bound of its own: DTF_TIMEOUT's
 
 struct Config {
     std::string path;                    // file it was read from (for messages)
