@@ -425,13 +425,18 @@ void Parser::apply_file(const RawSection &section) {
         fail_at(section.line, "[FILE] section without '%s='; expected a component name (comp1= and comp2=, or "
                 "writer= and readers=)", rule.comp1.empty() ? "comp1" : "comp2");
     }
-    // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode.
-    const bool written_by_dtf = rule.persist && rule.mode == Mode::Transfer;
+    // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode, or fallback=
+    // (aggregators= and ioserver= only: a reader that comes late reads the one file, once written).
+    const bool written_by_dtf = (rule.persist || rule.falls_back()) && rule.mode == Mode::Transfer;
     for (auto [line, key] : {std::pair{lines.aggregators, "aggregators"}, std::pair{lines.subfiles, "subfiles"},
                              std::pair{lines.aggregate_steps, "aggregate_steps"}, std::pair{lines.ioserver, "ioserver"}})
         if (line && !written_by_dtf)
-            fail_at(line, "%s= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
-                    "mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
+            fail_at(line, "%s= in a [FILE] section without persist=1 or fallback= in transfer mode; expected persist=1 "
+                    "or fallback=, and mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
+    if (rule.falls_back() && (rule.subfiles || rule.aggregate_steps > 1))
+        fail_at(rule.subfiles ? lines.subfiles : lines.aggregate_steps, "%s with fallback= (line %d); expected it with "
+                "persist=1 only (a reader that comes late reads the session's one file, as soon as it is written)",
+                rule.subfiles ? "subfiles=1" : "aggregate_steps > 1", lines.fallback);
     if (rule.falls_back() && (rule.mode != Mode::Transfer || rule.persist || rule.replay_io || (fan && !lines.readers)))
         fail_at(lines.fallback, "fallback= in a [FILE] section %s; expected it in transfer mode with readers, "
                 "persist=0 and replay_io=0 (the file it writes when the readers are lost is the one persist=1 writes "
@@ -756,6 +761,22 @@ std::vector<int> Config::peers_of(int component) const {
         }
     }
     return {peers.begin(), peers.end()};
+}
+
+bool Config::may_go_without(int component, int peer) const {
+    const int n = static_cast<int>(components.size());
+    if (component < 0 || component >= n || peer < 0 || peer >= n || component == peer) return false;
+    const std::string &me = components[static_cast<size_t>(component)], &other = components[static_cast<size_t>(peer)];
+    bool shared = false;
+    for (const auto &rule : files) {
+        const auto partners = rule.partners(me);
+        const bool reads = std::find(partners.begin(), partners.end(), other) != partners.end();
+        const bool served = (rule.ioserver == me && rule.involves(other)) || (rule.ioserver == other && rule.involves(me));
+        if (!reads && !served) continue;
+        shared = true;
+        if (served || rule.writer != me || !rule.falls_back()) return false;
+    }
+    return shared;
 }
 
 Config parse(std::string_view text, std::string_view filename) {

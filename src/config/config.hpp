@@ -82,6 +82,10 @@ struct Config {
     // Components that share at least one [FILE] section with `component`, or serve it as its
     // ioserver= or are served by it (indices, ascending).
     std::vector<int> peers_of(int component) const;
+    // Whether `component` may go on without `peer` when that never connects (dtf_init): every file
+    // they share is written by `component`, read by `peer`, and falls back to the file system
+    // (fallback=), so that those sessions are written instead. False when they share nothing.
+    bool may_go_without(int component, int peer) const;
 };
 
 // Parse the INI text. `filename` is used in messages only. Throws dtf::Error(DTF_ERR_CONFIG, ...)

@@ -26,6 +26,7 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::Persisted: return "persisted";
     case MessageKind::PersistData: return "persist-data";
     case MessageKind::PersistDone: return "persist-done";
+    case MessageKind::FileWritten: return "file-written";
     }
     return "unknown";
 }

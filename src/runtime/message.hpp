@@ -12,8 +12,11 @@
 //                  FileWithdrawn writer root -> the reader-component ranks outside the session's reader
 //                                group: drop the FileDefined you will never use
 //                  Persisted     writer root (or its I/O server's root) -> every reader-component rank
-//                                (persist=1): the session stamped so is in the file (a session
-//                                continuing it may write)
+//                                (persist=1, fallback=): the session stamped so is in the file (a
+//                                session continuing it may write)
+//                  FileWritten   writer root (or its I/O server's root) -> every reader-component
+//                                rank, after Persisted (fallback=): the readers were given up and the
+//                                session stamped so is in the file instead; read it there
 //   I/O server     PersistData   writer rank -> one I/O server rank (ioserver=): its part of a closed
 //                                session's file (its writes; the writer root's also the header)
 //                  PersistDone   every component's root -> the I/O server's root, at dtf_finalize (path:
@@ -42,8 +45,9 @@ enum class MessageKind : uint32_t {
     Persisted = 10,
     PersistData = 11,
     PersistDone = 12,
+    FileWritten = 13,
 };
-constexpr uint32_t kMessageKindLast = 12;
+constexpr uint32_t kMessageKindLast = 13;
 
 struct Message {
     MessageKind kind;
@@ -55,7 +59,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544607; // "DTF" + wire version 7 (little-endian; I/O server)
+constexpr uint32_t kMessageMagic = 0x44544608; // "DTF" + wire version 8 (little-endian; FileWritten)
 
 std::vector<char> encode(const Message &m);
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.

@@ -492,15 +492,32 @@ void arrange(Output *o, MPI_Comm comm, const config::FileRule &rule, const model
 
 // How a file is made, as the writer root tells its I/O server (read_part reads it).
 void describe_file(PayloadWriter &w, const model::Header &header, int cmode, bool continued, int enddefs, int64_t after,
-                   const std::vector<int> &readers, const std::vector<std::pair<std::string, std::string>> &hints) {
+                   bool fallback, const std::vector<int> &readers,
+                   const std::vector<std::pair<std::string, std::string>> &hints) {
     w.bytes(header.encode());
     w.i32(cmode);
     w.i32(continued ? 1 : 0);
     w.i32(enddefs);
     w.i64(after);
+    w.i32(fallback ? 1 : 0);
     w.ints(readers);
     w.i32(static_cast<int32_t>(hints.size()));
     for (const auto &[key, value] : hints) w.str(key), w.str(value);
+}
+
+// Once a session's file is written (its root, or its I/O server's root): tell every rank of its
+// reader components that are still there (Persisted), and, when the readers were given up
+// (fallback=), that they read it there (FileWritten).
+void announce_written(Runtime &rt, const std::string &path, int session, int64_t stamp, const std::vector<int> &readers,
+                      bool fallback) {
+    PayloadWriter p;
+    p.i64(stamp);
+    const std::vector<char> payload = p.take();
+    for (int reader : readers) {
+        if (rt.lost(reader)) continue; // (it takes no message)
+        rt.notify(reader, Message{MessageKind::Persisted, 0, session, 0, path, payload});
+        if (fallback) rt.notify(reader, Message{MessageKind::FileWritten, 0, session, 0, path, payload});
+    }
 }
 
 // ioserver=: this rank's part of `job` to its I/O server rank (the writer ranks in groups of
@@ -518,7 +535,8 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
     p.i32(job.rank);
     p.i32(job.rank == 0 ? 1 : 0);
     if (job.rank == 0)
-        describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.readers, job.hints);
+        describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback, job.readers,
+                      job.hints);
     p.bytes(pack_writes(job.header, job.ws->writes));
     rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
     for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
@@ -558,10 +576,7 @@ void write_job(Runtime &rt, PersistJob &job) {
     rt.stats().persist_s += now_s() - t0;
     if (job.rank != 0) return;
     ++rt.stats().files_persisted;
-    PayloadWriter p;
-    p.i64(job.ws->stamp);
-    const std::vector<char> payload = p.take();
-    for (int reader : job.readers) rt.notify(reader, Message{MessageKind::Persisted, 0, job.session, 0, job.path, payload});
+    announce_written(rt, job.path, job.session, job.ws->stamp, job.readers, job.fallback);
 }
 
 } // namespace
@@ -584,6 +599,7 @@ void queue_persist(Runtime &rt, VirtualFile &vf) {
         job->persist_after = 0;
     job->enddefs = vf.enddefs;
     job->readers = vf.peers;
+    job->fallback = !vf.gave_up.empty();
     job->rank = vf.rank;
     job->group = vf.group;
     job->ws = vf.ws;
@@ -655,6 +671,7 @@ struct Part {
     int cmode = 0, enddefs = 0;
     bool continued = false;
     int64_t after = 0; // the session it continues, when its file is not written yet
+    bool fallback = false; // PersistJob::fallback
     std::vector<int> readers;
     std::vector<std::pair<std::string, std::string>> hints;
     std::vector<char> writes; // pack_writes()
@@ -679,6 +696,7 @@ Part read_part(const Message &m, bool with_writes) {
         p.continued = r.i32() != 0;
         p.enddefs = r.i32();
         p.after = r.i64();
+        p.fallback = r.i32() != 0;
         p.readers = r.ints(1 << 16);
         for (int n = r.i32(); n > 0; --n) {
             std::string key = r.str();
@@ -696,7 +714,7 @@ std::vector<char> description(const Part &p) {
     part.i32(p.writers);
     part.i32(p.writer_rank);
     part.i32(1);
-    describe_file(part, p.header, p.cmode, p.continued, p.enddefs, p.after, p.readers, p.hints);
+    describe_file(part, p.header, p.cmode, p.continued, p.enddefs, p.after, p.fallback, p.readers, p.hints);
     PayloadWriter w;
     w.i32(p.from);
     w.str(p.path);
@@ -844,11 +862,7 @@ void serve_io(Runtime &rt) {
             if (rank != 0) continue;
             written.insert(job.stamp);
             ++rt.stats().files_persisted;
-            PayloadWriter p;
-            p.i64(job.stamp);
-            const std::vector<char> payload = p.take();
-            for (int reader : job.readers)
-                rt.notify(reader, Message{MessageKind::Persisted, 0, job.session, 0, job.path, payload});
+            announce_written(rt, job.path, job.session, job.stamp, job.readers, job.fallback);
         } catch (const Error &e) { // reported, and the server goes on with the next file
             if (!e.quiet()) std::fprintf(stderr, "[dtf %s:%d] error: %s\n", rt.self_name().c_str(), rank, e.what());
             if (!first_failure) first_failure = std::make_unique<Error>(e);

@@ -338,7 +338,18 @@ void Runtime::connect_peers() {
         transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
             check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
         }};
-        add_peer(p, transport::connect_pair(world_, board.get(), spec, settings_.timeout_s), spec.acceptor);
+        MPI_Comm inter;
+        try {
+            inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
+        } catch (const Error &e) { // (agreed by the component's ranks)
+            if ((e.code() != DTF_ERR_TIMEOUT && e.code() != DTF_ERR_PEER) || !config_.may_go_without(self_, p)) throw;
+            absent_.emplace(p, e.what());
+            if (rank_ == 0)
+                log::notice("going on without component '%s', which did not connect: every file it would read from "
+                            "'%s' goes to the file system (fallback=); %s", peer.c_str(), self_name().c_str(), e.what());
+            continue;
+        }
+        add_peer(p, inter, spec.acceptor);
     }
 }
 
@@ -447,6 +458,7 @@ const PeerLink &Runtime::peer(int component) const {
 PeerLink &Runtime::peer_link(int component) { return const_cast<PeerLink &>(peer(component)); }
 
 void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
+    if (absent_.count(peer)) return; // (it never connected: nobody to tell)
     message.from_component = self_;
     if (log::enabled(log::kDebug))
         log::debug("sending %s session %d epoch %d of '%s' to %zu rank(s) of '%s' (first %d)", kind_name(message.kind),
@@ -457,6 +469,7 @@ void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
 }
 
 void Runtime::notify(int peer, Message message) {
+    if (absent_.count(peer)) return;
     std::vector<int> all(static_cast<size_t>(this->peer(peer).remote_size));
     for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
     post(peer, all, std::move(message));
@@ -488,8 +501,12 @@ bool Runtime::progress() {
             happened = true;
         }
     }
-    // Sends and receives complete (on MPI, those of every channel: they share the queue).
-    for (auto &[comp, link] : peers_) happened |= link.channel->progress();
+    // Sends and receives complete: on MPI those of every channel, the peers' and the file groups' (they
+    // share the queue, which has work even with no peer connected: Config::may_go_without); the
+    // in-process channels of the protocol's unit tests have their own.
+    happened |= queue_->progress();
+    for (auto &[comp, link] : peers_)
+        if (link.inter == MPI_COMM_NULL) happened |= link.channel->progress();
     // Replayed data that became complete (or whose readers confirmed the plan) leaves now. A failure
     // stays with the session, reported at its dtf_transfer.
     for (size_t i = 0; i < early_.size();) {
@@ -580,6 +597,11 @@ void Runtime::apply(Message &&m) {
             if (job->persist_after == stamp) job->persist_after = 0;
         auto it = counters_.find(m.path); // (kept while the path is known here: the next session may continue it)
         if (it != counters_.end()) it->second.persisted.push_back(stamp);
+        return;
+    }
+    if (m.kind == MessageKind::FileWritten) { // the session's waits end (transfer.cpp); a closed one has no use for it
+        if (counters_.count(m.path) && counters_.at(m.path).closed() >= m.session) return;
+        written_.insert(PayloadReader(m.payload, "file-written").i64()); // (from the writer, or its I/O server)
         return;
     }
     if (m.kind == MessageKind::FileWithdrawn) { // sent after the FileDefined it withdraws (same sender)
@@ -720,6 +742,9 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
              "so this rank does not wait for it again", rank_, self_name().c_str(), what().c_str(),
              config_.components[static_cast<size_t>(it->first)].c_str(), settings_.timeout_s, it->second.c_str());
+    if (auto it = absent_.find(peer()); it != absent_.end() && !done())
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' never connected (%s)", rank_, self_name().c_str(),
+             what().c_str(), config_.components[static_cast<size_t>(it->first)].c_str(), it->second.c_str());
     const bool own_bound = timeout_s > 0 && timeout_s < settings_.timeout_s;
     Deadline deadline(own_bound ? timeout_s : settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);

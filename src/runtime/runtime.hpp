@@ -245,10 +245,15 @@ public:
     // fails at once (check_contested throws DTF_ERR_PEER with what() and the reason) instead of timing out.
     void claim_session(const std::string &path, int session);
     void check_contested(const std::string &path, int session, const std::function<std::string()> &what) const;
+    // fallback=: whether the writer session stamped `stamp` went to the file system instead of serving
+    // this rank, and its file is written (MessageKind::FileWritten); the reader's waits look (transfer.cpp).
+    bool written(int64_t stamp) const { return written_.count(stamp) != 0; }
+    void forget_written(int64_t stamp) { written_.erase(stamp); }
     // Whether component `component` was lost (a call of this rank said so) or failed to answer for
     // DTF_TIMEOUT: then no wait for it succeeds any more.
     bool lost(int component) const {
-        return unanswered_.count(component) || told_lost_.count(config_.components[static_cast<size_t>(component)]);
+        return unanswered_.count(component) || absent_.count(component) ||
+               told_lost_.count(config_.components[static_cast<size_t>(component)]);
     }
     // Whether dtfrun reports component `component` lost (DTF_LOST_DIR); from then on it counts as
     // known lost (lost(), dtf_finalize does not wait for it). For a caller that goes on without it.
@@ -370,11 +375,15 @@ private:
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
     std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)
+    // Peers that never connected, which this component goes on without (Config::may_go_without):
+    // why. Messages to them are dropped, and every wait for them fails at once.
+    std::map<int, std::string> absent_;
     // Peers whose loss (DTF_LOST_DIR) a call of this rank has reported: dtf_finalize does not wait for
     // them, and does not fail for them again (an ensemble that goes on without a member).
     mutable std::set<std::string> told_lost_;
     // (path, session) -> why: sessions the other component writes too (contest)
     std::map<std::pair<std::string, int>, std::string> contested_;
+    std::set<int64_t> written_; // session stamps: written()
 };
 
 } // namespace dtf::runtime

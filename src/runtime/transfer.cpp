@@ -12,8 +12,10 @@
 #include "common/phase.hpp"
 #include "pnc/hook.h"
 #include "match/wire.hpp"
+#include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
+#include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
@@ -732,6 +734,21 @@ std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &conte
     }
 }
 
+void settle_given_up(Runtime &rt, WriterSession &ws) {
+    if (!ws.is_matcher() || ws.meta_expected == 0) return;
+    try {
+        rt.wait_until([&] {
+            collect_metadata(ws);
+            return ws.meta_expected == 0;
+        }, [&] {
+            return format("'%s' (session %d): the matcher waited for the write metadata of %d ranks of its work group",
+                          ws.path.c_str(), ws.session, ws.meta_expected);
+        });
+    } catch (const Error &e) { // (the file is written all the same)
+        log::warn("%s", e.what());
+    }
+}
+
 void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (ws.is_matcher()) { // keep this session's match results for the next one
         auto &memos = rt.match_memos();
@@ -768,13 +785,142 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
 // ---------------------------------------------------------------------------------------------
 // Reader side
 
+namespace {
+
+// fallback=: the writer wrote the session to the file system instead of serving this rank (its root
+// said so: Runtime::written). Thrown out of the reader's waits; then this rank reads the session's
+// gets from the file (switch_to_file), on its own: the writer's ranks went on, nothing is agreed.
+struct WentToFile : Error {
+    using Error::Error;
+};
+
+void check_written(Runtime &rt, const VirtualFile &vf) {
+    if (vf.from_file || rt.written(vf.writer_stamp))
+        throw WentToFile(DTF_ERR_PEER, format("component '%s' wrote '%s' (session %d) to the file system instead (fallback=)",
+                                              rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                                              vf.path.c_str(), vf.session));
+}
+
+// A reader's wait for a message of its session's writer: WentToFile once the writer wrote the session
+// to the file instead.
+Message wait_writer(Runtime &rt, const VirtualFile &vf, const std::function<bool(const Message &)> &match,
+                    const std::function<std::string()> &what) {
+    std::optional<Message> found;
+    rt.wait_until([&] {
+        check_written(rt, vf);
+        return (found = rt.take(match)).has_value();
+    }, what, vf.peer);
+    return std::move(*found);
+}
+
+// Read the session from the file its writer wrote: every rank opens it on its own (MPI_COMM_SELF),
+// takes the record count from it, and reads its gets there from now on (read_batch).
+void switch_to_file(Runtime &rt, VirtualFile &vf) {
+    if (vf.from_file) return;
+    const std::string writer = rt.config().components[static_cast<size_t>(vf.peer)];
+    auto check = [&](int rc, const char *call) {
+        if (rc != NC_NOERR)
+            fail(rc, "reading '%s' (session %d) from the file system, where component '%s' wrote it (fallback=): "
+                 "%s failed: %s", vf.path.c_str(), vf.session, writer.c_str(), call, ncmpi_strerror(rc));
+    };
+    int ncid = -1, rc;
+    {
+        transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
+        rc = real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open)(
+            MPI_COMM_SELF, vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid);
+    }
+    check(rc, "ncmpi_open");
+    vf.from_file = true;
+    vf.file_ncid = ncid;
+    const int unlimited = vf.header.unlimdimid();
+    if (unlimited >= 0) {
+        MPI_Offset numrecs = 0;
+        {
+            transport::Blocking unlocked;
+            rc = real<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_dimlen)(ncid, unlimited, &numrecs);
+        }
+        check(rc, "ncmpi_inq_dimlen");
+        vf.header.set_numrecs(numrecs);
+    }
+    vf.header_final = true;
+    vf.replay = 0;
+    rt.forget_written(vf.writer_stamp);
+    (vf.rank == 0 ? log::notice : log::info)("reading '%s' (session %d) from the file system: component '%s' wrote it "
+                                            "there instead of sending it (fallback=)", vf.path.c_str(), vf.session,
+                                            writer.c_str());
+}
+
+// The gets of `batch` from the file (switch_to_file): into each get's destination, in the variable's
+// type, as the writers' data would have come.
+void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch) {
+    for (auto *r : batch) {
+        const size_t es = types::type_size(r->xtype);
+        if (!r->direct && r->staging.empty()) { // (a failed wait kept the first staging: keep_buffers)
+            int64_t n = 0;
+            for (const auto &part : r->parts) n += part.box.size();
+            r->staging = rt.buffers().take(static_cast<size_t>(n) * es);
+            r->dest = r->staging.data();
+        }
+        for (size_t i = 0; i < r->parts.size(); ++i) {
+            const match::Box &b = r->parts[i].box;
+            if (b.empty()) continue;
+            const std::vector<MPI_Offset> start(b.start.begin(), b.start.end()), count(b.count.begin(), b.count.end()),
+                stride(b.stride.begin(), b.stride.end());
+            int rc;
+            {
+                transport::Blocking unlocked;
+                rc = real<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, void *, MPI_Offset,
+                                  MPI_Datatype)>(DTF_FN_ncmpi_get_vars_all)(
+                    vf.file_ncid, r->parts[i].varid, start.data(), count.data(), stride.data(),
+                    r->dest + static_cast<size_t>(r->offsets[i]) * es, b.size(), types::mpi_type(r->xtype));
+            }
+            if (rc != NC_NOERR)
+                fail(rc, "reading '%s' (session %d) from the file system (fallback=): ncmpi_get_vars_all of variable '%s' "
+                     "%s failed: %s", vf.path.c_str(), vf.session,
+                     vf.header.vars()[static_cast<size_t>(r->parts[i].varid)].name.c_str(), b.to_string().c_str(),
+                     ncmpi_strerror(rc));
+        }
+    }
+}
+
+} // namespace
+
+void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
+    bool written = vf.from_file;
+    if (wait && !vf.from_file && vf.header_final_epoch < vf.epoch) {
+        try {
+            wait_writer(rt, vf, for_file(vf, MessageKind::HeaderFinal, vf.epoch), [&] {
+                return format("closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
+                              "(it comes with its dtf_transfer)", vf.path.c_str(), vf.session, vf.epoch,
+                              rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+            });
+        } catch (const WentToFile &) { // nothing more to come
+            written = true;
+        }
+    }
+    if (written) // what the writer sent before it gave up (its root's final header came before its FileWritten)
+        while (rt.take(for_file(vf, MessageKind::HeaderFinal)) || rt.take(for_file(vf, MessageKind::ReadPlan))) {
+        }
+    rt.forget_written(vf.writer_stamp);
+    if (vf.file_ncid < 0) return;
+    transport::Blocking unlocked;
+    real<int (*)(int)>(DTF_FN_ncmpi_close)(vf.file_ncid); // (read only: nothing to lose)
+    vf.file_ncid = -1;
+}
+
 void wait_header_final(Runtime &rt, VirtualFile &vf) {
     if (vf.header_final) return;
-    Message m = rt.wait_message(for_file(vf, MessageKind::HeaderFinal), [&] {
-        return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
-                      "with the number of records, comes with it)",
-                      vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-    }, vf.peer);
+    std::optional<Message> got;
+    try {
+        got = wait_writer(rt, vf, for_file(vf, MessageKind::HeaderFinal), [&] {
+            return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
+                          "with the number of records, comes with it)",
+                          vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+        });
+    } catch (const WentToFile &) {
+        return switch_to_file(rt, vf);
+    }
+    const Message &m = *got;
     PayloadReader r(m.payload, "header-final");
     const int64_t replayed = r.i64();
     const int replayed_session = r.i32();
@@ -837,10 +983,13 @@ namespace {
 // Wait for the data receives `recvs`. If the wait fails (a timeout, a lost peer), they are
 // cancelled and `give_up` hands their buffers to the runtime: MPI may still fill a receive it had
 // begun, so the buffer must outlive the call (and then any reuse by the next session's messages).
-void wait_receives(Runtime &rt, int peer, transport::Channel &channel, const std::vector<Ticket> &recvs,
+void wait_receives(Runtime &rt, const VirtualFile &vf, transport::Channel &channel, const std::vector<Ticket> &recvs,
                    const std::function<void()> &give_up, const std::function<std::string()> &what) {
     try {
-        rt.wait_until([&] { return channel.done(recvs); }, what, peer);
+        rt.wait_until([&] {
+            check_written(rt, vf);
+            return channel.done(recvs);
+        }, what, vf.peer);
     } catch (...) {
         channel.cancel(recvs);
         give_up();
@@ -874,7 +1023,7 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
         }
     vf.plan_batch = vf.plan->batches.size();
     wait_receives(
-        rt, vf.peer, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
+        rt, vf, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
         [&] {
             return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
                           "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
@@ -910,10 +1059,10 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
     std::vector<match::Piece> pieces;
     for (size_t i = 0; i < vf.matchers.size(); ++i) {
-        Message m = rt.wait_message(for_file(vf, MessageKind::ReadPlan, tag), [&] {
+        Message m = wait_writer(rt, vf, for_file(vf, MessageKind::ReadPlan, tag), [&] {
             return format("a get on '%s' waited for the plan of %zu matcher ranks of component '%s' (%zu arrived)",
                           vf.path.c_str(), vf.matchers.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(), i);
-        }, vf.peer);
+        });
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
     return pieces;
@@ -1076,14 +1225,12 @@ void drop_ahead(Runtime &rt, VirtualFile &vf) {
     vf.ahead.reset();
 }
 
-// Execute a batch of gets: ask every matcher, receive the plans and the data, unpack, convert.
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
-    if (batch.empty()) return NC_NOERR;
-    phase::Scope timer(phase::Transfer);
+// The writers' data of a batch of gets: ask every matcher, receive the plans and the data, unpack
+// into each get's destination.
+void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch, PostedBatch &posted) {
     std::vector<match::ReadReq> reqs;
     for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
-    PostedBatch posted;
     auto keep = [&] { keep_buffers(rt, posted, batch); };
     // The plan's next batch is posted before the writers' final header says whether they replay
     // (here, or at the nonblocking get that completed it: post_ahead), so that the data they send
@@ -1121,7 +1268,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
     }
     if (!ready) post_batch(rt, vf, batch, plan_batch(rt, vf, reqs), false, posted);
     if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
-    wait_receives(rt, vf.peer, channel, posted.recvs, keep, [&] {
+    wait_receives(rt, vf, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
                       "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
                       posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
@@ -1140,6 +1287,28 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         }
         rt.buffers().give(std::move(buf));
     }
+}
+
+// Execute a batch of gets: the writers' data (receive_batch), or the file's once the writer wrote
+// the session there instead (fallback=); then convert.
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
+    if (batch.empty()) return NC_NOERR;
+    phase::Scope timer(phase::Transfer);
+    PostedBatch posted;
+    if (!vf.from_file) {
+        try {
+            if (vf.rule->falls_back()) rt.progress(); // (a FileWritten that came: asking the writer would be in vain)
+            check_written(rt, vf);
+            receive_batch(rt, vf, batch, posted);
+        } catch (const WentToFile &) {
+            // The receives posted were cancelled: where one had begun, MPI fills it with the values
+            // the file holds too (the writer's), or a buffer kept until dtf_finalize.
+            posted = PostedBatch{};
+            switch_to_file(rt, vf);
+        }
+    }
+    if (vf.from_file) read_from_file(rt, vf, batch);
+    phase::Scope convert(phase::Pack);
     int first_error = NC_NOERR;
     for (auto *r : batch) {
         for (const auto &part : r->parts)
@@ -1198,6 +1367,11 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
         throw;
     }
     vf.pending.clear();
+    if (vf.from_file) { // the writer has closed the session: nobody to tell
+        ++vf.epoch;
+        vf.done_sent = true;
+        return rc;
+    }
     // Fewer batches than the replayed plan: take what the writers pushed for the others (a reader
     // that read nothing learns here whether they pushed anything).
     if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf);

@@ -209,8 +209,9 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                        f.plan->session, f.plan->path.c_str());
         }
     }
-    // Tell every writer rank who reads (it needs the reader ranks to know when all are done).
-    if (f.rank == 0) {
+    // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
+    // the writer wrote the session to the file system instead already (fallback=: read there).
+    if (f.rank == 0 && !rt.written(f.writer_stamp)) {
         PayloadWriter p;
         p.ints(f.ranks);
         p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
@@ -239,6 +240,7 @@ void close_or_fall_back(Runtime &rt, VirtualFile &vf) {
     }
     if (why.empty()) return;
     vf.ws->closed = true;
+    settle_given_up(rt, *vf.ws);
     queue_persist(rt, vf);
     flush_persist(rt, vf.group.get(), nullptr, true);
     if (vf.rank != 0) return;
@@ -301,22 +303,9 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     } else {
         rt.barrier(*vf.group, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     }
-    // Every final header of the session has come (the writer root sends one per epoch, in order), so
-    // that none can arrive once the path is forgotten.
-    if (!vf.writer && !abort && !unserved && vf.header_final_epoch < vf.epoch) {
+    if (!vf.writer) {
         try {
-            rt.wait_message(
-                [&](const Message &m) {
-                    return m.kind == MessageKind::HeaderFinal && m.path == vf.path && m.session == vf.session &&
-                           m.epoch == vf.epoch;
-                },
-                [&] {
-                    return format("closing '%s' (session %d) waited for the final header of transfer %d from "
-                                  "component '%s' (it comes with its dtf_transfer)",
-                                  vf.path.c_str(), vf.session, vf.epoch,
-                                  rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-                },
-                vf.peer);
+            end_reading(rt, vf, !abort && !unserved);
         } catch (const Error &) {
             unserved = std::current_exception();
         }

@@ -287,6 +287,10 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
+    // reader, fallback=: the writer wrote the session to the file system instead of sending it; this
+    // rank reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
+    bool from_file = false;
+    int file_ncid = -1;
     // writer, fallback=: why this rank stopped serving the session's readers (they were lost or late);
     // its close then writes the file instead, with the other writer ranks (close_file)
     std::string gave_up;
@@ -333,6 +337,10 @@ bool give_up_readers(Runtime &rt, VirtualFile &vf, const Error &e);
 // Collective over the file's writer ranks: why the first of them that gave the readers up did so
 // (then every rank has given them up), or nothing.
 std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &context);
+// Collective over the writer ranks, once they agreed to give the readers up: each matcher takes the
+// write metadata its work group sent when the epoch began (nothing else takes it now), so that no
+// send is left pending.
+void settle_given_up(Runtime &rt, WriterSession &ws);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
 bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values);
@@ -355,6 +363,7 @@ struct PersistJob {
     int64_t persist_after = 0; // VirtualFile::persist_after
     int enddefs = 0;
     std::vector<int> readers;
+    bool fallback = false; // fallback=: written because the readers were given up (then told: FileWritten)
     int rank = 0;
     std::shared_ptr<transport::Group> group;
     std::shared_ptr<WriterSession> ws; // its writes (values copied out of the user's buffers)
@@ -379,7 +388,12 @@ void end_persist(Runtime &rt);
 // of them are done; collective over the component. Throws the first failure once done.
 void serve_io(Runtime &rt);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
+// Once the writer wrote the session to the file instead (fallback=), the record count is the file's.
 void wait_header_final(Runtime &rt, VirtualFile &vf);
+// Reader, closing: wait for the final header of the last epoch (the writer root sends one per epoch,
+// in order, so none arrives once the path is forgotten); then close the file the gets were read
+// from, if the writer wrote it instead (fallback=).
+void end_reading(Runtime &rt, VirtualFile &vf, bool wait);
 // Reader, a get on a record variable: whether it can be checked now, before the final header,
 // against the record count of the plan the writers may replay (then the header has that count until
 // the final one comes, which must agree). Else the get waits for the final header.

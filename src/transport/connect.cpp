@@ -119,8 +119,9 @@ MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double
             check_mpi(MPI_Open_port(MPI_INFO_NULL, port), "MPI_Open_port");
             try {
                 accept_side(*board, spec, port, timeout_s);
-            } catch (...) {
+            } catch (...) { // (a peer that comes later must not find this port: nobody accepts there)
                 MPI_Close_port(port);
+                for (const char *suffix : {".port", ".ack", ".go"}) board->remove(pair_key(spec) + suffix);
                 throw;
             }
         } else {

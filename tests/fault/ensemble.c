@@ -15,7 +15,10 @@
  *              USER-GUIDE "Ensembles that survive a member"), and the next member is read. Every
  *              value read from a member is checked against the formula. If KILL is -2, its rank 0
  *              dies (SIGKILL) once it has opened hist.0.nc. If KILL is -3 - k, nobody dies, and the
- *              assimilation never opens member k's file (it is absent for that session).
+ *              assimilation never opens member k's file (it is absent for that session). With
+ *              ENSEMBLE_LATE=k in the environment it reads member k's file last, LATE_SECONDS after
+ *              the others (in both runs, so that the mean is summed in the same order); with
+ *              ENSEMBLE_LATE_AT=get too, it opens that file in time and waits before the get.
  * With ENSEMBLE_NODTF=1 the programs never call dtf (plain PnetCDF; ensemble.py runs the members
  * one after the other, then the assimilation, without the killed member: the oracle).
  * Prints "ensemble <role>: ok" at rank 0; exits 1 on a failed check.
@@ -29,8 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { NY = 12, NX = 10, MAX_MEMBERS = 8 };
+#define LATE_SECONDS 2.5
 
 static int rank, nprocs, use_dtf, failures;
 
@@ -96,7 +101,12 @@ static void member(int m, int kill) {
 
 /* Reads member m's T (this rank's columns) into `got`; 1 if it did, 0 if the member is lost (every
  * failed call must say so, naming the member). */
-static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got, int kill_self) {
+static void sleep_late(void) {
+    const double until = MPI_Wtime() + LATE_SECONDS;
+    while (MPI_Wtime() < until) usleep(10000);
+}
+
+static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got, int kill_self, int late_get) {
     char path[64], who[32];
     snprintf(path, sizeof path, "hist.%d.nc", m);
     snprintf(who, sizeof who, "component 'm%d'", m);
@@ -106,6 +116,7 @@ static int read_member(int m, MPI_Offset *start, MPI_Offset *count, float *got, 
     int ncid = -1, v = 0, rc = ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid);
     const int opened = rc == NC_NOERR;
     if (opened && m == 0 && kill_self && rank == 0) raise(SIGKILL);
+    if (opened && late_get) sleep_late();
 #define STEP(name, expr)                                                                                        \
     if (rc == NC_NOERR) {                                                                                       \
         call = name;                                                                                            \
@@ -139,13 +150,22 @@ static void assim(int members, int kill) {
     block(NX, nprocs, rank, &start[1], &count[1]);
     const size_t n = (size_t)(NY * count[1]);
     float *got = malloc((n ? n : 1) * sizeof *got), *sum = calloc(n ? n : 1, sizeof *sum);
-    int used[MAX_MEMBERS], nused = 0;
-    for (int m = 0; m < members; ++m) {
+    int used[MAX_MEMBERS], nused = 0, order[MAX_MEMBERS], norder = 0;
+    const char *late_env = getenv("ENSEMBLE_LATE");
+    const int late = late_env ? atoi(late_env) : -1;
+    const char *late_at = getenv("ENSEMBLE_LATE_AT");
+    const int late_get = late_at && !strcmp(late_at, "get") && use_dtf;
+    for (int m = 0; m < members; ++m)
+        if (m != late) order[norder++] = m;
+    if (late >= 0 && late < members) order[norder++] = late;
+    for (int i = 0; i < norder; ++i) {
+        const int m = order[i];
+        if (m == late && use_dtf && !late_get) sleep_late(); /* its writer gives up waiting (fallback=) */
         if (kill <= -3 && m == -3 - kill) { /* absent for this member's session */
             if (rank == 0) printf("ensemble assim: member %d left out: never opened\n", m);
             continue;
         }
-        int ok = read_member(m, start, count, got, kill == KILL_ASSIM), all = 0;
+        int ok = read_member(m, start, count, got, kill == KILL_ASSIM, m == late && late_get), all = 0;
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank got it, or none uses it */
         if (!all) continue;
         used[nused++] = m;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An ensemble that survives a member, or members that survive their reader (see ensemble.c).
 
-usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent] [--persist [--ioserver-exe PATH] |
-                   --fallback VALUE] [--members M] [--kill K] [--member-ranks N] [--assim-ranks N]
+usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent|late|never] [--persist | --fallback VALUE]
+                   [--ioserver-exe PATH] [--late-at open|get] [--members M] [--kill K]
+                   [--member-ranks N] [--assim-ranks N]
 
 Transfer run: dtfrun --keep-going starts the members (each its own job) and the assimilation, with
 DTF_VERBOSE_LEVEL=1 (no file may be left open at dtf_finalize). Oracle run: the same programs without
@@ -23,6 +24,16 @@ rank 0 must say that its session went to the file system, and why.
 session must go to the file system after N seconds (its hist.K.nc byte for byte the oracle's, its
 rank 0 saying so), the other members' files must not be written (they were read), and every
 component must end with status 0.
+--lost late --fallback N: nobody dies; the assimilation reads member K's file last, 2.5 s after the
+others (ENSEMBLE_LATE=K, in the oracle run too), when member K's session has gone to the file system
+after N seconds. The assimilation must read it from there (its rank 0 saying so) and use every
+member: analysis.nc and hist.K.nc byte for byte the oracle's, the other members' files not written.
+With --late-at get, the assimilation opens member K's file in time and is late with its get
+(ENSEMBLE_LATE_AT=get): the same. With --ioserver-exe, an I/O server of 2 ranks ("io") writes the
+file the member falls back to, and the assimilation reads it once the server has written it.
+--lost never --fallback N: the assimilation is never started. Every member must go on without it
+after DTF_TIMEOUT in dtf_init (its rank 0 saying so), write its file (byte for byte the oracle's,
+its rank 0 saying that the session went to the file system) and end with status 0.
 """
 import argparse
 import filecmp
@@ -51,10 +62,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
-    p.add_argument("--lost", choices=["member", "assim", "absent"], default="member")
+    p.add_argument("--lost", choices=["member", "assim", "absent", "late", "never"], default="member")
     p.add_argument("--persist", action="store_true")
     p.add_argument("--fallback", metavar="VALUE")
-    p.add_argument("--ioserver-exe", help="dtf-ioserver (with --persist): it writes the members' files")
+    p.add_argument("--ioserver-exe", help="dtf-ioserver (with --persist or --fallback): it writes the members' files")
+    p.add_argument("--late-at", choices=["open", "get"], default="open")
     p.add_argument("--members", type=int, default=3)
     p.add_argument("--kill", type=int, default=1)
     p.add_argument("--member-ranks", type=int, default=2)
@@ -69,16 +81,20 @@ def main():
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
             f.write(config(a.members, a.persist, a.fallback, a.ioserver_exe))
-        kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill}[a.lost]
+        kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill, "late": -1, "never": -1}[a.lost]
+        late = {"ENSEMBLE_LATE": str(a.kill), "ENSEMBLE_LATE_AT": a.late_at} if a.lost == "late" else {}
         cmd = [a.dtfrun, "--keep-going", "--timeout", str(TIMEOUT), "--walltime", "90"]
         for m in range(a.members):
             cmd += ["--name", f"m{m}", "-n", str(a.member_ranks), exe, "member", str(m), ini, str(kill), ":"]
-        cmd += ["--name", "assim", "-n", str(a.assim_ranks), exe, "assim", ini, str(a.members), str(kill)]
+        if a.lost == "never":  # (the members only)
+            cmd.pop()
+        else:
+            cmd += ["--name", "assim", "-n", str(a.assim_ranks), exe, "assim", ini, str(a.members), str(kill)]
         if a.ioserver_exe:
             cmd += [":", "--name", "io", "-n", "2", os.path.abspath(a.ioserver_exe), "io", ini]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
-        run = subprocess.run(cmd, cwd=runs["transfer"], env=dict(os.environ, DTF_VERBOSE_LEVEL="1"), text=True,
+        run = subprocess.run(cmd, cwd=runs["transfer"], env=dict(os.environ, DTF_VERBOSE_LEVEL="1", **late), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
         out = run.stdout
@@ -86,7 +102,7 @@ def main():
         print(f"exit status {run.returncode} after {elapsed:.1f} s")
 
         # The oracle: plain PnetCDF, the surviving members first, then the assimilation.
-        env = dict(os.environ, ENSEMBLE_NODTF="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        env = dict(os.environ, ENSEMBLE_NODTF="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **late)
         mpirun = ["mpirun", "--bind-to", "none", "--oversubscribe"]
         lost = a.kill if a.lost == "member" else -1
         steps = [(a.member_ranks, ["member", str(m), ini, "-1"]) for m in range(a.members) if m != lost]
@@ -100,12 +116,12 @@ def main():
             files = ["analysis.nc"] + ([f"hist.{m}.nc" for m in range(a.members) if m != a.kill] if a.persist else [])
             if os.path.exists(os.path.join(runs["transfer"], f"hist.{a.kill}.nc")):
                 failures.append(f"hist.{a.kill}.nc was written, though member {a.kill} died before its close")
-        elif a.lost == "absent":
-            files = [f"hist.{a.kill}.nc"]
+        elif a.lost in ("absent", "late"):
+            files = [f"hist.{a.kill}.nc"] + (["analysis.nc"] if a.lost == "late" else [])
             for m in range(a.members):
                 if m != a.kill and os.path.exists(os.path.join(runs["transfer"], f"hist.{m}.nc")):
                     failures.append(f"hist.{m}.nc was written, though its reader read it")
-        else:
+        else:  # assim, never
             files = [f"hist.{m}.nc" for m in range(a.members)] if a.persist or a.fallback else []
         for name in files:
             got, want = (os.path.join(runs[r], name) for r in ("transfer", "oracle"))
@@ -129,7 +145,7 @@ def main():
             survivors.append("io")
             if f"[io] [dtf io:0] notice: dtf_ioserver 'io': component 'm{a.kill}' was lost" not in out:
                 failures.append(f"the I/O server must say that member {a.kill} was lost")
-    elif a.lost == "absent":
+    elif a.lost in ("absent", "late"):
         if not re.search(rf"\[m{a.kill}\] \[dtf m{a.kill}:0\] notice: '[^']*/hist\.{a.kill}\.nc' \(session 1\) went to "
                          rf"the file system \(fallback={a.fallback}, [^)]*\): .*gave up after", out):
             failures.append(f"member {a.kill}'s rank 0 must say that its session went to the file system, and why")
@@ -137,7 +153,25 @@ def main():
             failures.append("only the absent reader's session may go to the file system")
         if "[assim] ensemble assim: ok" not in out:
             failures.append("the assimilation did not report ok")
-        survivors = [f"m{m}" for m in range(a.members)] + ["assim"]
+        if a.lost == "late":
+            if not re.search(rf"\[assim\] \[dtf assim:0\] notice: reading '[^']*/hist\.{a.kill}\.nc' \(session 1\) from "
+                             rf"the file system: component 'm{a.kill}' wrote it there", out):
+                failures.append(f"the assimilation's rank 0 must say that it read hist.{a.kill}.nc from the file system")
+            order = [m for m in range(a.members) if m != a.kill] + [a.kill]
+            if f"[assim] ensemble assim: members used: {' '.join(map(str, order))}\n" not in out:
+                failures.append("the assimilation must use every member")
+            if "was never used" in out:
+                failures.append("a control message was left unused (a protocol leak)")
+        survivors = [f"m{m}" for m in range(a.members)] + ["assim"] + (["io"] if a.ioserver_exe else [])
+    elif a.lost == "never":
+        for m in range(a.members):
+            if not re.search(rf"\[m{m}\] \[dtf m{m}:0\] notice: going on without component 'assim', which did not "
+                             rf"connect", out):
+                failures.append(f"member {m}'s rank 0 must say that it goes on without the assimilation")
+            if not re.search(rf"\[m{m}\] \[dtf m{m}:0\] notice: '[^']*/hist\.{m}\.nc' \(session 1\) went to the file "
+                             rf"system \(fallback={a.fallback}, [^)]*\): .*component 'assim' never connected", out):
+                failures.append(f"member {m}'s rank 0 must say that its session went to the file system, and why")
+        survivors = [f"m{m}" for m in range(a.members)]
     elif a.fallback:
         if "ensemble member: reader lost: " in out:
             failures.append("with fallback=, no member call may fail")
@@ -156,7 +190,7 @@ def main():
         line = next((l for l in out.splitlines() if re.match(rf"dtfrun:\s+{name}\s", l)), "")
         if run.returncode != 0 and "exited with status 0" not in line:  # (no summary when all exit 0)
             failures.append(f"dtfrun's summary must show {name} exiting with status 0")
-    want = 0 if a.lost == "absent" else 137
+    want = 0 if a.lost in ("absent", "late", "never") else 137
     if run.returncode != want:
         failures.append(f"dtfrun must exit with status {want}, not {run.returncode}")
     if elapsed > TIMEOUT + 30:

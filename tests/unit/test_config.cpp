@@ -181,8 +181,8 @@ void test_errors() {
         {"replay with several readers", info3 + "[FILE]\nfilename=a.nc\nreplay_io=1\nwriter=model\nreaders=obs assim\n",
          "t.ini:8: replay_io=1 with 2 readers (line 10) is not supported yet; expected replay_io=0, or one reader"},
         {"ioserver without persist", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\nioserver=assim\n",
-         "t.ini:10: ioserver= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
-         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+         "t.ini:10: ioserver= in a [FILE] section without persist=1 or fallback= in transfer mode; expected "
+         "persist=1 or fallback=, and mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
         {"ioserver unknown", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\nioserver=io\n",
          "t.ini:11: unknown component 'io' in ioserver=; expected one of: model, obs, assim"},
         {"ioserver reads the file", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\npersist=1\nioserver=obs\n",
@@ -193,11 +193,11 @@ void test_errors() {
          "t.ini:12: ioserver= with aggregators= (line 11); expected one of them: the I/O server's ranks are the writers "
          "of its files"},
         {"aggregators without persist", kInfo + kFile + "aggregators=2\n",
-         "t.ini:9: aggregators= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
-         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+         "t.ini:9: aggregators= in a [FILE] section without persist=1 or fallback= in transfer mode; expected "
+         "persist=1 or fallback=, and mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
         {"aggregate_steps in file mode", kInfo + kFile + "persist=1\nmode=file\naggregate_steps=4\n",
-         "t.ini:11: aggregate_steps= in a [FILE] section without persist=1 in transfer mode; expected persist=1 and "
-         "mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
+         "t.ini:11: aggregate_steps= in a [FILE] section without persist=1 or fallback= in transfer mode; expected "
+         "persist=1 or fallback=, and mode=\"transfer\" (it says how dtf writes the files it writes itself)"},
         {"aggregators < 0", kInfo + kFile + "persist=1\naggregators=-1\n",
          "t.ini:10: bad value '-1' for 'aggregators'; expected an integer >= 0"},
         {"aggregate_steps 0", kInfo + kFile + "persist=1\naggregate_steps=0\n",
@@ -213,6 +213,13 @@ void test_errors() {
         {"fallback in file mode", kInfo + kFile + "mode=file\nfallback=2\n",
          "t.ini:10: fallback= in a [FILE] section in file mode; expected it in transfer mode with readers, persist=0 "
          "and replay_io=0 (the file it writes when the readers are lost is the one persist=1 writes anyway)"},
+        {"fallback with subfiles", info3 + "[FILE]\nfilename=a.nc\nwriter=model\nreaders=obs\nfallback=wait\n"
+         "aggregators=2\nsubfiles=1\n",
+         "t.ini:12: subfiles=1 with fallback= (line 10); expected it with persist=1 only (a reader that comes late reads "
+         "the session's one file, as soon as it is written)"},
+        {"fallback with aggregate_steps", kInfo + kFile + "fallback=2\naggregate_steps=3\n",
+         "t.ini:10: aggregate_steps > 1 with fallback= (line 9); expected it with persist=1 only (a reader that comes "
+         "late reads the session's one file, as soon as it is written)"},
         {"fallback bad value", kInfo + kFile + "fallback=soon\n",
          "t.ini:9: bad value 'soon' for 'fallback'; expected \"fail\", \"wait\" or a number of seconds >= 0"},
         {"fallback negative", kInfo + kFile + "fallback=-1\n",
@@ -403,12 +410,32 @@ void test_match_and_peers() {
     CHECK("peers of c", (p.peers_of(2) == std::vector<int>{0}));
     CHECK("peers of d", p.peers_of(3).empty());
 
+    // may_go_without: only a writer whose every file shared with that peer falls back (fallback=).
+    Config g = parse("[INFO]\nncomp=4\ncomp_name=m\ncomp_name=assim\ncomp_name=obs\ncomp_name=d\n"
+                     "[FILE]\nfilename=h1\nwriter=m\nreaders=assim, obs\nfallback=\"wait\"\n"
+                     "[FILE]\nfilename=h2\nwriter=m\nreaders=assim\nfallback=3\n"
+                     "[FILE]\nfilename=h3\nwriter=m\nreaders=obs\n"
+                     "[FILE]\nfilename=x\nwriter=d\nreaders=m\nfallback=1\n",
+                     "g.ini");
+    CHECK("the writer may go on without a reader of fallback files", g.may_go_without(0, 1));
+    CHECK("not without a reader of one file that does not fall back", !g.may_go_without(0, 2));
+    CHECK("a reader never goes on without its writer", !g.may_go_without(1, 0) && !g.may_go_without(0, 3));
+    CHECK("not without a component it shares nothing with", !g.may_go_without(1, 2) && !g.may_go_without(0, 0));
+
     // ioserver=: the server is connected to every component of its files, they to it.
     Config io = parse("[INFO]\nncomp=4\ncomp_name=model\ncomp_name=assim\ncomp_name=io\ncomp_name=d\n"
                       "[FILE]\nfilename=h\nwriter=model\nreaders=assim\npersist=1\nioserver=io\n"
                       "[FILE]\nfilename=x\ncomp1=d\ncomp2=model\n",
                       "io.ini");
     CHECK("peers of an I/O server", (io.peers_of(2) == std::vector<int>{0, 1}));
+    CHECK("no going on without an I/O server", !io.may_go_without(0, 2) && !io.may_go_without(2, 0));
+    // fallback= files are written as persist=1 writes them: by the I/O server, or by aggregators.
+    Config fio = parse("[INFO]\nncomp=3\ncomp_name=model\ncomp_name=assim\ncomp_name=io\n"
+                       "[FILE]\nfilename=h\nwriter=model\nreaders=assim\nfallback=1\nioserver=io\n"
+                       "[FILE]\nfilename=g\nwriter=model\nreaders=assim\nfallback=wait\naggregators=1\n",
+                       "fio.ini");
+    CHECK("fallback= with ioserver= and aggregators=", fio.files[0].ioserver == "io" && fio.files[1].aggregators == 1);
+    CHECK("going on without the reader, not the I/O server", fio.may_go_without(0, 1) && !fio.may_go_without(0, 2));
     CHECK("peers of its writer", (io.peers_of(0) == std::vector<int>{1, 2, 3}));
     CHECK("peers of its reader", (io.peers_of(1) == std::vector<int>{0, 2}));
     CHECK("the I/O server does not handle the file", !io.files[0].involves("io"));
