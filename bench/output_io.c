@@ -9,8 +9,11 @@
  * through PnetCDF; persist=1 with aggregators=, subfiles=, aggregate_steps=: dtf writes it). The
  * model's rank 0 prints "RESULT <seconds> <bytes>": the time from a barrier before the first step to
  * a barrier after the last close (every file written by then when aggregate_steps divides STEPS; an
- * I/O server may still be writing), and the bytes of values written. OUTPUT_IO_SYNC=1: the model
- * calls ncmpi_sync before each close (file mode: the data is on disk when the close returns).
+ * I/O server may still be writing), the bytes of values written, and the model's visible output time:
+ * the time from each create to its close returning, summed over the steps (the slowest rank).
+ * OUTPUT_IO_SYNC=1: the model calls ncmpi_sync before each close (file mode: the data is on disk when
+ * the close returns). OUTPUT_IO_COMPUTE=S: after each close the model computes for S seconds, as a
+ * sleep: computation on cores that the writing does not need (an I/O server on cores of its own).
  *
  * usage: output_io (model|post) CONFIG DIR STEPS NX NY NZ V
  */
@@ -18,6 +21,7 @@
 #include <pnetcdf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "dtf.h"
 
@@ -41,6 +45,7 @@ int main(int argc, char **argv) {
     const int steps = atoi(argv[4]), nx = atoi(argv[5]), ny = atoi(argv[6]), nz = atoi(argv[7]), nvars = atoi(argv[8]);
     const int model = argv[1][0] == 'm';
     const int sync = getenv("OUTPUT_IO_SYNC") && atoi(getenv("OUTPUT_IO_SYNC")) == 1;
+    const double compute = getenv("OUTPUT_IO_COMPUTE") ? atof(getenv("OUTPUT_IO_COMPUTE")) : 0;
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -49,11 +54,12 @@ int main(int argc, char **argv) {
     float *values = malloc(block * sizeof(float));
     for (size_t i = 0; i < block; i++) values[i] = (float)(rank * block + i);
     char path[4096];
-    double t0 = 0;
+    double t0 = 0, visible = 0;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int s = 0; s < steps; s++) {
         snprintf(path, sizeof path, "%s/out.%d.nc", dir, s);
+        const double step0 = MPI_Wtime();
         int ncid, dims[3], var;
         if (model) {
             CHECK(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
@@ -80,11 +86,15 @@ int main(int argc, char **argv) {
             }
         }
         CHECK(ncmpi_close(ncid));
+        visible += MPI_Wtime() - step0;
+        if (model && compute > 0) usleep((useconds_t)(compute * 1e6));
     }
     MPI_Barrier(MPI_COMM_WORLD);
     const double seconds = MPI_Wtime() - t0;
+    double slowest = 0;
+    MPI_Reduce(&visible, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (model && rank == 0)
-        printf("RESULT %.6f %.0f\n", seconds, (double)steps * nvars * block * size * sizeof(float));
+        printf("RESULT %.6f %.0f %.6f\n", seconds, (double)steps * nvars * block * size * sizeof(float), slowest);
     free(values);
     dtf_finalize();
     MPI_Finalize();

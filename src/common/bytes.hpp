@@ -31,6 +31,7 @@ public:
         out_.resize(out_.size() + n);
         return out_.data() + out_.size() - n;
     }
+    void reserve_more(size_t n) { out_.reserve(out_.size() + n); }
     size_t size() const { return out_.size(); }
     std::vector<char> take() { return std::move(out_); }
 

@@ -83,6 +83,12 @@ public:
         i64(static_cast<int64_t>(s.size()));
         out_.raw(s.data(), s.size());
     }
+    // What bytes() writes, from pieces: the length, then each piece with raw() (reserved at once).
+    void bytes_header(size_t n) {
+        i64(static_cast<int64_t>(n));
+        out_.reserve_more(n);
+    }
+    void raw(const void *p, size_t n) { out_.raw(p, n); }
     std::vector<char> take() { return out_.take(); }
 
 private:

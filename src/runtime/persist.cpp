@@ -416,21 +416,36 @@ std::vector<char> recv_bytes(MPI_Comm comm, int from) {
     return bytes;
 }
 
-// A rank's writes for its aggregator: their metadata (match::encode), fill flags, then the values.
-std::vector<char> pack_writes(const model::Header &h, const std::vector<WriteRecord> &writes) {
+// What comes before the values in pack_writes(); *values: the bytes of values after it.
+std::vector<char> writes_head(const model::Header &h, const std::vector<WriteRecord> &writes, size_t *values) {
     std::vector<match::WriteReq> metas;
     metas.reserve(writes.size());
-    size_t total = 0;
-    for (const WriteRecord &w : writes) metas.push_back(w.meta), total += value_bytes(h, w);
+    *values = 0;
+    for (const WriteRecord &w : writes) metas.push_back(w.meta), *values += value_bytes(h, w);
     const std::vector<char> m = match::encode(metas);
     ByteWriter out;
     out.i64(static_cast<int64_t>(m.size()));
     out.raw(m.data(), m.size());
     for (const WriteRecord &w : writes) out.i32(w.fill ? 1 : 0);
-    std::vector<char> bytes = out.take();
+    return out.take();
+}
+
+// A rank's writes for its aggregator: their metadata (match::encode), fill flags, then the values.
+std::vector<char> pack_writes(const model::Header &h, const std::vector<WriteRecord> &writes) {
+    size_t total = 0;
+    std::vector<char> bytes = writes_head(h, writes, &total);
     bytes.reserve(bytes.size() + total);
     for (const WriteRecord &w : writes) bytes.insert(bytes.end(), w.values(), w.values() + value_bytes(h, w));
     return bytes;
+}
+
+// p.bytes(pack_writes(h, writes)), without packing them apart first (the values are copied once).
+void pack_writes(PayloadWriter &p, const model::Header &h, const std::vector<WriteRecord> &writes) {
+    size_t total = 0;
+    const std::vector<char> head = writes_head(h, writes, &total);
+    p.bytes_header(head.size() + total);
+    p.raw(head.data(), head.size());
+    for (const WriteRecord &w : writes) p.raw(w.values(), value_bytes(h, w));
 }
 
 // The writes of pack_writes(), their values referring to `bytes`.
@@ -537,7 +552,7 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
     if (job.rank == 0)
         describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback, job.readers,
                       job.hints);
-    p.bytes(pack_writes(job.header, job.ws->writes));
+    pack_writes(p, job.header, job.ws->writes);
     rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
     for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
     for (WriteRecord &w : job.ws->writes) // the copies made for the file alone
@@ -742,14 +757,27 @@ bool is_described(const Message &m) {
 }
 
 // The server root's choice of the next file to write (empty: none, the clients are done), to every
-// server rank. Blocking, as the rest of the writing.
-std::vector<char> broadcast(MPI_Comm comm, std::vector<char> bytes) {
-    transport::Blocking unlocked;
+// server rank. The other ranks wait here as long as the root waits for work, so they wait as it does:
+// taking the messages that come meanwhile (the clients' parts) and sleeping between looks, instead
+// of spinning in MPI_Bcast on a core the clients may need.
+std::vector<char> broadcast(Runtime &rt, MPI_Comm comm, std::vector<char> bytes) {
+    auto bcast = [&](void *buf, int count, MPI_Datatype type) {
+        MPI_Request req;
+        transport::check_mpi(MPI_Ibcast(buf, count, type, 0, comm, &req), "MPI_Ibcast (I/O server)");
+        double pause = 50e-6;
+        for (int done = 0;;) {
+            transport::check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (I/O server)");
+            if (done) return;
+            rt.progress();
+            rt.idle(pause);
+            pause = std::min(pause * 2, 5e-3);
+        }
+    };
     int64_t n = static_cast<int64_t>(bytes.size());
-    transport::check_mpi(MPI_Bcast(&n, 1, MPI_INT64_T, 0, comm), "MPI_Bcast (I/O server)");
+    bcast(&n, 1, MPI_INT64_T);
     if (n > INT32_MAX) fail(DTF_ERR_UNSUPPORTED, "I/O server: a file's description of %lld bytes", static_cast<long long>(n));
     bytes.resize(static_cast<size_t>(n));
-    transport::check_mpi(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, comm), "MPI_Bcast (I/O server)");
+    bcast(bytes.data(), static_cast<int>(n), MPI_BYTE);
     return bytes;
 }
 
@@ -816,7 +844,7 @@ void serve_io(Runtime &rt) {
                 choice.clear();
             }
         }
-        choice = broadcast(comm, std::move(choice));
+        choice = broadcast(rt, comm, std::move(choice));
         if (choice.empty()) break;
         Part job = rank == 0 ? std::move(waiting.front()) : from_description(choice);
         if (rank == 0) waiting.pop_front();

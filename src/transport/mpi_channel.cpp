@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <list>
 
 #include "transport/mpi_util.hpp"
 
@@ -30,11 +31,44 @@ public:
     Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
         return queue_.send(comm_, dests, static_cast<int>(tag), std::move(bytes), what);
     }
+    ~MpiChannel() override {
+        // Only reached with receives in flight when dtf gave up on a peer: MPI may still fill them.
+        for (Arriving &a : arriving_) {
+            MPI_Request_free(&a.request);
+            new std::vector<char>(std::move(a.bytes)); // deliberately kept
+        }
+    }
+    // Messages are matched as they arrive (a matched probe: the one found is the one received, whatever
+    // other threads receive), then received without blocking: a large message whose sender is busy
+    // elsewhere (over TCP its bytes move only while the sender is in MPI) is taken once it is complete,
+    // instead of spinning in a blocking receive until then. Per sender, in the order it sent them.
     std::optional<Incoming> poll(Tag tag, const char *what) override {
-        int source = -1;
-        auto bytes = try_recv(comm_, static_cast<int>(tag), &source, what);
-        if (!bytes) return std::nullopt;
-        return Incoming{source, std::move(*bytes)};
+        const int t = static_cast<int>(tag);
+        for (;;) {
+            int flag = 0, size = 0;
+            MPI_Message message;
+            MPI_Status status;
+            check_mpi(MPI_Improbe(MPI_ANY_SOURCE, t, comm_, &flag, &message, &status), what);
+            if (!flag) break;
+            MPI_Get_count(&status, MPI_BYTE, &size);
+            arriving_.push_back(Arriving{t, status.MPI_SOURCE, std::vector<char>(static_cast<size_t>(size)), MPI_REQUEST_NULL});
+            Arriving &a = arriving_.back();
+            check_mpi(MPI_Imrecv(a.bytes.data(), size, MPI_BYTE, &message, &a.request), what);
+        }
+        std::vector<int> behind; // senders whose earlier message is still arriving
+        for (auto it = arriving_.begin(); it != arriving_.end(); ++it) {
+            if (it->tag != t || std::find(behind.begin(), behind.end(), it->source) != behind.end()) continue;
+            int done = 0;
+            check_mpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), what);
+            if (!done) {
+                behind.push_back(it->source);
+                continue;
+            }
+            Incoming in{it->source, std::move(it->bytes)};
+            arriving_.erase(it);
+            return in;
+        }
+        return std::nullopt;
     }
     Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
         return queue_.receive(comm_, source, static_cast<int>(tag), buf, size, what);
@@ -48,9 +82,15 @@ public:
     size_t pending_bytes(const std::vector<Ticket> &tickets) const override { return queue_.pending_bytes(tickets); }
 
 private:
+    struct Arriving {
+        int tag, source;
+        std::vector<char> bytes; // (its buffer is where MPI_Imrecv writes: moving the vector keeps it)
+        MPI_Request request;
+    };
     MPI_Comm comm_;
     MpiQueue &queue_;
     int remote_size_ = 0;
+    std::list<Arriving> arriving_; // matched, being received
 };
 
 } // namespace

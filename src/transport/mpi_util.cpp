@@ -67,21 +67,6 @@ void check_mpi(int rc, const char *what) {
     if (rc != MPI_SUCCESS) fail(DTF_ERR_MPI, "%s failed: %s", what, mpi_error_string(rc).c_str());
 }
 
-std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, const char *what) {
-    // A matched probe: the message found is the one received, whatever other threads receive.
-    int flag = 0;
-    MPI_Message message;
-    MPI_Status status;
-    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, tag, comm, &flag, &message, &status), what);
-    if (!flag) return std::nullopt;
-    int size = 0;
-    MPI_Get_count(&status, MPI_BYTE, &size);
-    std::vector<char> bytes(static_cast<size_t>(size));
-    check_mpi(MPI_Mrecv(bytes.data(), size, MPI_BYTE, &message, MPI_STATUS_IGNORE), what);
-    *source = status.MPI_SOURCE;
-    return bytes;
-}
-
 namespace {
 // Broadcast (code, message) from `root` to every rank of `comm`.
 void share(MPI_Comm comm, int root, int &code, std::string &message) {

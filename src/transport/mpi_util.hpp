@@ -61,10 +61,6 @@ MPI_Info make_info(const std::vector<std::pair<std::string, std::string>> &entri
 void check_mpi(int rc, const char *what);
 std::string mpi_error_string(int rc);
 
-// The next message with `tag` on `comm` (from any source), received whole, if one has arrived;
-// *source gets its sender. `what` names the message in errors.
-std::optional<std::vector<char>> try_recv(MPI_Comm comm, int tag, int *source, const char *what);
-
 // Run `fn` on rank `root` of `comm`; broadcast its outcome. Every rank returns normally or throws the
 // same error (quietly on the ranks other than root). Collective over `comm`.
 void on_root(MPI_Comm comm, int root, const std::function<void()> &fn);
