@@ -211,9 +211,9 @@ def io_section(steps_ms, example):
             "values copied at put and once more into one message per rank for the server, which MPI copies again "
             "over TCP between separately launched jobs, and the collectives of the create and close over 8 ranks "
             "on 2 cores), and the server writes while the model computes. Here writing to the page cache is a "
-            "memory copy too, so the hand-off costs about what the model's own writing costs (file mode, "
-            "persist=1); file-sync pays for the disk. With OUTPUT_IO_COMPUTE=0 (the steps back to back) the "
-            "server's writing competes with the model's next output for the same 2 cores.",
+            "memory copy too, so the hand-off costs about what the model's ranks writing the files themselves "
+            "cost (persist=1); file-sync pays for the disk. With OUTPUT_IO_COMPUTE=0 (the steps back to back) "
+            "the server's writing competes with the model's next output for the same 2 cores.",
             "", "One launch:", "", "```sh", f"OUTPUT_IO_COMPUTE={COMPUTE_S:g} " + example, "```"]
     return "\n".join(out)
 

@@ -1,5 +1,7 @@
 #include "runtime/message.hpp"
 
+#include <cstring>
+
 #include "common/bytes.hpp"
 #include "common/error.hpp"
 
@@ -10,6 +12,7 @@ namespace {
 // length (8), then the path and the payload; little-endian (common/bytes.hpp).
 constexpr size_t kHeaderBytes = 32;
 constexpr size_t kMaxPath = 4096;
+static_assert(kEnvelopeMax == kHeaderBytes + kMaxPath, "kEnvelopeMax: the longest envelope");
 } // namespace
 
 const char *kind_name(MessageKind kind) {
@@ -31,14 +34,32 @@ const char *kind_name(MessageKind kind) {
     return "unknown";
 }
 
-std::vector<char> encode(const Message &m) {
-    ByteWriter w(kHeaderBytes + m.path.size() + m.payload.size());
+namespace {
+void envelope(ByteWriter &w, const Message &m) {
     w.u32(kMessageMagic), w.u32(static_cast<uint32_t>(m.kind));
     w.i32(m.from_component), w.i32(m.session), w.i32(m.epoch);
     w.u32(static_cast<uint32_t>(m.path.size())), w.u64(m.payload.size());
     w.raw(m.path.data(), m.path.size());
+}
+} // namespace
+
+std::vector<char> encode(const Message &m) {
+    ByteWriter w(kHeaderBytes + m.path.size() + m.payload.size());
+    envelope(w, m);
     w.raw(m.payload.data(), m.payload.size());
     return w.take();
+}
+
+std::vector<char> encode(Message &&m) {
+    const size_t head = kHeaderBytes + m.path.size(), n = m.payload.size();
+    if (m.payload.capacity() < n + head) return encode(static_cast<const Message &>(m));
+    ByteWriter w(head);
+    envelope(w, m);
+    std::vector<char> out = std::move(m.payload);
+    out.resize(n + head); // (no reallocation: the capacity is there)
+    std::memmove(out.data() + head, out.data(), n);
+    std::memcpy(out.data(), w.take().data(), head);
+    return out;
 }
 
 std::optional<Message> decode(const char *data, size_t size, std::string *why) {

@@ -62,6 +62,10 @@ struct Message {
 constexpr uint32_t kMessageMagic = 0x44544608; // "DTF" + wire version 8 (little-endian; FileWritten)
 
 std::vector<char> encode(const Message &m);
+// The same, taking the payload's buffer: the envelope goes in front of the payload in place when the
+// buffer has room for it (kEnvelopeMax more bytes of capacity), else the payload is copied.
+std::vector<char> encode(Message &&m);
+constexpr size_t kEnvelopeMax = 32 + 4096; // the envelope's header and the longest path
 // nullopt (and a reason in *why) when the bytes are not a valid message of this wire version.
 std::optional<Message> decode(const char *data, size_t size, std::string *why);
 const char *kind_name(MessageKind kind);
@@ -83,10 +87,11 @@ public:
         i64(static_cast<int64_t>(s.size()));
         out_.raw(s.data(), s.size());
     }
-    // What bytes() writes, from pieces: the length, then each piece with raw() (reserved at once).
+    // What bytes() writes, from pieces: the length, then each piece with raw() (reserved at once, with
+    // room for the envelope: encode() puts it in front without copying the payload).
     void bytes_header(size_t n) {
         i64(static_cast<int64_t>(n));
-        out_.reserve_more(n);
+        out_.reserve_more(n + kEnvelopeMax);
     }
     void raw(const void *p, size_t n) { out_.raw(p, n); }
     std::vector<char> take() { return out_.take(); }

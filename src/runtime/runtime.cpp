@@ -464,7 +464,7 @@ void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
         log::debug("sending %s session %d epoch %d of '%s' to %zu rank(s) of '%s' (first %d)", kind_name(message.kind),
                    message.session, message.epoch, message.path.c_str(), ranks.size(),
                    config_.components[static_cast<size_t>(peer)].c_str(), ranks.empty() ? -1 : ranks[0]);
-    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(message), "sending a control message");
+    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)), "sending a control message");
     stats_.notices_sent += static_cast<long>(ranks.size());
 }
 

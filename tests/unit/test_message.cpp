@@ -66,6 +66,25 @@ int main() {
         }
     }
 
+    // Encoding by moving the payload gives the same bytes, in place when the payload writer left room
+    // for the envelope (bytes_header), by a copy when not.
+    {
+        PayloadWriter big;
+        big.i32(9);
+        const std::vector<char> values(100000, 'v');
+        big.bytes_header(values.size());
+        big.raw(values.data(), values.size());
+        Message roomy{MessageKind::PersistData, 1, 2, 0, "/run/out.0.nc", big.take()};
+        const std::vector<char> copied = encode(roomy);
+        const char *buffer = roomy.payload.data();
+        const std::vector<char> moved = encode(std::move(roomy));
+        CHECK(moved == copied);
+        CHECK(moved.data() == buffer); // the payload's own buffer
+        Message tight{MessageKind::Persisted, 1, 2, 0, "/p.nc", payload};
+        tight.payload.shrink_to_fit();
+        CHECK(encode(std::move(tight)) == encode(Message{MessageKind::Persisted, 1, 2, 0, "/p.nc", payload}));
+    }
+
     const std::vector<char> good = encode(Message{MessageKind::ReadPlan, 1, 2, 3, "/p.nc", payload});
     CHECK(rejection(good).empty());
     // Every truncation, and one byte too many, is rejected with a reason.
