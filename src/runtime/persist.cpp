@@ -56,14 +56,7 @@ public:
             fail(rc, "writing '%s' (persist=1, session %d): %s failed: %s", path_.c_str(), session_, call,
                  ncmpi_strerror(rc));
     }
-    template <class Fn, class... A> void call(int fn, A... args) {
-        int rc;
-        {
-            transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
-            rc = real<Fn>(fn)(args...);
-        }
-        check(rc, dtf_pnc_name(fn));
-    }
+    template <class Fn, class... A> void call(int fn, A... args) { check(call_real<Fn>(fn, args...), dtf_pnc_name(fn)); }
     void create(MPI_Comm comm, int cmode, MPI_Info info) {
         call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_create, comm, path_.c_str(), cmode, info,
                                                                    &ncid);
@@ -78,8 +71,7 @@ public:
         const int id = ncid;
         ncid = -1;
         if (!quiet) return call<int (*)(int)>(DTF_FN_ncmpi_close, id);
-        transport::Blocking unlocked;
-        real<int (*)(int)>(DTF_FN_ncmpi_close)(id);
+        call_real<int (*)(int)>(DTF_FN_ncmpi_close, id);
     }
     int ncid = -1;
 
@@ -97,12 +89,8 @@ void put_att(File &f, int varid, const model::Att &a) {
 bool same_att(File &f, int varid, const model::Att &a) {
     nc_type type = NC_NAT;
     MPI_Offset len = 0;
-    int rc;
-    {
-        transport::Blocking unlocked;
-        rc = real<int (*)(int, int, const char *, nc_type *, MPI_Offset *)>(DTF_FN_ncmpi_inq_att)(f.ncid, varid,
-                                                                                                    a.name.c_str(), &type, &len);
-    }
+    const int rc = call_real<int (*)(int, int, const char *, nc_type *, MPI_Offset *)>(DTF_FN_ncmpi_inq_att, f.ncid, varid,
+                                                                                   a.name.c_str(), &type, &len);
     if (rc != NC_NOERR || type != a.type || len != a.len) return false;
     std::vector<char> bytes(a.bytes.size() + 1);
     f.call<int (*)(int, int, const char *, void *)>(DTF_FN_ncmpi_get_att, f.ncid, varid, a.name.c_str(), bytes.data());
@@ -764,13 +752,12 @@ std::vector<char> broadcast(Runtime &rt, MPI_Comm comm, std::vector<char> bytes)
     auto bcast = [&](void *buf, int count, MPI_Datatype type) {
         MPI_Request req;
         transport::check_mpi(MPI_Ibcast(buf, count, type, 0, comm, &req), "MPI_Ibcast (I/O server)");
-        double pause = 50e-6;
+        Backoff backoff(50e-6, 5e-3);
         for (int done = 0;;) {
             transport::check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (I/O server)");
             if (done) return;
             rt.progress();
-            rt.idle(pause);
-            pause = std::min(pause * 2, 5e-3);
+            rt.idle(backoff.next());
         }
     };
     int64_t n = static_cast<int64_t>(bytes.size());
@@ -806,7 +793,7 @@ void serve_io(Runtime &rt) {
             // The first file whose writer root's part came and that continues no file left to write;
             // the server waits for the next one as long as its clients run (no DTF_TIMEOUT: a model may
             // compute for hours between its outputs).
-            double pause = 50e-6;
+            Backoff backoff(50e-6, 5e-3);
             try {
                 for (;;) {
                     rt.progress();
@@ -836,8 +823,7 @@ void serve_io(Runtime &rt) {
                                  waiting.front().path.c_str());
                         break;
                     }
-                    rt.idle(pause);
-                    pause = std::min(pause * 2, 5e-3);
+                    rt.idle(backoff.next());
                 }
             } catch (const Error &e) { // the end, for every server rank (the failure is reported below)
                 if (!first_failure) first_failure = std::make_unique<Error>(e);

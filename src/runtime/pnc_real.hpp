@@ -3,6 +3,7 @@
 
 #include "common/error.hpp"
 #include "pnc/hook.h"
+#include "transport/mpi_util.hpp"
 
 namespace dtf::runtime {
 
@@ -16,6 +17,14 @@ template <class Fn> Fn real(int fn) {
              "LD_PRELOAD libdtf.so into a program linked with PnetCDF",
              dtf_pnc_name(fn));
     return reinterpret_cast<Fn>(p);
+}
+
+// Call the real PnetCDF function `fn` (of type Fn) without the runtime lock: it may wait in MPI for
+// other ranks. Returns its code.
+template <class Fn, class... A> int call_real(int fn, A... args) {
+    const Fn f = real<Fn>(fn);
+    transport::Blocking unlocked;
+    return f(args...);
 }
 
 } // namespace dtf::runtime

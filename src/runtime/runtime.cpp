@@ -600,7 +600,7 @@ void Runtime::apply(Message &&m) {
         return;
     }
     if (m.kind == MessageKind::FileWritten) { // the session's waits end (transfer.cpp); a closed one has no use for it
-        if (counters_.count(m.path) && counters_.at(m.path).closed() >= m.session) return;
+        if (auto c = counters_.find(m.path); c != counters_.end() && c->second.closed() >= m.session) return;
         written_.insert(PayloadReader(m.payload, "file-written").i64()); // (from the writer, or its I/O server)
         return;
     }

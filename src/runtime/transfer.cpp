@@ -823,23 +823,17 @@ void switch_to_file(Runtime &rt, VirtualFile &vf) {
             fail(rc, "reading '%s' (session %d) from the file system, where component '%s' wrote it (fallback=): "
                  "%s failed: %s", vf.path.c_str(), vf.session, writer.c_str(), call, ncmpi_strerror(rc));
     };
-    int ncid = -1, rc;
-    {
-        transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
-        rc = real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open)(
-            MPI_COMM_SELF, vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid);
-    }
-    check(rc, "ncmpi_open");
+    int ncid = -1;
+    check(call_real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open, MPI_COMM_SELF,
+                                                                          vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid),
+          "ncmpi_open");
     vf.from_file = true;
     vf.file_ncid = ncid;
     const int unlimited = vf.header.unlimdimid();
     if (unlimited >= 0) {
         MPI_Offset numrecs = 0;
-        {
-            transport::Blocking unlocked;
-            rc = real<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_dimlen)(ncid, unlimited, &numrecs);
-        }
-        check(rc, "ncmpi_inq_dimlen");
+        check(call_real<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_dimlen, ncid, unlimited, &numrecs),
+              "ncmpi_inq_dimlen");
         vf.header.set_numrecs(numrecs);
     }
     vf.header_final = true;
@@ -866,14 +860,11 @@ void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *
             if (b.empty()) continue;
             const std::vector<MPI_Offset> start(b.start.begin(), b.start.end()), count(b.count.begin(), b.count.end()),
                 stride(b.stride.begin(), b.stride.end());
-            int rc;
-            {
-                transport::Blocking unlocked;
-                rc = real<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, void *, MPI_Offset,
-                                  MPI_Datatype)>(DTF_FN_ncmpi_get_vars_all)(
-                    vf.file_ncid, r->parts[i].varid, start.data(), count.data(), stride.data(),
-                    r->dest + static_cast<size_t>(r->offsets[i]) * es, b.size(), types::mpi_type(r->xtype));
-            }
+            const int rc = call_real<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *,
+                                             void *, MPI_Offset, MPI_Datatype)>(
+                DTF_FN_ncmpi_get_vars_all, vf.file_ncid, r->parts[i].varid, start.data(), count.data(), stride.data(),
+                static_cast<void *>(r->dest + static_cast<size_t>(r->offsets[i]) * es), static_cast<MPI_Offset>(b.size()),
+                types::mpi_type(r->xtype));
             if (rc != NC_NOERR)
                 fail(rc, "reading '%s' (session %d) from the file system (fallback=): ncmpi_get_vars_all of variable '%s' "
                      "%s failed: %s", vf.path.c_str(), vf.session,
@@ -903,8 +894,7 @@ void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
         }
     rt.forget_written(vf.writer_stamp);
     if (vf.file_ncid < 0) return;
-    transport::Blocking unlocked;
-    real<int (*)(int)>(DTF_FN_ncmpi_close)(vf.file_ncid); // (read only: nothing to lose)
+    call_real<int (*)(int)>(DTF_FN_ncmpi_close, vf.file_ncid); // (read only: nothing to lose)
     vf.file_ncid = -1;
 }
 
