@@ -29,12 +29,11 @@ BEGIN, END = "<!-- aggregate.py: begin -->", "<!-- aggregate.py: end -->"
 CONFIG = """[INFO]
 ncomp={ncomp}
 comp_name="model"
-comp_name="post"
-{more}[FILE]
+{more}"""
+FILE = """[FILE]
 filename="out.%.nc"
 writer="model"
-readers="post"
-mode="{mode}"
+{readers}mode="{mode}"
 {keys}"""
 
 # (label, aggregators, subfiles, steps); aggregators None: file mode (PnetCDF itself, every rank).
@@ -60,18 +59,25 @@ def keys(aggregators, subfiles, steps):
     return f"persist=1\naggregators={a}\nsubfiles={int(subfiles)}\naggregate_steps={steps}\n"
 
 
-def launch(build, work, label, mode, keys, size, files, io=0, sync=False, compute=0.0, timeout=120):
-    """One launch of output_io (and an I/O server of `io` ranks; the model computing `compute` s after
-    each step's output): (seconds, bytes, the model's visible output seconds, the model's writing
-    seconds from dtf's stats or None, the command)."""
+def launch(build, work, label, mode, keys, size, files, io=0, sync=False, compute=0.0, post=True, mpmd=False,
+           timeout=120):
+    """One launch of output_io: the model, with a post rank reading each file (`post`) and an I/O server
+    of `io` ranks, as separate jobs or in one launch (`mpmd`); the model computing `compute` s after
+    each step's output; mode None: out.*.nc is in no [FILE] section (plain PnetCDF). (seconds, bytes, the
+    model's visible output seconds, the model's writing seconds from dtf's stats or None, the command)."""
     d = tempfile.mkdtemp(dir=work)
     ini = os.path.join(d, "dtf.ini")
+    names = ["post"] * post + ["io"] * bool(io)
     with open(ini, "w") as f:
-        f.write(CONFIG.format(ncomp=3 if io else 2, more='comp_name="io"\n' if io else "", mode=mode, keys=keys))
+        f.write(CONFIG.format(ncomp=1 + len(names), more="".join(f'comp_name="{n}"\n' for n in names)))
+        if mode:
+            f.write(FILE.format(readers='readers="post"\n' if post else "", mode=mode, keys=keys))
     exe = os.path.join(build, "bench", "output_io")
     argv = [ini, d] + [str(x) for x in size]
-    cmd = [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60", "--walltime", str(timeout),
-           "--name", "model", "-n", str(RANKS), exe, "model"] + argv + [":", "--name", "post", "-n", "1", exe, "post"] + argv
+    cmd = [os.path.join(build, "bin", "dtfrun")] + ["--mpmd"] * mpmd + ["-c", ini, "--timeout", "60", "--walltime",
+                                                                         str(timeout), "--name", "model", "-n", str(RANKS), exe, "model"] + argv
+    if post:
+        cmd += [":", "--name", "post", "-n", "1", exe, "post"] + argv
     if io:
         cmd += [":", "--name", "io", "-n", str(io), os.path.join(build, "bin", "dtf-ioserver"), "io"]
     env = dict(os.environ, DTF_PRINT_STATS="1", OUTPUT_IO_SYNC="1" if sync else "0", OUTPUT_IO_COMPUTE=str(compute))
@@ -97,13 +103,16 @@ def run_one(build, work, run, size):
                   size, files)
 
 
-# The I/O server against the model writing the files itself: (label, mode, keys, server ranks, sync).
+# The I/O server against the model writing its output itself (no reader: CFIO2's offload): (label,
+# keys of the file's section (None: the file is in none, plain PnetCDF), server ranks, sync, one launch).
 # The model computes COMPUTE_S after each step's output (a sleep: on cores the writing does not need).
 COMPUTE_S = 0.25
-IO_RUNS = [("the model writes, synced (file-sync)", "file", "", 0, True),
-           ("the model writes (file mode)", "file", "", 0, False),
-           ("the model's ranks write (persist=1)", "transfer", "persist=1\n", 0, False),
-           ("an I/O server of 2 ranks writes (ioserver=)", "transfer", 'persist=1\nioserver="io"\n', 2, False)]
+SERVED = 'persist=1\nioserver="io"\n'
+IO_RUNS = [("the model writes, synced (file-sync)", None, 0, True, False),
+           ("the model writes, not synced", None, 0, False, False),
+           ("the model's ranks write after the hand-off (persist=1)", "persist=1\n", 0, False, False),
+           ("an I/O server of 2 ranks writes (ioserver=), separate jobs", SERVED, 2, False, False),
+           ("an I/O server of 2 ranks writes (ioserver=), one launch", SERVED, 2, False, True)]
 
 
 def plot(results, png):
@@ -183,9 +192,11 @@ def rma_section(rma, example):
         f"| point-to-point | {p2p_s:.1f} | {p2p_w:.1f} | {nbytes / p2p_s / 1e3:.0f} |",
         f"| RMA pull | {rma_s:.1f} | {rma_w:.1f} | {nbytes / rma_s / 1e3:.0f} |", "",
         f"RMA pull / point-to-point, the server's time: {rma_s / p2p_s:.2f}x. The pull frees the writers "
-        "(they need not be in an MPI call for their bytes to move) at the price of windows the server must know; "
-        "dtf's I/O server takes messages (the writers hand them to the runtime and go on), and does not pull "
-        "(not built: the data plane has no one-sided transport yet).", "", "```sh", example, "```"])
+        "(they need not be in an MPI call for their bytes to move) at the price of windows the server must know. "
+        "dtf's I/O server takes messages: each large write's values are one message sent from dtf's copy, which "
+        "in one launch Open MPI's shared-memory transport moves as one single-copy read by the receiving "
+        "server rank, the writer not taking part either; a one-sided transport is not built (the data plane "
+        "has none).", "", "```sh", example, "```"])
 
 
 def io_section(steps_ms, example):
@@ -193,27 +204,33 @@ def io_section(steps_ms, example):
     base = steps_ms[IO_RUNS[0][0]][0]
     compute_ms = COMPUTE_S * 1e3
     out = ["### I/O server", "",
-           "The same launches with the files written by the model itself, synced to disk before each close "
-           "(`file-sync`, the issue's baseline) or not, by its ranks after the hand-off (`persist=1`), or by "
-           f"an I/O server (`dtf-ioserver`, 2 ranks, `ioserver=\"io\"`); after each step's output the model "
-           f"computes {compute_ms:.0f} ms (`OUTPUT_IO_COMPUTE`, a sleep: computation on cores the writing does "
-           "not need, as an I/O server on cores or nodes of its own has them; this machine has 2 cores for the "
-           "11 processes). The model's *visible output time* is its time per step from the create to the close "
-           "returning (the slowest rank; the post rank reads one value of each file); the step is that plus "
-           "the compute; medians over the launches, ms.", "",
+           "The model's output alone (no reader: CFIO2's offload; the same 8 model ranks and files as above), "
+           "written by the model itself through PnetCDF, synced to disk before each close (`file-sync`, the "
+           "issue's baseline) or not (the files are in no `[FILE]` section), by its ranks after the hand-off "
+           "(`persist=1`), or by an I/O server (`dtf-ioserver`, 2 ranks, `ioserver=\"io\"`) launched as a "
+           "separate job or in the model's launch (`dtfrun --mpmd`, as CFIO2 runs its servers). After each "
+           f"step's output the model computes {compute_ms:.0f} ms (`OUTPUT_IO_COMPUTE`, a sleep: computation "
+           "on cores the writing does not need, as an I/O server on cores or nodes of its own has them; this "
+           "machine has 2 cores for the 10 processes). The model's *visible output time* is its time per step "
+           "from the create to the close returning (the slowest rank); the step is that plus the compute; "
+           "medians over the launches, ms.", "",
            "| who writes the files | visible output, ms per step | / file-sync | step, ms |", "|---|---|---|---|"]
     for label, *_ in IO_RUNS:
         out_ms, step_ms = steps_ms[label]
         out.append(f"| {label} | {out_ms:.1f} | {out_ms / base:.2f}x | {step_ms:.1f} |")
     ratio = steps_ms[IO_RUNS[-1][0]][0] / base
-    out += ["", f"With the I/O server the model's visible output time is {ratio:.2f}x file-sync's "
-            f"(target <= 0.2: {'met' if ratio <= 0.2 else 'not met'}): what the model sees is the hand-off (its "
-            "values copied at put and once more into one message per rank for the server, which MPI copies again "
-            "over TCP between separately launched jobs, and the collectives of the create and close over 8 ranks "
-            "on 2 cores), and the server writes while the model computes. Here writing to the page cache is a "
-            "memory copy too, so the hand-off costs about what the model's ranks writing the files themselves "
-            "cost (persist=1); file-sync pays for the disk. With OUTPUT_IO_COMPUTE=0 (the steps back to back) "
-            "the server's writing competes with the model's next output for the same 2 cores.",
+    jobs = steps_ms[IO_RUNS[-2][0]][0] / base
+    out += ["", f"With an I/O server in the model's launch the model's visible output time is {ratio:.2f}x "
+            f"file-sync's (target <= 0.2: {'met' if ratio <= 0.2 else 'not met'}); as a separate job {jobs:.2f}x. "
+            "What the model sees is the hand-off: its values copied at the put, one small message per rank "
+            "with the writes' metadata and each large write's values sent from that copy as a message of its "
+            "own, and the collectives of the create and close over 8 ranks on 2 cores; the server receives and "
+            "writes while the model computes. In one launch Open MPI's shared-memory transport moves each "
+            "message with a single-copy read by the server, without the model; between separately launched jobs "
+            "the bytes go through TCP, and only while the model is in an MPI call (its next create), since "
+            "on this crowded node no progress thread runs. Writing to the page cache is a memory copy too, so "
+            "the model's ranks writing the files themselves after the hand-off (persist=1) cost them about what "
+            "PnetCDF's unsynced writes cost; file-sync pays for the disk.",
             "", "One launch:", "", "```sh", f"OUTPUT_IO_COMPUTE={COMPUTE_S:g} " + example, "```"]
     return "\n".join(out)
 
@@ -269,11 +286,12 @@ def main():
                 example = example or cmd
                 print(f"rep {rep + 1} run {i + 1}/{len(runs)} {run[0]}: {nbytes / 1e6:.0f} MB in {seconds:.3f} s, "
                       f"{nbytes / seconds / 1e6:.0f} MB/s", flush=True)
-            for i, (label, mode, k, io, sync) in enumerate(IO_RUNS if not a.smoke else IO_RUNS[-1:]):
-                seconds, nbytes, out_s, _, cmd = launch(build, work, label, mode, k, size, size[0], io=io, sync=sync,
-                                                        compute=0 if a.smoke else COMPUTE_S)
+            for i, (label, k, io, sync, mpmd) in enumerate(IO_RUNS if not a.smoke else IO_RUNS[-2:]):
+                seconds, nbytes, out_s, _, cmd = launch(build, work, label, k and "transfer", k, size, size[0], io=io,
+                                                        sync=sync, compute=0 if a.smoke else COMPUTE_S, post=False,
+                                                        mpmd=mpmd)
                 visible[label].append((out_s / size[0] * 1e3, seconds / size[0] * 1e3))
-                io_example = io_example or (cmd if io else "")
+                io_example = cmd if io and mpmd else io_example
                 print(f"rep {rep + 1} I/O run {i + 1}/{len(IO_RUNS)} {label}: output {out_s / size[0] * 1e3:.1f} ms, "
                       f"{seconds / size[0] * 1e3:.1f} ms per step", flush=True)
     finally:

@@ -59,7 +59,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544608; // "DTF" + wire version 8 (little-endian; FileWritten)
+constexpr uint32_t kMessageMagic = 0x44544609; // "DTF" + wire version 9 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the

@@ -404,41 +404,56 @@ std::vector<char> recv_bytes(MPI_Comm comm, int from) {
     return bytes;
 }
 
-// What comes before the values in pack_writes(); *values: the bytes of values after it.
-std::vector<char> writes_head(const model::Header &h, const std::vector<WriteRecord> &writes, size_t *values) {
+// Values of a write at least this large go to the I/O server as a message of their own, straight from
+// dtf's copy (ship_job), rather than copied into the part's message: each rank's hand-off then
+// copies nothing, and Open MPI's shared-memory transport moves each one with a single-copy read.
+constexpr size_t kSentApart = size_t{64} << 10;
+
+// What comes before the values in pack_writes(): the writes' metadata (match::encode), then for each
+// its flags (1: fill values; 2: its values come apart, not after the head); *values: the bytes of
+// values after it.
+std::vector<char> writes_head(const model::Header &h, const std::vector<WriteRecord> &writes, size_t apart,
+                              size_t *values) {
     std::vector<match::WriteReq> metas;
     metas.reserve(writes.size());
     *values = 0;
-    for (const WriteRecord &w : writes) metas.push_back(w.meta), *values += value_bytes(h, w);
+    for (const WriteRecord &w : writes) metas.push_back(w.meta);
     const std::vector<char> m = match::encode(metas);
     ByteWriter out;
     out.i64(static_cast<int64_t>(m.size()));
     out.raw(m.data(), m.size());
-    for (const WriteRecord &w : writes) out.i32(w.fill ? 1 : 0);
+    for (const WriteRecord &w : writes) {
+        const size_t n = value_bytes(h, w);
+        out.i32((w.fill ? 1 : 0) | (n >= apart ? 2 : 0));
+        if (n < apart) *values += n;
+    }
     return out.take();
 }
 
-// A rank's writes for its aggregator: their metadata (match::encode), fill flags, then the values.
+// A rank's writes for its aggregator: the head, then the values.
 std::vector<char> pack_writes(const model::Header &h, const std::vector<WriteRecord> &writes) {
     size_t total = 0;
-    std::vector<char> bytes = writes_head(h, writes, &total);
+    std::vector<char> bytes = writes_head(h, writes, SIZE_MAX, &total);
     bytes.reserve(bytes.size() + total);
     for (const WriteRecord &w : writes) bytes.insert(bytes.end(), w.values(), w.values() + value_bytes(h, w));
     return bytes;
 }
 
-// p.bytes(pack_writes(h, writes)), without packing them apart first (the values are copied once).
-void pack_writes(PayloadWriter &p, const model::Header &h, const std::vector<WriteRecord> &writes) {
+// p.bytes() of the head and the values of the writes below `apart` bytes (copied once); the caller
+// sends the others' values apart, in order.
+void pack_writes(PayloadWriter &p, const model::Header &h, const std::vector<WriteRecord> &writes, size_t apart) {
     size_t total = 0;
-    const std::vector<char> head = writes_head(h, writes, &total);
+    const std::vector<char> head = writes_head(h, writes, apart, &total);
     p.bytes_header(head.size() + total);
     p.raw(head.data(), head.size());
-    for (const WriteRecord &w : writes) p.raw(w.values(), value_bytes(h, w));
+    for (const WriteRecord &w : writes)
+        if (const size_t n = value_bytes(h, w); n < apart) p.raw(w.values(), n);
 }
 
-// The writes of pack_writes(), their values referring to `bytes`.
+// The writes of pack_writes(), their values referring to `bytes`; those whose values come apart get a
+// buffer of their size in `data`, and their positions in *out are added to *apart (nullptr: none may).
 void unpack_writes(const model::Header &h, const std::vector<char> &bytes, std::vector<WriteRecord> *out,
-                   const std::string &where) {
+                   std::vector<size_t> *apart, const std::string &where) {
     auto bad = [&] { fail(DTF_ERR_INTERNAL, "%s: malformed writes from a rank of the aggregator group", where.c_str()); };
     ByteReader in(bytes.data(), bytes.size());
     int64_t mlen = 0;
@@ -447,18 +462,24 @@ void unpack_writes(const model::Header &h, const std::vector<char> &bytes, std::
     std::vector<match::WriteReq> metas = match::decode_writes(bytes.data() + meta_at, static_cast<size_t>(mlen));
     size_t at = meta_at + static_cast<size_t>(mlen) + 4 * metas.size();
     if (at > bytes.size()) bad();
-    ByteReader fills(bytes.data() + meta_at + static_cast<size_t>(mlen), 4 * metas.size());
+    ByteReader flags(bytes.data() + meta_at + static_cast<size_t>(mlen), 4 * metas.size());
     for (size_t i = 0; i < metas.size(); ++i) {
-        int32_t fill = 0;
-        fills.i32(&fill);
+        int32_t flag = 0;
+        flags.i32(&flag);
         WriteRecord w;
         w.meta = std::move(metas[i]);
-        if (w.meta.varid < 0 || static_cast<size_t>(w.meta.varid) >= h.vars().size()) bad();
-        w.fill = fill != 0;
+        if (w.meta.varid < 0 || static_cast<size_t>(w.meta.varid) >= h.vars().size() || (flag & ~3) != 0) bad();
+        w.fill = (flag & 1) != 0;
         const size_t n = value_bytes(h, w);
-        if (n > bytes.size() - at) bad();
-        w.borrowed = bytes.data() + at;
-        at += n;
+        if (flag & 2) {
+            if (!apart) bad();
+            apart->push_back(out->size());
+            w.data.resize(n);
+        } else {
+            if (n > bytes.size() - at) bad();
+            w.borrowed = bytes.data() + at;
+            at += n;
+        }
         out->push_back(std::move(w));
     }
 }
@@ -484,7 +505,7 @@ void arrange(Output *o, MPI_Comm comm, const config::FileRule &rule, const model
         send_bytes(o->split_group.comm, 0, pack_writes(h, writes));
     } else {
         for (int m = 1; m < members; ++m) o->received.push_back(recv_bytes(o->split_group.comm, m));
-        for (const auto &bytes : o->received) unpack_writes(h, bytes, &o->others, where);
+        for (const auto &bytes : o->received) unpack_writes(h, bytes, &o->others, nullptr, where);
         for (const WriteRecord &w : writes) o->writes.push_back(&w);
         for (const WriteRecord &w : o->others) o->writes.push_back(&w);
     }
@@ -540,11 +561,21 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
     if (job.rank == 0)
         describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback, job.readers,
                       job.hints);
-    pack_writes(p, job.header, job.ws->writes);
+    pack_writes(p, job.header, job.ws->writes, kSentApart);
     rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
-    for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
-    for (WriteRecord &w : job.ws->writes) // the copies made for the file alone
-        if (w.persist_copy) std::vector<char>().swap(w.data);
+    // The large values after it, in place, on the session's data tag (the server receives them once it
+    // writes the file); the session's writes stay until the last is sent, then the copies made for the
+    // file alone go.
+    auto writes = std::shared_ptr<const void>(nullptr, [ws = job.ws](const void *) {
+        for (WriteRecord &w : ws->writes)
+            if (w.persist_copy) std::vector<char>().swap(w.data);
+    });
+    const transport::Tag tag = rt.data_tag(rt.self(), job.ws->stamp);
+    for (const WriteRecord &w : job.ws->writes) {
+        const size_t n = value_bytes(job.header, w);
+        rt.stats().persist_bytes += static_cast<long>(n);
+        if (n >= kSentApart) rt.peer_link(server).channel->send(to, tag, w.values(), n, writes, "sending values to the I/O server");
+    }
     rt.stats().persist_s += now_s() - t0;
     log::debug("%s: sent to I/O server '%s' rank %d", where.c_str(), job.rule->ioserver.c_str(), to);
 }
@@ -665,6 +696,7 @@ namespace {
 // One writer rank's part of a session's file at the I/O server (ship_job).
 struct Part {
     int from = -1;  // the writer component
+    int source = -1; // the writer rank that sent it (its rank in the component)
     std::string path;
     int session = 0;
     int64_t stamp = 0;
@@ -684,6 +716,7 @@ struct Part {
 Part read_part(const Message &m, bool with_writes) {
     Part p;
     p.from = m.from_component;
+    p.source = m.source;
     p.path = m.path;
     p.session = m.session;
     PayloadReader r(m.payload, "persist-data");
@@ -734,6 +767,31 @@ Part from_description(const std::vector<char> &bytes) {
     m.session = r.i32();
     m.payload = r.bytes();
     return read_part(m, false);
+}
+
+// The values the writer ranks sent apart from their parts (ship_job), into the records' buffers: in
+// each rank's order, on the session's data tag. When the wait fails the buffers are left to the
+// runtime, since MPI may still fill a receive it had begun.
+void receive_apart(Runtime &rt, const Part &job, std::vector<WriteRecord> &records, const std::vector<size_t> &apart,
+                   const std::vector<int> &sources, const std::string &where) {
+    if (apart.empty()) return;
+    transport::Channel &channel = *rt.peer_link(job.from).channel;
+    const transport::Tag tag = rt.data_tag(job.from, job.stamp);
+    std::vector<transport::Ticket> tickets;
+    for (size_t i = 0; i < apart.size(); ++i) {
+        std::vector<char> &data = records[apart[i]].data;
+        tickets.push_back(channel.receive(sources[i], tag, data.data(), data.size(), "receiving values for the I/O server"));
+    }
+    try {
+        rt.wait_until([&] { return channel.done(tickets); }, [&] {
+            return format("%s waited for %zu bytes of values from its writer ranks", where.c_str(),
+                          channel.pending_bytes(tickets));
+        }, job.from);
+    } catch (...) {
+        channel.cancel(tickets);
+        for (size_t i : apart) rt.keep_until_finalize(std::move(records[i].data));
+        throw;
+    }
 }
 
 int64_t stamp_of(const Message &m) { return PayloadReader(m.payload, "persist-data").i64(); }
@@ -847,6 +905,7 @@ void serve_io(Runtime &rt) {
                 if (rank == 0) { // its first part came with the description
                     parts.emplace_back();
                     parts.back().writer_rank = job.writer_rank;
+                    parts.back().source = job.source;
                     parts.back().writes = std::move(job.writes);
                 }
                 while (static_cast<int>(parts.size()) < expected) {
@@ -862,7 +921,13 @@ void serve_io(Runtime &rt) {
                 std::sort(parts.begin(), parts.end(),
                           [](const Part &a, const Part &b) { return a.writer_rank < b.writer_rank; });
                 std::vector<WriteRecord> records;
-                for (const Part &p : parts) unpack_writes(job.header, p.writes, &records, where);
+                std::vector<size_t> apart;
+                std::vector<int> sources;
+                for (const Part &p : parts) {
+                    unpack_writes(job.header, p.writes, &records, &apart, where);
+                    sources.resize(apart.size(), p.source); // (the sender of the ones it added)
+                }
+                receive_apart(rt, job, records, apart, sources, where);
                 std::vector<const WriteRecord *> writes;
                 for (const WriteRecord &w : records) {
                     writes.push_back(&w);

@@ -737,6 +737,11 @@ void Runtime::check_peer_alive(const std::string &peer, const std::function<std:
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,
                          const std::function<int()> &peer, double timeout_s) {
+    wait(done, what, peer, timeout_s, false);
+}
+
+void Runtime::wait(const std::function<bool()> &done, const std::function<std::string()> &what,
+                   const std::function<int()> &peer, double timeout_s, bool collective) {
     phase::Scope timer(phase::Wait);
     if (auto it = unanswered_.find(peer()); it != unanswered_.end() && !done())
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
@@ -774,16 +779,21 @@ void Runtime::wait_until(const std::function<bool()> &done, const std::function<
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_, self_name().c_str(),
                  waited.c_str(), deadline.elapsed(), settings_.timeout_s);
         }
-        // Look again after 2% of the time waited so far (20 us .. 2 ms): the answer is seen at most that
-        // late, and a long wait costs little CPU. A crowded node backs off from the start instead.
-        pause(crowded_ ? backoff.next() : std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6));
+        // Look again after 2% of the time waited so far (20 us .. 200 us): the answer is seen at most that
+        // late, and a long wait costs little CPU. A crowded node backs off from the start instead, except
+        // in a collective over this component's ranks: they are all in the same call, and each round of
+        // the collective advances only when every rank looks again, so a pause grown to milliseconds
+        // made each round cost that much (MPI_Comm_idup and MPI_Iallreduce at every create and close).
+        pause(!crowded_ ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6)
+                        : collective ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3) : backoff.next());
     }
 }
 
 void Runtime::complete(transport::Pending &op, const char *call, const transport::Group &group,
                        const std::string &context) {
-    wait_until([&] { return op.test(); },
-               [&] { return format("%s: %s over %d ranks waited for the others", context.c_str(), call, group.size()); });
+    wait([&] { return op.test(); },
+         [&] { return format("%s: %s over %d ranks waited for the others", context.c_str(), call, group.size()); },
+         [] { return -1; }, 0, true);
 }
 
 std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::string &context) {

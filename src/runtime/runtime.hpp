@@ -337,6 +337,9 @@ private:
     // Sleep about `seconds` without the runtime lock.
     void pause(double seconds);
     void complete(transport::Pending &op, const char *call, const transport::Group &group, const std::string &context);
+    // wait_until; `collective`: a collective over this component's ranks (complete), paced for it.
+    void wait(const std::function<bool()> &done, const std::function<std::string()> &what,
+              const std::function<int()> &peer, double timeout_s, bool collective);
 
     config::Config config_;
     config::Settings settings_;

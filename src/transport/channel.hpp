@@ -66,6 +66,11 @@ public:
     Ticket send(int dest, Tag tag, std::vector<char> bytes, const char *what) {
         return send(std::vector<int>{dest}, tag, std::move(bytes), what);
     }
+    // Send the `size` bytes at `data` to `dest` where they are, without a copy: they must stay unchanged
+    // until the ticket is done, and `keep` (what owns them) is held until then. One contiguous message,
+    // which Open MPI's shared-memory transport moves with one single-copy read.
+    virtual Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void> keep,
+                        const char *what) = 0;
     // The next message with `tag` from any rank, received whole, if one has arrived.
     virtual std::optional<Incoming> poll(Tag tag, const char *what) = 0;
     // Receive exactly `size` bytes with `tag` from `source` into `buf`, which must stay valid until

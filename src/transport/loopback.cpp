@@ -27,6 +27,10 @@ public:
         return next_++; // delivered at once
     }
 
+    Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void>, const char *what) override {
+        return send(std::vector<int>{dest}, tag, std::vector<char>(data, data + size), what); // copied at once
+    }
+
     std::optional<Incoming> poll(Tag tag, const char *) override {
         auto lock = net_.lock();
         auto &inbox = net_.endpoint(group_, rank_).inbox;

@@ -31,6 +31,10 @@ public:
     Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
         return queue_.send(comm_, dests, static_cast<int>(tag), std::move(bytes), what);
     }
+    Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void> keep,
+                const char *what) override {
+        return queue_.send(comm_, dest, static_cast<int>(tag), data, size, std::move(keep), what);
+    }
     ~MpiChannel() override {
         // Only reached with receives in flight when dtf gave up on a peer: MPI may still fill them.
         for (Arriving &a : arriving_) {
@@ -102,6 +106,7 @@ MpiQueue::~MpiQueue() {
         if (ops_[i].receive) MPI_Cancel(&requests_[i]);
         MPI_Request_free(&requests_[i]);
         if (ops_[i].buffer) new std::shared_ptr<std::vector<char>>(std::move(ops_[i].buffer)); // deliberately kept
+        if (ops_[i].keep) new std::shared_ptr<const void>(std::move(ops_[i].keep)); // the same
     }
 }
 
@@ -121,6 +126,19 @@ Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std
         ops_.back().comm = comm;
         ++remaining_[t];
     }
+    return t;
+}
+
+Ticket MpiQueue::send(MPI_Comm comm, int dest, int tag, const char *data, size_t size, std::shared_ptr<const void> keep,
+                      const char *what) {
+    const Ticket t = next_++;
+    MPI_Request req;
+    check_mpi(MPI_Isend(data, checked_count(size, what), MPI_BYTE, dest, tag, comm, &req), what);
+    requests_.push_back(req);
+    ops_.push_back(Op{t, nullptr, size, false, what});
+    ops_.back().comm = comm;
+    ops_.back().keep = std::move(keep);
+    ++remaining_[t];
     return t;
 }
 

@@ -26,6 +26,9 @@ public:
 
     // Start one send of `bytes` per rank of `dests` on `comm`.
     Ticket send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what);
+    // Send `size` bytes at `data` in place to `dest`, holding `keep` until the send is complete.
+    Ticket send(MPI_Comm comm, int dest, int tag, const char *data, size_t size, std::shared_ptr<const void> keep,
+                const char *what);
     Ticket receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what);
     Ticket receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what);
     // Completes what has completed; true if anything did.
@@ -52,6 +55,7 @@ private:
         bool cancelled = false; // given up (cancel()): no longer counted, not checked
         std::vector<Span> scatter{}; // a receive into `buffer` whose bytes go there once complete
         MPI_Comm comm = MPI_COMM_NULL;
+        std::shared_ptr<const void> keep{}; // the owner of a send's bytes sent in place
     };
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_

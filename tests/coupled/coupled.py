@@ -547,36 +547,41 @@ persist=1
 def scenario_output(args, work):
     """An output file (writer=, no readers=, persist=1): the model's files, written by its ranks, by
     aggregators (one file, subfiles) or by an I/O server (--ioserver RANKS), must be those plain PnetCDF
-    writes (--c-exe: bench/output_io, which writes STEPS files out.<step>.nc)."""
+    writes (--c-exe: bench/output_io, which writes STEPS files out.<step>.nc). The I/O server also gets
+    writes of 67 KB each, whose values the model ranks send as messages of their own (64 KiB and more)."""
     ranks, steps = args.model_ranks, args.cycles
-    size = [str(steps), "16", "4", "3", "3"]  # steps, nx, rows per rank, nz, variables
-    runs = [("oracle", "nothing.%", "", 0), ("ranks", "out.%.nc", "", 0),
-            ("aggregated", "out.%.nc", "aggregators=2\naggregate_steps=2\n", 0),
-            ("subfiles", "out.%.nc", "aggregators=2\nsubfiles=1\n", 0)]
+    sizes = {"small": [str(steps), "16", "4", "3", "3"],  # steps, nx, rows per rank, nz, variables
+             "large": [str(steps), "1400", "4", "3", "3"]}
+    runs = [("oracle", "nothing.%", "", 0, "small"), ("ranks", "out.%.nc", "", 0, "small"),
+            ("aggregated", "out.%.nc", "aggregators=2\naggregate_steps=2\n", 0, "small"),
+            ("subfiles", "out.%.nc", "aggregators=2\nsubfiles=1\n", 0, "small")]
     if args.ioserver:
-        runs.append(("ioserver", "out.%.nc", 'ioserver="io"\n', args.ioserver))
-    for label, pattern, keys, io in runs:
+        runs += [("ioserver", "out.%.nc", 'ioserver="io"\n', args.ioserver, "small"),
+                 ("oracle-large", "nothing.%", "", 0, "large"),
+                 ("ioserver-large", "out.%.nc", 'ioserver="io"\n', args.ioserver, "large")]
+    for label, pattern, keys, io, size in runs:
         run = os.path.join(work, label)
         os.mkdir(run)
         ini = os.path.join(run, "dtf.ini")
         with open(ini, "w") as f:
             f.write(OUTPUT_CONFIG.format(ncomp=2 if io else 1, more='comp_name="io"\n' if io else "", pattern=pattern,
                                          keys=keys))
-        status, out, _ = launch(args, [(ranks, [args.c_exe, "model", ini, run] + size)] +
+        status, out, _ = launch(args, [(ranks, [args.c_exe, "model", ini, run] + sizes[size])] +
                                 ([(io, [args.ioserver_exe, "io", ini])] if io else []),
                                 {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "1"}, walltime=90)
         expect(status == 0, f"{label}: exit status {status}")
-        if label == "oracle":
+        if label.startswith("oracle"):
             continue
+        oracle = os.path.join(work, "oracle" if size == "small" else "oracle-" + size)
         written = {m.group(1): int(m.group(2)) for m in PERSISTED.finditer(out)}
         expect(written.get("io" if io else "model") == steps, f"{label}: files written per component: {written}")
         for step in range(steps):
             name = f"out.{step}.nc"
             if "subfiles=1" in keys:
                 parts = [os.path.join(run, f"{name}.subfile_{g}") for g in range(min(2, ranks))]
-                why = ncfiles.compare_subfiles(os.path.join(work, "oracle", name), parts)
+                why = ncfiles.compare_subfiles(os.path.join(oracle, name), parts)
             else:
-                why = ncfiles.compare(os.path.join(work, "oracle", name), os.path.join(run, name))
+                why = ncfiles.compare(os.path.join(oracle, name), os.path.join(run, name))
             expect(why is None, f"{label}: not the file plain PnetCDF wrote: {why}")
         print(f"{label}: {steps} files as plain PnetCDF wrote them")
 
