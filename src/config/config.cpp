@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "common/error.hpp"
@@ -774,9 +775,33 @@ bool Config::may_go_without(int component, int peer) const {
         const bool served = (rule.ioserver == me && rule.involves(other)) || (rule.ioserver == other && rule.involves(me));
         if (!reads && !served) continue;
         shared = true;
-        if (served || rule.writer != me || !rule.falls_back()) return false;
+        // its writer, or its I/O server, and `peer` one of its readers
+        const bool to_reader = other != rule.writer && other != rule.ioserver && (rule.writer == me || rule.ioserver == me);
+        if (!to_reader || !rule.falls_back()) return false;
     }
     return shared;
+}
+
+namespace {
+// Where the pair of components a and b stands in the global connect order (Config::connect_order).
+std::tuple<bool, int, int> pair_rank(const Config &c, int a, int b) {
+    return {c.may_go_without(a, b) || c.may_go_without(b, a), std::min(a, b), std::max(a, b)};
+}
+} // namespace
+
+std::vector<int> Config::connect_order(int component) const {
+    std::vector<int> peers = peers_of(component);
+    std::stable_sort(peers.begin(), peers.end(),
+                     [&](int p, int q) { return pair_rank(*this, component, p) < pair_rank(*this, component, q); });
+    return peers;
+}
+
+int Config::optional_pairs_before(int peer, int component) const {
+    const auto here = pair_rank(*this, peer, component);
+    int n = 0;
+    for (int q : peers_of(peer))
+        if (q != component && std::get<0>(pair_rank(*this, peer, q)) && pair_rank(*this, peer, q) < here) ++n;
+    return n;
 }
 
 Config parse(std::string_view text, std::string_view filename) {

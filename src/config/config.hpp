@@ -83,9 +83,18 @@ struct Config {
     // ioserver= or are served by it (indices, ascending).
     std::vector<int> peers_of(int component) const;
     // Whether `component` may go on without `peer` when that never connects (dtf_init): every file
-    // they share is written by `component`, read by `peer`, and falls back to the file system
-    // (fallback=), so that those sessions are written instead. False when they share nothing.
+    // they share is written by `component` (or by it as the file's I/O server), read by `peer`, and
+    // falls back to the file system (fallback=), so that those sessions are written instead. False
+    // when they share nothing.
     bool may_go_without(int component, int peer) const;
+    // The order in which `component` connects to its peers (dtf_init): one global order of the pairs,
+    // so that no two components wait for each other in opposite orders. The pairs whose sides must
+    // both be there come first, then those one side may go on without (may_go_without), each by
+    // component index: a peer that never comes delays no pair that must connect.
+    std::vector<int> connect_order(int component) const;
+    // How many of `peer`'s pairs before its pair with `component` (connect_order) one side may go on
+    // without: each may keep `peer` waiting DTF_TIMEOUT before it comes to this pair.
+    int optional_pairs_before(int peer, int component) const;
 };
 
 // Parse the INI text. `filename` is used in messages only. Throws dtf::Error(DTF_ERR_CONFIG, ...)

@@ -841,7 +841,9 @@ void serve_io(Runtime &rt) {
     if (clients.empty())
         fail(DTF_ERR_CONFIG, "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=", config.path.c_str(),
              rt.self_name().c_str());
-    std::set<int> finished;      // root: the clients whose root said PersistDone
+    std::set<int> finished;      // root: the clients whose root said PersistDone, or that never connected
+    for (int c : clients)        // (a reader of fallback= files only: Config::may_go_without)
+        if (rt.lost(c)) finished.insert(c);
     std::set<int64_t> written;   // root: the sessions in their files (stamps)
     std::deque<Part> waiting;    // root: described files, in the order they came
     std::unique_ptr<Error> first_failure;

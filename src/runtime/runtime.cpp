@@ -308,7 +308,7 @@ void Runtime::setup(const char *config_path, const char *component_name) {
 }
 
 void Runtime::connect_peers() {
-    std::vector<int> peers = config_.peers_of(self_);
+    std::vector<int> peers = config_.connect_order(self_);
     if (peers.empty()) return;
     if (mpmd::active()) return connect_in_launch(peers);
     std::unique_ptr<transport::Board> board;
@@ -330,14 +330,24 @@ void Runtime::connect_peers() {
         log::info("meeting the other components through %s (DTF_RENDEZVOUS=%s)", board->where().c_str(),
                   settings_.rendezvous.c_str());
     });
-    // Pairs in one global order (lower component index accepts), so no two components wait on
-    // each other in opposite orders.
+    // While this component connects, its mark on the board tells peers that wait for it that it may be
+    // waiting for a component that never comes (transport::PairSpec::peer_waits_before).
+    struct Mark {
+        transport::Board *board;
+        std::string key;
+        ~Mark() {
+            if (board) board->remove(key);
+        }
+    } mark{board.get(), transport::connecting_key(self_name())};
+    if (board) board->put(mark.key, format("%d", static_cast<int>(getpid())));
+    // Pairs in one global order (Config::connect_order; the lower component index accepts), so no two
+    // components wait on each other in opposite orders.
     for (int p : peers) {
         const std::string &peer = config_.components[p];
         log::debug("connecting to component '%s'", peer.c_str());
         transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
             check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
-        }};
+        }, config_.optional_pairs_before(p, self_)};
         MPI_Comm inter;
         try {
             inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
@@ -345,8 +355,9 @@ void Runtime::connect_peers() {
             if ((e.code() != DTF_ERR_TIMEOUT && e.code() != DTF_ERR_PEER) || !config_.may_go_without(self_, p)) throw;
             absent_.emplace(p, e.what());
             if (rank_ == 0)
-                log::notice("going on without component '%s', which did not connect: every file it would read from "
-                            "'%s' goes to the file system (fallback=); %s", peer.c_str(), self_name().c_str(), e.what());
+                log::notice("going on without component '%s', which did not connect: every session of the files it "
+                            "would read that '%s' writes or serves goes to the file system (fallback=); %s", peer.c_str(),
+                            self_name().c_str(), e.what());
             continue;
         }
         add_peer(p, inter, spec.acceptor);

@@ -45,6 +45,37 @@ std::string pair_key(const PairSpec &s) {
     return s.acceptor ? s.self + "--" + s.peer : s.peer + "--" + s.self;
 }
 
+// The wait for the peer's side of the pair: DTF_TIMEOUT, or while the peer is still connecting to
+// components it may go on without before this pair (its connecting mark is on the board), as long
+// again for each of them: those may never come, and the peer waits DTF_TIMEOUT for each.
+class PeerWait {
+public:
+    PeerWait(Board &board, const PairSpec &spec, double timeout_s)
+        : board_(board), spec_(spec), timeout_(timeout_s), deadline_(timeout_s) {}
+    bool expired() {
+        if (!deadline_.expired()) return false;
+        if (limit_ == timeout_ && spec_.peer_waits_before > 0 && board_.get(connecting_key(spec_.peer))) {
+            limit_ = timeout_ * (1 + spec_.peer_waits_before);
+            log::debug("'%s' is still connecting to components before this pair: waiting up to %g s for it",
+                       spec_.peer.c_str(), limit_);
+        }
+        return deadline_.elapsed() >= limit_;
+    }
+    double elapsed() const { return deadline_.elapsed(); }
+    // What the timeout message says of the bound.
+    std::string bound() const {
+        if (limit_ == timeout_) return format("DTF_TIMEOUT=%g", timeout_);
+        return format("DTF_TIMEOUT=%g, and as long for each of the %d components '%s' was connecting to first, which "
+                      "it may go on without", timeout_, spec_.peer_waits_before, spec_.peer.c_str());
+    }
+
+private:
+    Board &board_;
+    const PairSpec &spec_;
+    double timeout_, limit_ = timeout_;
+    Deadline deadline_;
+};
+
 void accept_side(Board &board, const PairSpec &spec, const std::string &port, double timeout_s) {
     const std::string key = pair_key(spec), nonce = make_nonce();
     board.remove(key + ".ack");
@@ -53,7 +84,7 @@ void accept_side(Board &board, const PairSpec &spec, const std::string &port, do
                                     static_cast<int>(getpid()), static_cast<long long>(time(nullptr)),
                                     port.c_str()));
     log::debug("published port for '%s' in %s", spec.peer.c_str(), board.where().c_str());
-    Deadline deadline(timeout_s);
+    PeerWait deadline(board, spec, timeout_s);
     Backoff backoff(1e-3, 50e-3);
     for (;;) {
         if (auto ack = board.get(key + ".ack")) {
@@ -68,17 +99,16 @@ void accept_side(Board &board, const PairSpec &spec, const std::string &port, do
         if (deadline.expired())
             fail(DTF_ERR_TIMEOUT,
                  "component '%s' waited %.1f s for component '%s' to connect (port published in %s as "
-                 "'.dtf-%s.port'); is '%s' running, with the same config file and DTF_GLOBAL_PATH? "
-                 "(DTF_TIMEOUT=%g)",
+                 "'.dtf-%s.port'); is '%s' running, with the same config file and DTF_GLOBAL_PATH? (%s)",
                  spec.self.c_str(), deadline.elapsed(), spec.peer.c_str(), board.where().c_str(), key.c_str(),
-                 spec.peer.c_str(), timeout_s);
+                 spec.peer.c_str(), deadline.bound().c_str());
         backoff.sleep();
     }
 }
 
 std::string connect_side(Board &board, const PairSpec &spec, double timeout_s) {
     const std::string key = pair_key(spec), nonce = make_nonce();
-    Deadline deadline(timeout_s);
+    PeerWait deadline(board, spec, timeout_s);
     Backoff backoff(1e-3, 50e-3);
     std::optional<PortRecord> seen;
     for (;;) {
@@ -99,15 +129,17 @@ std::string connect_side(Board &board, const PairSpec &spec, double timeout_s) {
                                      : "; no port entry was found there";
             fail(DTF_ERR_TIMEOUT,
                  "component '%s' waited %.1f s for component '%s' to accept a connection in %s%s. Is '%s' "
-                 "running, with the same config file and DTF_GLOBAL_PATH? (DTF_TIMEOUT=%g)",
+                 "running, with the same config file and DTF_GLOBAL_PATH? (%s)",
                  spec.self.c_str(), deadline.elapsed(), spec.peer.c_str(), board.where().c_str(), found.c_str(),
-                 spec.peer.c_str(), timeout_s);
+                 spec.peer.c_str(), deadline.bound().c_str());
         }
         backoff.sleep();
     }
 }
 
 } // namespace
+
+std::string connecting_key(const std::string &component) { return component + ".connecting"; }
 
 MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double timeout_s) {
     int rank;

@@ -24,7 +24,15 @@ struct PairSpec {
     std::string peer; // the peer component's name
     bool acceptor;    // true on the side with the lower component index
     std::function<void()> check_peer; // called while waiting for the peer; throws to give up on it
+    // Pairs the peer connects before this one in which it may wait DTF_TIMEOUT for a component that may
+    // never come (Config::optional_pairs_before): while the peer's connecting mark is on the board,
+    // this side waits as long again for each.
+    int peer_waits_before = 0;
 };
+
+// The board entry of a component whose dtf_init is connecting (its root puts it before the first
+// pair and removes it after the last).
+std::string connecting_key(const std::string &component);
 
 // Collective over `local`. `board` is used on rank 0 only (may be null elsewhere). Returns an
 // inter-communicator with MPI_ERRORS_RETURN. Throws DTF_ERR_TIMEOUT naming the peer and the board.

@@ -22,6 +22,10 @@ Scenarios
             same in both, no transfer-mode file on disk, and in the first cycle a read of what the
             assimilation did not write back refused in transfer mode (file mode: the model's values).
             --readers adds components that read the history files too (one writer, several readers).
+  output    an output file (writer=, no readers=, persist=1) written by the ranks, aggregators or an
+            I/O server, each as plain PnetCDF writes it (bench/output_io)
+  absent    a writer's first optional reader (fallback=1) never starts: the second one must wait for
+            the writer longer than DTF_TIMEOUT and read every file over MPI (bench/output_io)
 Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
 runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
 under a plain MPMD mpirun. --hosts netns runs the components on two hosts made of network namespaces
@@ -600,6 +604,47 @@ def scenario_missing(args, work):
     expect("dtf_init failed" in out, "dtf_init must return the error to the program")
 
 
+ABSENT_CONFIG = """[INFO]
+ncomp=3
+comp_name="model"
+comp_name="absent"
+comp_name="post"
+[FILE]
+filename="never.%.nc"
+writer="model"
+readers="absent"
+mode="transfer"
+fallback=1
+[FILE]
+filename="out.%.nc"
+writer="model"
+readers="post"
+mode="transfer"
+fallback=1
+"""
+
+
+def scenario_absent(args, work):
+    """A writer with two readers it may go on without (fallback=1), the first of which never starts
+    (--c-exe: bench/output_io; component 'absent' is not launched): the model waits DTF_TIMEOUT for it
+    in dtf_init and only then connects to 'post', which must wait that much longer (the model's
+    connecting mark) instead of timing out, and read every file over MPI."""
+    timeout = 3
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write(ABSENT_CONFIG)
+    size = ["3", "16", "4", "3", "2"]  # steps, nx, rows per rank, nz, variables
+    status, out, elapsed = launch(args, [(2, [args.c_exe, "model", ini, work] + size),
+                                         (1, [args.c_exe, "post", ini, work] + size)],
+                                  {"DTF_TIMEOUT": str(timeout)}, walltime=60)
+    expect(status == 0, f"exit status {status}: 'post' must wait for the model while it waits for 'absent'")
+    expect("[model] [dtf model:0] notice: going on without component 'absent', which did not connect" in out,
+           "the model must say that it goes on without 'absent'")
+    expect("went to the file system" not in out and not any(n.startswith("out.") for n in os.listdir(work)),
+           "'post' must read every file over MPI (none written)")
+    expect(elapsed < 2 * timeout + 30, f"took {elapsed:.1f} s with DTF_TIMEOUT={timeout}")
+
+
 def scenario_mismatch(args, work):
     # (what differs, how the assimilation's copy is changed, the two lines the error must show)
     variants = [
@@ -626,7 +671,7 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf", "output"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf", "output", "absent"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")

@@ -436,6 +436,30 @@ void test_match_and_peers() {
                        "fio.ini");
     CHECK("fallback= with ioserver= and aggregators=", fio.files[0].ioserver == "io" && fio.files[1].aggregators == 1);
     CHECK("going on without the reader, not the I/O server", fio.may_go_without(0, 1) && !fio.may_go_without(0, 2));
+    // Connecting: the pairs that must connect first, then those one side may go on without, so that a
+    // reader that never comes does not keep the I/O server waiting; the others wait longer for them.
+    Config order = parse("[INFO]\nncomp=5\ncomp_name=m0\ncomp_name=m1\ncomp_name=assim\ncomp_name=obs\ncomp_name=io\n"
+                         "[FILE]\nfilename=h0\nwriter=m0\nreaders=assim\nfallback=1\nioserver=io\n"
+                         "[FILE]\nfilename=o0\nwriter=m0\nreaders=obs\nfallback=1\n"
+                         "[FILE]\nfilename=h1\nwriter=m1\nreaders=assim\nioserver=io\npersist=1\n",
+                         "order.ini");
+    CHECK("connect order of a writer", (order.peers_of(0) == std::vector<int>{2, 3, 4}) &&
+                                           (order.connect_order(0) == std::vector<int>{4, 2, 3}));
+    CHECK("connect order of the others", (order.connect_order(1) == std::vector<int>{2, 4}) &&
+                                             (order.connect_order(2) == std::vector<int>{1, 4, 0}) &&
+                                             (order.connect_order(4) == std::vector<int>{0, 1, 2}));
+    CHECK("optional pairs before", order.optional_pairs_before(0, 4) == 0 && order.optional_pairs_before(0, 2) == 0 &&
+                                       order.optional_pairs_before(0, 3) == 1 && order.optional_pairs_before(2, 0) == 0 &&
+                                       order.optional_pairs_before(1, 2) == 0);
+    // An I/O server may go on without a reader of files that fall back, and only of such files.
+    Config srv = parse("[INFO]\nncomp=4\ncomp_name=m\ncomp_name=assim\ncomp_name=obs\ncomp_name=io\n"
+                       "[FILE]\nfilename=h\nwriter=m\nreaders=assim, obs\nfallback=1\nioserver=io\n"
+                       "[FILE]\nfilename=g\nwriter=m\nreaders=obs\npersist=1\nioserver=io\n",
+                       "srv.ini");
+    CHECK("the I/O server without a reader of fallback files", srv.may_go_without(3, 1) && !srv.may_go_without(3, 2));
+    CHECK("not without its writer, nor they without it", !srv.may_go_without(3, 0) && !srv.may_go_without(0, 3) &&
+                                                            !srv.may_go_without(1, 3));
+    CHECK("the server connects to the optional reader last", (srv.connect_order(3) == std::vector<int>{0, 2, 1}));
     CHECK("peers of its writer", (io.peers_of(0) == std::vector<int>{1, 2, 3}));
     CHECK("peers of its reader", (io.peers_of(1) == std::vector<int>{0, 2}));
     CHECK("the I/O server does not handle the file", !io.files[0].involves("io"));
