@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/cwd.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -99,6 +100,34 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
     }
 }
 
+// A reader that started after its writer went on without it (Runtime::absent; the writer wrote every
+// session of the file for it to the file system): wait until the board says this session's file is
+// written (announce_written), then read it there. Sessions pair up in order: the n-th open of the path
+// reads the n-th session written.
+void wait_on_disk(Runtime &rt, const Target &t, transport::Group &group, const std::string &context) {
+    const int from = rt.config().component_index(t.rule->writer);
+    const int n = ++rt.disk_sessions()[{from, rt.self(), t.path}];
+    const std::string key = rt.disk_key(from, rt.self(), t.path, n);
+    rt.on_all(group, [&] {
+        double next = 0;
+        bool written = false;
+        rt.wait_until([&] {
+            if (now_s() >= next) { // (a look at the board every 50 ms at most)
+                const auto run = rt.board().get(key);
+                written = run && *run == rt.run_id();
+                next = now_s() + 0.05;
+            }
+            return written;
+        }, [&] {
+            return format("%s waited for component '%s', which went on without this component, to write session %d "
+                          "of it to the file system", context.c_str(), t.rule->writer.c_str(), n);
+        });
+    }, context);
+    if (group.rank() == 0)
+        log::notice("reading '%s' (session %d) from the file system: component '%s' went on without this component "
+                    "and wrote it there", t.path.c_str(), n, t.rule->writer.c_str());
+}
+
 using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
 
 int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
@@ -111,6 +140,10 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const bool writer = create || (mode & NC_WRITE);
     check_role(rt, t, writer, call);
     std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
+    if (!writer && t.rule->fixed_roles() && rt.absent(rt.config().component_index(t.rule->writer))) {
+        wait_on_disk(rt, t, *group, context);
+        return DTF_PNC_PASS; // a file on disk: plain PnetCDF reads it
+    }
     flush_persist(rt, group.get(), t.rule, !writer); // files of persist=1 sessions closed before
     if (t.rule->mode == config::Mode::Transfer) {
         const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)

@@ -20,8 +20,9 @@
 // own subfile (arrange). aggregate_steps=k holds a rule's jobs until k are queued (flush_persist).
 //
 // I/O server (CFIO2; ioserver= of the rule): each writer rank sends its part of the job to one server
-// rank instead (ship_job: its writes; the root's also how the file is made) and goes on; the server
-// (serve_io, behind dtf_ioserver) writes the file with write_file and tells the readers.
+// rank instead (ship_job: its writes, the values of large ones as messages of their own; the root's
+// also how the file is made) and goes on; the server (serve_io, behind dtf_ioserver) receives them,
+// writes the file with write_file and tells the readers.
 #include <pnetcdf.h>
 
 #include <algorithm>
@@ -529,15 +530,18 @@ void describe_file(PayloadWriter &w, const model::Header &header, int cmode, boo
     for (const auto &[key, value] : hints) w.str(key), w.str(value);
 }
 
-// Once a session's file is written (its root, or its I/O server's root): tell every rank of its
-// reader components that are still there (Persisted), and, when the readers were given up
-// (fallback=), that they read it there (FileWritten).
-void announce_written(Runtime &rt, const std::string &path, int session, int64_t stamp, const std::vector<int> &readers,
-                      bool fallback) {
+// Once a session's file of component `writer` is written (its root, or its I/O server's root): tell
+// every rank of its reader components that are still there (Persisted), and, when the readers were
+// given up (fallback=), that they read it there (FileWritten); for a reader that never connected, put
+// that on the board (Runtime::disk_key), where it finds it if it starts later in this run.
+void announce_written(Runtime &rt, int writer, const std::string &path, int session, int64_t stamp,
+                      const std::vector<int> &readers, bool fallback) {
     PayloadWriter p;
     p.i64(stamp);
     const std::vector<char> payload = p.take();
     for (int reader : readers) {
+        if (fallback && rt.absent(reader) && !rt.run_id().empty())
+            rt.board().put(rt.disk_key(writer, reader, path, ++rt.disk_sessions()[{writer, reader, path}]), rt.run_id());
         if (rt.lost(reader)) continue; // (it takes no message)
         rt.notify(reader, Message{MessageKind::Persisted, 0, session, 0, path, payload});
         if (fallback) rt.notify(reader, Message{MessageKind::FileWritten, 0, session, 0, path, payload});
@@ -610,7 +614,7 @@ void write_job(Runtime &rt, PersistJob &job) {
     rt.stats().persist_s += now_s() - t0;
     if (job.rank != 0) return;
     ++rt.stats().files_persisted;
-    announce_written(rt, job.path, job.session, job.ws->stamp, job.readers, job.fallback);
+    announce_written(rt, rt.self(), job.path, job.session, job.ws->stamp, job.readers, job.fallback);
 }
 
 } // namespace
@@ -943,7 +947,7 @@ void serve_io(Runtime &rt) {
             if (rank != 0) continue;
             written.insert(job.stamp);
             ++rt.stats().files_persisted;
-            announce_written(rt, job.path, job.session, job.stamp, job.readers, job.fallback);
+            announce_written(rt, job.from, job.path, job.session, job.stamp, job.readers, job.fallback);
         } catch (const Error &e) { // reported, and the server goes on with the next file
             if (!e.quiet()) std::fprintf(stderr, "[dtf %s:%d] error: %s\n", rt.self_name().c_str(), rank, e.what());
             if (!first_failure) first_failure = std::make_unique<Error>(e);

@@ -311,22 +311,19 @@ void Runtime::connect_peers() {
     std::vector<int> peers = config_.connect_order(self_);
     if (peers.empty()) return;
     if (mpmd::active()) return connect_in_launch(peers);
-    std::unique_ptr<transport::Board> board;
     int away = started_away_from_mpirun() ? 1 : 0, ranks_away = 0;
     check_mpi(MPI_Reduce(&away, &ranks_away, 1, MPI_INT, MPI_SUM, 0, world_), "MPI_Reduce");
+    transport::Board *board = nullptr;
     transport::on_root(world_, 0, [&] {
         check_separate_launch(ranks_away);
         const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
-        bool has_server = server && *server;
-        if (settings_.rendezvous == "auto" && !has_server && is_open_mpi())
+        if (settings_.rendezvous == "auto" && !(server && *server) && is_open_mpi())
             fail(DTF_ERR_CONNECT,
                  "component '%s' must connect to other components, but separately launched Open MPI jobs can "
                  "only connect through a name server: launch the components with `dtfrun`, or start "
                  "`ompi-server --no-daemonize --report-uri FILE` and give every mpirun `--ompi-server file:FILE`",
                  self_name().c_str());
-        bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && has_server);
-        std::string dir = settings_.global_path.empty() ? directory_of(config_path_) : settings_.global_path;
-        board = names ? transport::make_name_board() : transport::make_file_board(dir);
+        board = &this->board();
         log::info("meeting the other components through %s (DTF_RENDEZVOUS=%s)", board->where().c_str(),
                   settings_.rendezvous.c_str());
     });
@@ -338,7 +335,7 @@ void Runtime::connect_peers() {
         ~Mark() {
             if (board) board->remove(key);
         }
-    } mark{board.get(), transport::connecting_key(self_name())};
+    } mark{board, transport::connecting_key(self_name())};
     if (board) board->put(mark.key, format("%d", static_cast<int>(getpid())));
     // Pairs in one global order (Config::connect_order; the lower component index accepts), so no two
     // components wait on each other in opposite orders.
@@ -347,17 +344,33 @@ void Runtime::connect_peers() {
         log::debug("connecting to component '%s'", peer.c_str());
         transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
             check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
+            const auto run = run_id().empty() ? std::nullopt : board->get(transport::went_on_key(peer, self_name()));
+            if (run && *run == run_id())
+                fail(DTF_ERR_PEER, "component '%s' %s (it did not connect within DTF_TIMEOUT)", peer.c_str(),
+                     kWentOnWithout);
         }, config_.optional_pairs_before(p, self_)};
         MPI_Comm inter;
         try {
-            inter = transport::connect_pair(world_, board.get(), spec, settings_.timeout_s);
+            inter = transport::connect_pair(world_, board, spec, settings_.timeout_s);
         } catch (const Error &e) { // (agreed by the component's ranks)
+            // A reader whose writer went on without it earlier in this run: it reads that writer's files
+            // from the file system once written (files.cpp: wait_on_disk).
+            if (std::strstr(e.what(), kWentOnWithout) && config_.may_go_without(p, self_)) {
+                absent_.emplace(p, e.what());
+                if (rank_ == 0)
+                    log::notice("going on without component '%s': %s; this component reads the files it writes from "
+                                "the file system once they are written", peer.c_str(), e.what());
+                continue;
+            }
             if ((e.code() != DTF_ERR_TIMEOUT && e.code() != DTF_ERR_PEER) || !config_.may_go_without(self_, p)) throw;
             absent_.emplace(p, e.what());
-            if (rank_ == 0)
+            if (rank_ == 0) {
                 log::notice("going on without component '%s', which did not connect: every session of the files it "
                             "would read that '%s' writes or serves goes to the file system (fallback=); %s", peer.c_str(),
                             self_name().c_str(), e.what());
+                // (a reader that starts later in this run finds it, and reads those files there)
+                if (!run_id().empty()) board->put(transport::went_on_key(self_name(), peer), run_id());
+            }
             continue;
         }
         add_peer(p, inter, spec.acceptor);
@@ -562,6 +575,22 @@ bool Runtime::progress() {
 }
 
 void Runtime::free_retired() { retired_.clear(); }
+
+transport::Board &Runtime::board() {
+    if (!board_) {
+        const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
+        const bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && server && *server);
+        const std::string dir = settings_.global_path.empty() ? directory_of(config_path_) : settings_.global_path;
+        board_ = names ? transport::make_name_board() : transport::make_file_board(dir);
+    }
+    return *board_;
+}
+
+std::string Runtime::disk_key(int writer, int reader, const std::string &path, int n) const {
+    return format("%s--%s.file.%016llx.%d", config_.components[static_cast<size_t>(writer)].c_str(),
+                  config_.components[static_cast<size_t>(reader)].c_str(),
+                  static_cast<unsigned long long>(std::hash<std::string>()(path)), n);
+}
 
 void Runtime::push_early(const std::shared_ptr<WriterSession> &ws) {
     if (std::find(early_.begin(), early_.end(), ws) == early_.end()) early_.push_back(ws);

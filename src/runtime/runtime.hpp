@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/buffers.hpp"
@@ -30,6 +31,9 @@
 #include "transport/rendezvous.hpp"
 
 namespace dtf::runtime {
+
+// What a reader's dtf_init error says when its writer went on without it (Runtime::connect_peers).
+constexpr const char *kWentOnWithout = "went on without this component earlier in this run";
 
 struct VirtualFile;
 struct WriterSession;
@@ -255,6 +259,20 @@ public:
         return unanswered_.count(component) || absent_.count(component) ||
                told_lost_.count(config_.components[static_cast<size_t>(component)]);
     }
+    // Whether this component went on without `component`, which did not connect (dtf_init): a reader
+    // of its fallback= files, or (a reader that started late) their writer, which went on without it.
+    bool absent(int component) const { return absent_.count(component) != 0; }
+    // What identifies this run of the components (dtfrun's DTF_LOST_DIR; empty without dtfrun): marks
+    // on the board from other runs are not this run's.
+    const std::string &run_id() const { return settings_.lost_dir; }
+    // The rendezvous board (made on first use, on any rank): DTF_GLOBAL_PATH's files or MPI's name service.
+    transport::Board &board();
+    // The board entry saying that the n-th session of `path` that component `writer` wrote for
+    // `reader`, which it went on without, is in the file (its value: the run id).
+    std::string disk_key(int writer, int reader, const std::string &path, int n) const;
+    // How many sessions of each (writer, reader, path) went to the file system for an absent reader
+    // (the writer's or I/O server's root), or were read there by one (the reader's ranks).
+    std::map<std::tuple<int, int, std::string>, int> &disk_sessions() { return disk_sessions_; }
     // Whether dtfrun reports component `component` lost (DTF_LOST_DIR); from then on it counts as
     // known lost (lost(), dtf_finalize does not wait for it). For a caller that goes on without it.
     bool gone(int component) const;
@@ -381,6 +399,8 @@ private:
     // Peers that never connected, which this component goes on without (Config::may_go_without):
     // why. Messages to them are dropped, and every wait for them fails at once.
     std::map<int, std::string> absent_;
+    std::unique_ptr<transport::Board> board_; // board()
+    std::map<std::tuple<int, int, std::string>, int> disk_sessions_;
     // Peers whose loss (DTF_LOST_DIR) a call of this rank has reported: dtf_finalize does not wait for
     // them, and does not fail for them again (an ensemble that goes on without a member).
     mutable std::set<std::string> told_lost_;

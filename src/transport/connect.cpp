@@ -140,6 +140,9 @@ std::string connect_side(Board &board, const PairSpec &spec, double timeout_s) {
 } // namespace
 
 std::string connecting_key(const std::string &component) { return component + ".connecting"; }
+std::string went_on_key(const std::string &component, const std::string &peer) {
+    return component + "--" + peer + ".went-on";
+}
 
 MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double timeout_s) {
     int rank;

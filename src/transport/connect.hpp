@@ -33,6 +33,9 @@ struct PairSpec {
 // The board entry of a component whose dtf_init is connecting (its root puts it before the first
 // pair and removes it after the last).
 std::string connecting_key(const std::string &component);
+// The board entry of `component` that went on without `peer`, which did not connect (its value: the
+// run id, Runtime::run_id): a reader that starts later in the run reads its files from the disk.
+std::string went_on_key(const std::string &component, const std::string &peer);
 
 // Collective over `local`. `board` is used on rank 0 only (may be null elsewhere). Returns an
 // inter-communicator with MPI_ERRORS_RETURN. Throws DTF_ERR_TIMEOUT naming the peer and the board.

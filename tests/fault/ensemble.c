@@ -19,6 +19,8 @@
  *              ENSEMBLE_LATE=k in the environment it reads member k's file last, LATE_SECONDS after
  *              the others (in both runs, so that the mean is summed in the same order); with
  *              ENSEMBLE_LATE_AT=get too, it opens that file in time and waits before the get.
+ *              With ENSEMBLE_START_LATE=S it sleeps S seconds before dtf_init (and with
+ *              ENSEMBLE_WRITE_LATE=S each member before it creates its file).
  * With ENSEMBLE_NODTF=1 the programs never call dtf (plain PnetCDF; ensemble.py runs the members
  * one after the other, then the assimilation, without the killed member: the oracle).
  * Prints "ensemble <role>: ok" at rank 0; exits 1 on a failed check.
@@ -76,6 +78,7 @@ static void member(int m, int kill) {
     char path[64];
     snprintf(path, sizeof path, "hist.%d.nc", m);
     int ncid, dims[2], v;
+    if (getenv("ENSEMBLE_WRITE_LATE")) usleep((useconds_t)(atof(getenv("ENSEMBLE_WRITE_LATE")) * 1e6));
     NC(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER, MPI_INFO_NULL, &ncid));
     NC(ncmpi_def_dim(ncid, "y", NY, &dims[0]));
     NC(ncmpi_def_dim(ncid, "x", NX, &dims[1]));
@@ -222,6 +225,8 @@ int main(int argc, char **argv) {
     use_dtf = !getenv("ENSEMBLE_NODTF") || strcmp(getenv("ENSEMBLE_NODTF"), "1");
     char name[16];
     snprintf(name, sizeof name, is_member ? "m%d" : "assim", m);
+    /* ENSEMBLE_START_LATE=S: the assimilation starts S seconds late (its members went on without it) */
+    if (!is_member && getenv("ENSEMBLE_START_LATE")) usleep((useconds_t)(atof(getenv("ENSEMBLE_START_LATE")) * 1e6));
     if (use_dtf) NC(dtf_init(config, name));
     if (is_member) member(m, kill);
     else assim(members, kill);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """An ensemble that survives a member, or members that survive their reader (see ensemble.c).
 
-usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent|late|never] [--persist | --fallback VALUE]
+usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent|late|never|start-late]
+                   [--persist | --fallback VALUE]
                    [--ioserver-exe PATH] [--late-at open|get] [--members M] [--kill K]
                    [--member-ranks N] [--assim-ranks N]
 
@@ -38,6 +39,11 @@ its rank 0 saying that the session went to the file system) and end with status 
 With --ioserver-exe, an I/O server of 2 ranks ("io") writes the files: it connects to the members
 before it waits for the assimilation, and goes on without that too (so do the members, connecting to
 the server first); it must say so and write every member's file.
+--lost start-late --fallback N: the assimilation starts TIMEOUT + 3 s late (ENSEMBLE_START_LATE), when
+the members have gone on without it as with --lost never; they write their files 3 s after that
+(ENSEMBLE_WRITE_LATE). Its dtf_init must go on without each member (and the I/O server) at once, saying
+so, and it must read every member's file from the file system once written (its rank 0 saying so):
+analysis.nc and every hist.<m>.nc byte for byte the oracle's, every component ending with status 0.
 """
 import argparse
 import filecmp
@@ -66,7 +72,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
-    p.add_argument("--lost", choices=["member", "assim", "absent", "late", "never"], default="member")
+    p.add_argument("--lost", choices=["member", "assim", "absent", "late", "never", "start-late"], default="member")
     p.add_argument("--persist", action="store_true")
     p.add_argument("--fallback", metavar="VALUE")
     p.add_argument("--ioserver-exe", help="dtf-ioserver (with --persist or --fallback): it writes the members' files")
@@ -85,8 +91,12 @@ def main():
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
             f.write(config(a.members, a.persist, a.fallback, a.ioserver_exe))
-        kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill, "late": -1, "never": -1}[a.lost]
+        kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill, "late": -1, "never": -1, "start-late": -1}[a.lost]
         late = {"ENSEMBLE_LATE": str(a.kill), "ENSEMBLE_LATE_AT": a.late_at} if a.lost == "late" else {}
+        # (the members, having waited TIMEOUT for it, write their files 3 s after the assimilation started:
+        # its opens wait for them)
+        start = {"ENSEMBLE_START_LATE": str(TIMEOUT + 3), "ENSEMBLE_WRITE_LATE": "6"} \
+            if a.lost == "start-late" else {}
         cmd = [a.dtfrun, "--keep-going", "--timeout", str(TIMEOUT), "--walltime", "90"]
         for m in range(a.members):
             cmd += ["--name", f"m{m}", "-n", str(a.member_ranks), exe, "member", str(m), ini, str(kill), ":"]
@@ -98,7 +108,7 @@ def main():
             cmd += [":", "--name", "io", "-n", "2", os.path.abspath(a.ioserver_exe), "io", ini]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
-        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="1", **late)
+        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="1", **late, **start)
         run = subprocess.run(cmd, cwd=runs["transfer"], env=env, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
@@ -126,8 +136,9 @@ def main():
             for m in range(a.members):
                 if m != a.kill and os.path.exists(os.path.join(runs["transfer"], f"hist.{m}.nc")):
                     failures.append(f"hist.{m}.nc was written, though its reader read it")
-        else:  # assim, never
+        else:  # assim, never, start-late
             files = [f"hist.{m}.nc" for m in range(a.members)] if a.persist or a.fallback else []
+            files += ["analysis.nc"] if a.lost == "start-late" else []
         for name in files:
             got, want = (os.path.join(runs[r], name) for r in ("transfer", "oracle"))
             if not os.path.exists(got):
@@ -168,7 +179,7 @@ def main():
             if "was never used" in out:
                 failures.append("a control message was left unused (a protocol leak)")
         survivors = [f"m{m}" for m in range(a.members)] + ["assim"] + (["io"] if a.ioserver_exe else [])
-    elif a.lost == "never":
+    elif a.lost in ("never", "start-late"):
         for m in range(a.members):
             if not re.search(rf"\[m{m}\] \[dtf m{m}:0\] notice: going on without component 'assim', which did not "
                              rf"connect", out):
@@ -177,6 +188,20 @@ def main():
                              rf"system \(fallback={a.fallback}, [^)]*\): .*component 'assim' never connected", out):
                 failures.append(f"member {m}'s rank 0 must say that its session went to the file system, and why")
         survivors = [f"m{m}" for m in range(a.members)]
+        if a.lost == "start-late":
+            survivors.append("assim")
+            for peer in [f"m{m}" for m in range(a.members)] + (["io"] if a.ioserver_exe else []):
+                if f"[assim] [dtf assim:0] notice: going on without component '{peer}': component '{peer}' went on " \
+                        "without this component earlier in this run" not in out:
+                    failures.append(f"the assimilation must say that it goes on without '{peer}', which went on without it")
+            for m in range(a.members):
+                if not re.search(rf"\[assim\] \[dtf assim:0\] notice: reading '[^']*/hist\.{m}\.nc' \(session 1\) from "
+                                 rf"the file system: component 'm{m}' went on without this component", out):
+                    failures.append(f"the assimilation's rank 0 must say that it read hist.{m}.nc from the file system")
+            if f"[assim] ensemble assim: members used: {' '.join(str(m) for m in range(a.members))}\n" not in out:
+                failures.append("the assimilation must use every member")
+            if "[assim] ensemble assim: ok" not in out:
+                failures.append("the assimilation did not report ok")
         if a.ioserver_exe:
             survivors.append("io")
             if not re.search(r"\[io\] \[dtf io:0\] notice: going on without component 'assim', which did not connect", out):
@@ -202,7 +227,7 @@ def main():
         line = next((l for l in out.splitlines() if re.match(rf"dtfrun:\s+{name}\s", l)), "")
         if run.returncode != 0 and "exited with status 0" not in line:  # (no summary when all exit 0)
             failures.append(f"dtfrun's summary must show {name} exiting with status 0")
-    want = 0 if a.lost in ("absent", "late", "never") else 137
+    want = 0 if a.lost in ("absent", "late", "never", "start-late") else 137
     if run.returncode != want:
         failures.append(f"dtfrun must exit with status {want}, not {run.returncode}")
     if elapsed > TIMEOUT + 30:
