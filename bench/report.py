@@ -287,10 +287,11 @@ def persist(samples, meta):
             "Medians over reps x cycles >= 1, ms.", ""] + table(
         ["run", "hand-off transfer / persist", "ratio (target <= 1.1)", "model close transfer / persist",
          "cycle transfer / persist / file-sync"], rows) + [
-        "The readers are served before a byte is written, yet their hand-off grows a little: what the writing "
-        "costs the next cycle (the writers' cores, the kernel writing the pages back) is not isolated yet, "
-        "and the ratio varies between runs on this shared machine (1.01x to 1.3x seen). An I/O server on "
-        "cores of its own (`ioserver=`) takes the writing off the model's ranks; on this machine it has none "
+        "The readers are served before a byte is written, yet their hand-off grows: what the writing costs "
+        "the next cycle (the writers' cores, the kernel writing the pages back) is not isolated yet, and the "
+        "ratio varies between runs on this shared machine (1.01x to 1.45x seen in persist.default; it grew "
+        "when plain transfer got faster while the persist hand-off stayed where it was). An I/O server "
+        "(`ioserver=`) takes the writing off the model's ranks; on this machine it shares their 2 cores "
         "(see [I/O server](#io-server)).", ""]
 
 
