@@ -110,6 +110,12 @@ MpiQueue::~MpiQueue() {
     }
 }
 
+void MpiQueue::track(MPI_Request request, Op op) {
+    ++remaining_[op.ticket];
+    requests_.push_back(request);
+    ops_.push_back(std::move(op));
+}
+
 Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what) {
     const int count = checked_count(bytes.size(), what);
     const Ticket t = next_++;
@@ -121,10 +127,7 @@ Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std
     for (int dest : dests) {
         MPI_Request req;
         check_mpi(MPI_Isend(buffer->data(), count, MPI_BYTE, dest, tag, comm, &req), what);
-        requests_.push_back(req);
-        ops_.push_back(Op{t, buffer, buffer->size(), false, what});
-        ops_.back().comm = comm;
-        ++remaining_[t];
+        track(req, Op{t, buffer, buffer->size(), false, what, false, {}, comm});
     }
     return t;
 }
@@ -134,11 +137,7 @@ Ticket MpiQueue::send(MPI_Comm comm, int dest, int tag, const char *data, size_t
     const Ticket t = next_++;
     MPI_Request req;
     check_mpi(MPI_Isend(data, checked_count(size, what), MPI_BYTE, dest, tag, comm, &req), what);
-    requests_.push_back(req);
-    ops_.push_back(Op{t, nullptr, size, false, what});
-    ops_.back().comm = comm;
-    ops_.back().keep = std::move(keep);
-    ++remaining_[t];
+    track(req, Op{t, nullptr, size, false, what, false, {}, comm, std::move(keep)});
     return t;
 }
 
@@ -146,10 +145,7 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     const Ticket t = next_++;
     MPI_Request req;
     check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
-    requests_.push_back(req);
-    ops_.push_back(Op{t, nullptr, size, true, what});
-    ops_.back().comm = comm;
-    ++remaining_[t];
+    track(req, Op{t, nullptr, size, true, what, false, {}, comm});
     return t;
 }
 

@@ -57,6 +57,8 @@ private:
         MPI_Comm comm = MPI_COMM_NULL;
         std::shared_ptr<const void> keep{}; // the owner of a send's bytes sent in place
     };
+    // One more request in flight, counted for its ticket.
+    void track(MPI_Request request, Op op);
     BufferPool *pool_;
     std::vector<MPI_Request> requests_; // parallel to ops_
     std::vector<Op> ops_;
