@@ -287,12 +287,14 @@ def persist(samples, meta):
             "Medians over reps x cycles >= 1, ms.", ""] + table(
         ["run", "hand-off transfer / persist", "ratio (target <= 1.1)", "model close transfer / persist",
          "cycle transfer / persist / file-sync"], rows) + [
-        "The readers are served before a byte is written, yet their hand-off grows: what the writing costs "
-        "the next cycle (the writers' cores, the kernel writing the pages back) is not isolated yet, and the "
-        "ratio varies between runs on this shared machine (1.01x to 1.45x seen in persist.default; it grew "
-        "when plain transfer got faster while the persist hand-off stayed where it was). An I/O server "
-        "(`ioserver=`) takes the writing off the model's ranks; on this machine it shares their 2 cores "
-        "(see [I/O server](#io-server)).", ""]
+        "The readers are served before a byte is written, yet their hand-off grows, and the ratio varies "
+        "between runs on this shared machine (1.01x to 1.75x seen in persist.default). It is the writing "
+        "itself on the same 2 cores that costs them (one member's files written while another member's data "
+        "still moves, the assimilation writing its own persist=1 write-back files before its next reads, the "
+        "kernel's work for the page cache), not the pause the writing makes in the cycle: with the files on "
+        "tmpfs (`--dir /dev/shm/...`) the ratio falls (1.37x in one run of persist.core-per-rank, 2.5x on "
+        "disk) but stays above 1.1. An I/O server (`ioserver=`) takes the writing off the model's ranks; on "
+        "this machine it shares their 2 cores (see [I/O server](#io-server)).", ""]
 
 
 OVERLAP_MODES = ("transfer", "transfer-replay", "mpi-raw")

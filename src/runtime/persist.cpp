@@ -619,7 +619,7 @@ void write_job(Runtime &rt, PersistJob &job) {
 
 } // namespace
 
-void queue_persist(Runtime &rt, VirtualFile &vf) {
+void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
     auto job = std::make_shared<PersistJob>();
     job->path = vf.path;
     job->session = vf.session;
@@ -641,17 +641,28 @@ void queue_persist(Runtime &rt, VirtualFile &vf) {
     job->rank = vf.rank;
     job->group = vf.group;
     job->ws = vf.ws;
-    // Values still in the user's buffers (buffer_data=0) are copied now: the program owns them again
-    // once the close returns. (Such a session was served before: nothing else reads them.)
-    for (WriteRecord &w : job->ws->writes)
-        if (w.borrowed) {
-            const size_t n = static_cast<size_t>(w.meta.box.size()) *
-                             types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
-            w.data.assign(w.borrowed, w.borrowed + n); // not from the pool, which would keep it (persist_copy)
-            w.borrowed = nullptr;
-            w.persist_copy = true;
-        }
+    // Values still in the user's buffers (buffer_data=0) are copied where they outlive the close: the
+    // program owns its buffers again once it returns. (Such a session was served before: nothing else
+    // reads them.) A file these ranks write now is written from the buffers themselves; the sends to
+    // an I/O server may still be under way when the close returns.
+    auto own = [](PersistJob &j) {
+        for (WriteRecord &w : j.ws->writes)
+            if (w.borrowed) {
+                w.data.assign(w.borrowed, w.borrowed + value_bytes(j.header, w)); // not from the pool, which would keep it
+                w.borrowed = nullptr;
+                w.persist_copy = true;
+            }
+    };
+    if (!write_now || !job->rule->ioserver.empty()) own(*job);
     rt.persist_jobs().push_back(std::move(job));
+    std::exception_ptr failed;
+    if (write_now) try {
+        flush_persist(rt, vf.group.get(), nullptr, true);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    for (const auto &j : rt.persist_jobs()) own(*j); // left queued (aggregate_steps=, or not due)
+    if (failed) std::rethrow_exception(failed);
 }
 
 void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading) {

@@ -241,8 +241,7 @@ void close_or_fall_back(Runtime &rt, VirtualFile &vf) {
     if (why.empty()) return;
     vf.ws->closed = true;
     settle_given_up(rt, *vf.ws);
-    queue_persist(rt, vf);
-    flush_persist(rt, vf.group.get(), nullptr, true);
+    queue_persist(rt, vf, true);
     if (vf.rank != 0) return;
     ++rt.stats().fallbacks;
     log::notice("'%s' (session %d) went to the file system (fallback=%s, %s:%d): %s", vf.path.c_str(), vf.session,
@@ -276,18 +275,15 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
                 }
             }
             if (vf.rule->persist && rc == NC_NOERR) {
-                queue_persist(rt, vf);
                 // The last file these ranks write for now: their files are handed over, write them.
                 const auto &ranks = vf.group->component_ranks();
-                if (std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
-                        return other.second.get() != &vf && other.second->writer &&
-                               other.second->group->component_ranks() == ranks;
-                    })) {
-                    try {
-                        flush_persist(rt, vf.group.get(), nullptr, true);
-                    } catch (...) {
-                        unwritten = std::current_exception();
-                    }
+                const bool last = std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
+                    return other.second.get() != &vf && other.second->writer && other.second->group->component_ranks() == ranks;
+                });
+                try {
+                    queue_persist(rt, vf, last);
+                } catch (...) {
+                    unwritten = std::current_exception();
                 }
             }
         } else if (!vf.done_sent || !vf.pending.empty()) {

@@ -366,7 +366,7 @@ struct PersistJob {
     bool fallback = false; // fallback=: written because the readers were given up (then told: FileWritten)
     int rank = 0;
     std::shared_ptr<transport::Group> group;
-    std::shared_ptr<WriterSession> ws; // its writes (values copied out of the user's buffers)
+    std::shared_ptr<WriterSession> ws; // its writes (values in the user's buffers copied if kept past the close)
     bool writing = false; // flush_persist is writing it (it stays in Runtime::persist_jobs until written)
 };
 // At the writer's close: the session's file is to be written (Runtime::persist_jobs). Writing it
@@ -376,8 +376,10 @@ struct PersistJob {
 // (collective over each job's group, in the order the sessions closed), then tells the readers
 // (MessageKind::Persisted). A rule with aggregate_steps=k keeps its jobs until k are queued (or
 // dtf_finalize); with aggregators= the groups' first ranks write what their group wrote; with
-// ioserver= the ranks send their parts to the I/O server, which writes the file.
-void queue_persist(Runtime &rt, VirtualFile &vf);
+// ioserver= the ranks send their parts to the I/O server, which writes the file. `write_now`: these
+// ranks' files are written before it returns (the last file they write is closing). Values the
+// program's buffers still hold (buffer_data=0) are copied for the files left queued only.
+void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now);
 // The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
 // write first.
 void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading);
