@@ -14,6 +14,8 @@
  * OUTPUT_IO_SYNC=1: the model calls ncmpi_sync before each close (file mode: the data is on disk when
  * the close returns). OUTPUT_IO_COMPUTE=S: after each close the model computes for S seconds, as a
  * sleep: computation on cores that the writing does not need (an I/O server on cores of its own).
+ * OUTPUT_IO_DUMP=DIR: the post rank also reads every value of every variable and writes them, as
+ * read, to DIR/post.<step>.bin (what the tests compare with the file-mode run's).
  *
  * usage: output_io (model|post) CONFIG DIR STEPS NX NY NZ V
  */
@@ -34,6 +36,30 @@
             MPI_Abort(MPI_COMM_WORLD, 2);                                                       \
         }                                                                                       \
     } while (0)
+
+/* OUTPUT_IO_DUMP: every value of the file's variables (dimensions z, y, x), as read, to DIR/post.<step>.bin. */
+static void dump(int ncid, int nvars, const char *dir, int step) {
+    MPI_Offset len[3];
+    for (int d = 0; d < 3; d++) CHECK(ncmpi_inq_dimlen(ncid, d, &len[d]));
+    const size_t n = (size_t)(len[0] * len[1] * len[2]);
+    float *all = malloc(n * sizeof(float));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/post.%d.bin", dir, step);
+    FILE *f = fopen(path, "wb");
+    if (!f || !all) {
+        fprintf(stderr, "output_io: cannot write %s\n", path);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int v = 0; v < nvars; v++) {
+        CHECK(ncmpi_get_var_float_all(ncid, v, all));
+        if (fwrite(all, sizeof(float), n, f) != n) {
+            fprintf(stderr, "output_io: cannot write %s\n", path);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    fclose(f);
+    free(all);
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -84,6 +110,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "output_io: %s: v00[0,0,0] = %g, expected 0\n", path, got);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
+            if (getenv("OUTPUT_IO_DUMP")) dump(ncid, nvars, getenv("OUTPUT_IO_DUMP"), s);
         }
         CHECK(ncmpi_close(ncid));
         visible += MPI_Wtime() - step0;

@@ -61,6 +61,12 @@ bool started_away_from_mpirun() {
     return dot && std::strtol(dot + 1, nullptr, 10) != 0;
 }
 
+// Whether the job was started with a name server (mpirun --ompi-server: dtfrun does that).
+bool name_server_given() {
+    const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
+    return server && *server;
+}
+
 uint64_t fnv1a(const std::string &s) {
     uint64_t h = 1469598103934665603ull;
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -316,8 +322,7 @@ void Runtime::connect_peers() {
     transport::Board *board = nullptr;
     transport::on_root(world_, 0, [&] {
         check_separate_launch(ranks_away);
-        const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
-        if (settings_.rendezvous == "auto" && !(server && *server) && is_open_mpi())
+        if (settings_.rendezvous == "auto" && !name_server_given() && is_open_mpi())
             fail(DTF_ERR_CONNECT,
                  "component '%s' must connect to other components, but separately launched Open MPI jobs can "
                  "only connect through a name server: launch the components with `dtfrun`, or start "
@@ -578,8 +583,7 @@ void Runtime::free_retired() { retired_.clear(); }
 
 transport::Board &Runtime::board() {
     if (!board_) {
-        const char *server = std::getenv("OMPI_MCA_pmix_server_uri");
-        const bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && server && *server);
+        const bool names = settings_.rendezvous == "name" || (settings_.rendezvous == "auto" && name_server_given());
         const std::string dir = settings_.global_path.empty() ? directory_of(config_path_) : settings_.global_path;
         board_ = names ? transport::make_name_board() : transport::make_file_board(dir);
     }
@@ -589,7 +593,7 @@ transport::Board &Runtime::board() {
 std::string Runtime::disk_key(int writer, int reader, const std::string &path, int n) const {
     return format("%s--%s.file.%016llx.%d", config_.components[static_cast<size_t>(writer)].c_str(),
                   config_.components[static_cast<size_t>(reader)].c_str(),
-                  static_cast<unsigned long long>(std::hash<std::string>()(path)), n);
+                  static_cast<unsigned long long>(fnv1a(path)), n);
 }
 
 void Runtime::push_early(const std::shared_ptr<WriterSession> &ws) {

@@ -25,7 +25,8 @@ Scenarios
   output    an output file (writer=, no readers=, persist=1) written by the ranks, aggregators or an
             I/O server, each as plain PnetCDF writes it (bench/output_io)
   absent    a writer's first optional reader (fallback=1) never starts: the second one must wait for
-            the writer longer than DTF_TIMEOUT and read every file over MPI (bench/output_io)
+            the writer longer than DTF_TIMEOUT and read every file over MPI, every value as in the
+            file-mode run (bench/output_io)
 Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
 runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
 under a plain MPMD mpirun. --hosts netns runs the components on two hosts made of network namespaces
@@ -624,25 +625,54 @@ fallback=1
 """
 
 
+# The oracle of scenario absent: the same programs, out.% through the file system (mode="file").
+ABSENT_ORACLE_CONFIG = """[INFO]
+ncomp=2
+comp_name="model"
+comp_name="post"
+[FILE]
+filename="out.%.nc"
+writer="model"
+readers="post"
+mode="file"
+"""
+
+
 def scenario_absent(args, work):
     """A writer with two readers it may go on without (fallback=1), the first of which never starts
     (--c-exe: bench/output_io; component 'absent' is not launched): the model waits DTF_TIMEOUT for it
     in dtf_init and only then connects to 'post', which must wait that much longer (the model's
-    connecting mark) instead of timing out, and read every file over MPI."""
+    connecting mark) instead of timing out, and read every file over MPI: every value it read the same
+    as in the file-mode run (out.% in mode="file", without 'absent')."""
     timeout = 3
-    ini = os.path.join(work, "dtf.ini")
-    with open(ini, "w") as f:
-        f.write(ABSENT_CONFIG)
     size = ["3", "16", "4", "3", "2"]  # steps, nx, rows per rank, nz, variables
-    status, out, elapsed = launch(args, [(2, [args.c_exe, "model", ini, work] + size),
-                                         (1, [args.c_exe, "post", ini, work] + size)],
-                                  {"DTF_TIMEOUT": str(timeout)}, walltime=60)
-    expect(status == 0, f"exit status {status}: 'post' must wait for the model while it waits for 'absent'")
+    outs = {}
+    for label, config in (("oracle", ABSENT_ORACLE_CONFIG), ("test", ABSENT_CONFIG)):
+        run = os.path.join(work, label)
+        os.mkdir(run)
+        ini = os.path.join(run, "dtf.ini")
+        with open(ini, "w") as f:
+            f.write(config)
+        status, out, elapsed = launch(args, [(2, [args.c_exe, "model", ini, run] + size),
+                                             (1, [args.c_exe, "post", ini, run] + size)],
+                                      {"DTF_TIMEOUT": str(timeout), "OUTPUT_IO_DUMP": run}, walltime=60)
+        expect(status == 0, f"{label}: exit status {status}" +
+               (": 'post' must wait for the model while it waits for 'absent'" if label == "test" else ""))
+        outs[label] = (out, elapsed, run)
+    out, elapsed, run = outs["test"]
     expect("[model] [dtf model:0] notice: going on without component 'absent', which did not connect" in out,
            "the model must say that it goes on without 'absent'")
-    expect("went to the file system" not in out and not any(n.startswith("out.") for n in os.listdir(work)),
+    expect("went to the file system" not in out and not any(n.startswith("out.") for n in os.listdir(run)),
            "'post' must read every file over MPI (none written)")
     expect(elapsed < 2 * timeout + 30, f"took {elapsed:.1f} s with DTF_TIMEOUT={timeout}")
+    for step in range(int(size[0])):
+        name = f"post.{step}.bin"
+        with open(os.path.join(outs["oracle"][2], name), "rb") as f:
+            want = f.read()
+        with open(os.path.join(run, name), "rb") as f:
+            got = f.read()
+        expect(len(want) > 0 and got == want, f"{name}: the values 'post' read differ from the file-mode run's")
+    print(f"post read {size[0]} files over MPI, every value as in the file-mode run")
 
 
 def scenario_mismatch(args, work):
