@@ -20,7 +20,7 @@ Sweeps:
          so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
          minute): the launch modes compared.
-  persist the stream-and-persist runs of full alone (about two minutes).
+  persist the stream-and-persist runs of full alone (about two and a half minutes).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
 #  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes,
-#   launch ("mpmd": one MPMD mpirun instead of two jobs)])
+#   launch ("mpmd": one MPMD mpirun instead of two jobs), buffer_data (instead of letkf.ini's)])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
 # has computed, without and with dtf's progress thread (report.py: "Computing while the data moves").
 COMPUTE = "transfer,transfer-replay,mpi-raw"
@@ -45,10 +45,14 @@ DEFAULT = ("default", 2, 1, 1, (128, 128, 16), None, 3, 6)
 MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
 # Stream and persist (transfer-persist) in launches of their own: the memory it leaves behind (heap
 # not returned to the system) would count in the next modes' memory figures. The default size (4
-# ranks on this machine's 2 cores) and one member (a core per rank).
+# ranks on this machine's 2 cores) and one member (a core per rank), each with letkf.ini's
+# buffer_data=0 and with dtf's default buffer_data=1 (".buffered").
 PERSIST_MODES = {"modes": "transfer,transfer-persist,file-sync"}
+BUFFERED = dict(PERSIST_MODES, buffer_data=1)
 PERSIST = [("persist.default",) + DEFAULT[1:] + (PERSIST_MODES,),
-           ("persist.core-per-rank", 1, 1, 1, (128, 128, 16), None, 3, 6, PERSIST_MODES)]
+           ("persist.core-per-rank", 1, 1, 1, (128, 128, 16), None, 3, 6, PERSIST_MODES),
+           ("persist.default.buffered",) + DEFAULT[1:] + (BUFFERED,),
+           ("persist.core-per-rank.buffered", 1, 1, 1, (128, 128, 16), None, 3, 6, BUFFERED)]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -109,11 +113,28 @@ def machine(build):
     }
 
 
-def command(build, run_dir, spec, csv_prefix, timeout):
+def config(spec, out):
+    """The run's config: letkf.ini, or with the run's buffer_data a copy of it in OUT."""
+    ini = os.path.join(HERE, "letkf.ini")
+    opt = options(spec)
+    if "buffer_data" not in opt:
+        return ini
+    with open(ini) as f:
+        text = f.read()
+    if "\nbuffer_data=" not in text:
+        sys.exit("letkf.py: letkf.ini has no buffer_data= line to change")
+    path = os.path.join(out, f"letkf.buffer_data={opt['buffer_data']}.ini")
+    with open(path, "w") as f:
+        f.write("".join(f"buffer_data={opt['buffer_data']}\n" if line.startswith("buffer_data=") else line
+                        for line in text.splitlines(keepends=True)))
+    return path
+
+
+def command(build, run_dir, spec, csv_prefix, timeout, ini):
     label, members, px, py, grid, glob, reps, cycles = spec[:8]
     ranks = members * px * py
     args = ["--members", members, "--px", px, "--py", py, "--grid", *grid, "--reps", reps, "--cycles", cycles,
-            "--dir", run_dir, "--config", os.path.join(HERE, "letkf.ini"), "--label", label]
+            "--dir", run_dir, "--config", ini, "--label", label]
     if glob:
         args += ["--global", *glob]
     opt = options(spec)
@@ -124,7 +145,7 @@ def command(build, run_dir, spec, csv_prefix, timeout):
     args = [str(a) for a in args]
     exe = os.path.join(build, "bench", "letkf_io")
     launch = ["--mpmd"] if opt.get("launch") == "mpmd" else []
-    return [os.path.join(build, "bin", "dtfrun"), "-c", os.path.join(HERE, "letkf.ini"), "--timeout", "60",
+    return [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60",
             "--walltime", str(timeout), *launch,
             "--name", "model", "-n", str(ranks), exe, "--role", "model", *args, "--csv", csv_prefix + ".model.csv",
             ":", "--name", "assim", "-n", str(ranks), exe, "--role", "assim", *args, "--csv", csv_prefix + ".assim.csv"]
@@ -176,7 +197,7 @@ def main():
         opt = options(spec)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")
-        cmd = command(build, files, spec, prefix, a.timeout)
+        cmd = command(build, files, spec, prefix, a.timeout, config(spec, out))
         env = dict(os.environ)
         if "thread" in opt:
             env["DTF_PROGRESS_THREAD"] = str(opt["thread"])
@@ -207,7 +228,8 @@ def main():
         meta["runs"].append({"label": label, "command": shown, "members": members, "px": px, "py": py,
                              "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
                              "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
-                             "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1)})
+                             "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1),
+                             **({"buffer_data": opt["buffer_data"]} if "buffer_data" in opt else {})})
         print(f"   {wall:.1f} s", flush=True)
     # The planning micro-benchmark (one core, no MPI), for the report's planning section.
     plan = [os.path.join(build, "bench", "plan_bench"), "--csv", os.path.join(out, "planning.csv")]

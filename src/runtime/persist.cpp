@@ -593,6 +593,16 @@ void write_job(Runtime &rt, PersistJob &job) {
     const MPI_Comm comm = transport::mpi_comm_of(*job.group);
     if (comm == MPI_COMM_NULL) fail(DTF_ERR_UNSUPPORTED, "%s: the file's ranks are not an MPI communicator", where.c_str());
     if (!job.rule->ioserver.empty()) return ship_job(rt, job, where, t0);
+    // The readers first: a session the progress thread still serves (buffer_data=1) is served before
+    // a byte of its file is written, which would otherwise hold the runtime lock and the core the
+    // serving needs. A reader that does not take its data in DTF_TIMEOUT does not keep the file from
+    // being written (its session goes on being served, and a lost reader is reported as usual).
+    if (job.ws->serving) try {
+        rt.wait_until([&] { return !job.ws->serving; }, [&] { return where + ": " + waiting_for(rt, *job.ws); },
+                      [&] { return blocking_reader(*job.ws); });
+    } catch (const Error &e) {
+        log::warn("%s; written all the same", e.what());
+    }
     // A continued session: the session before it must be in the file (its writer says so).
     if (job.persist_after != 0)
         rt.wait_until([&] { return job.persist_after == 0; }, [&] {
@@ -610,7 +620,7 @@ void write_job(Runtime &rt, PersistJob &job) {
     log::debug("%s: done", where.c_str());
     for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
     for (WriteRecord &w : job.ws->writes) // the copies made for the file alone (the session is served)
-        if (w.persist_copy) std::vector<char>().swap(w.data);
+        if (w.persist_copy) rt.buffers().give(std::move(w.data));
     rt.stats().persist_s += now_s() - t0;
     if (job.rank != 0) return;
     ++rt.stats().files_persisted;
@@ -645,10 +655,20 @@ void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
     // program owns its buffers again once it returns. (Such a session was served before: nothing else
     // reads them.) A file these ranks write now is written from the buffers themselves; the sends to
     // an I/O server may still be under way when the close returns.
-    auto own = [](PersistJob &j) {
+    // The copies of a file these ranks write come from the runtime's pool and go back to it once
+    // written: a cycle copies the same sizes again, into memory already mapped (a fresh page costs a
+    // fault; this copy delays the hand-off of the files closed after it). Those for an I/O server are
+    // freed when their sends complete, which may be outside the runtime lock the pool needs.
+    auto own = [&rt](PersistJob &j) {
         for (WriteRecord &w : j.ws->writes)
             if (w.borrowed) {
-                w.data.assign(w.borrowed, w.borrowed + value_bytes(j.header, w)); // not from the pool, which would keep it
+                const size_t n = value_bytes(j.header, w);
+                if (j.rule->ioserver.empty()) {
+                    w.data = rt.buffers().take(n);
+                    std::memcpy(w.data.data(), w.borrowed, n);
+                } else {
+                    w.data.assign(w.borrowed, w.borrowed + n);
+                }
                 w.borrowed = nullptr;
                 w.persist_copy = true;
             }
