@@ -299,8 +299,9 @@ def persist(samples, meta):
         "memory recycled from the cycle before) delays the hand-off of the files closed after it. With "
         "`buffer_data=1` the puts copied the values before the hand-off; what remains is the writing's work on "
         "the same 2 cores (one member's files written while the other member's data still moves, the page "
-        "cache's work): persist.default.buffered 1.02x to 1.16x in the runs of the change that made this "
-        "section. The ratios vary between runs on this shared machine. An I/O server (`ioserver=`) takes the "
+        "cache's work). The ratios vary between runs on this shared machine: in four sweeps (`bench/letkf.py "
+        "BUILD --sweep persist`) of the change that made this section, persist.default.buffered 0.93x to "
+        "1.16x (median 1.09x), persist.default 1.18x to 1.25x. An I/O server (`ioserver=`) takes the "
         "writing off the model's ranks; on "
         "this machine it shares their 2 cores (see [I/O server](#io-server)).", ""]
 

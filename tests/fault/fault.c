@@ -27,6 +27,11 @@
  *             reader, which renames its variable, and read by the writer: dtf cannot make the file on
  *             disk show the rename as file mode would, so the reader's close fails (DTF_ERR_UNSUPPORTED
  *             naming the variable and the rename); the file keeps the writer's session (then as ok)
+ *   persist-late-reader q.nc (persist=1) is written by the writer, whose close is reached while its
+ *             progress thread serves the session (DTF_PROGRESS_THREAD=1, buffer_data=1); the reader
+ *             opens it a second later: q.nc must not be on disk before the reader got its data (the
+ *             readers are served before a byte is written); fault.py checks the file after the run
+ *             (then as ok)
  *   lost-connect, lost-transfer, lost-finalize
  *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
  *             dtf_init, after opening the file (while the writer transfers), or after closing it
@@ -120,6 +125,30 @@ static void persist_rename(int writes) {
     NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
     expect_error(ncmpi_close(ncid), DTF_ERR_UNSUPPORTED, "ncmpi_close(p.nc, a variable renamed)", "writing '",
                  "p.nc' (persist=1", "variable 0 is 'T' in the file and 'U' in this session (renamed)", NULL);
+}
+
+/* persist-late-reader (see the top). */
+static void persist_late_reader(int writes) {
+    int ncid, dx, v;
+    float x[NX];
+    MPI_Offset start = 0, count = rank == 0 ? NX : 0;
+    if (writes) {
+        for (int i = 0; i < NX; ++i) x[i] = value(0, i);
+        NC(ncmpi_create(MPI_COMM_WORLD, "q.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
+        NC(ncmpi_def_dim(ncid, "x", NX, &dx));
+        NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 1, &dx, &v));
+        NC(ncmpi_enddef(ncid));
+        NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
+        NC(ncmpi_close(ncid));
+        return;
+    }
+    sleep(1); /* the writer is in its close by now */
+    NC(ncmpi_open(MPI_COMM_WORLD, "q.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    if (rank == 0) expect(access("q.nc", F_OK) != 0, "q.nc was written before its reader got its data");
+    NC(ncmpi_inq_varid(ncid, "T", &v));
+    NC(ncmpi_get_vara_float_all(ncid, v, &start, &count, x));
+    for (int i = 0; i < (int)count; ++i) expect(x[i] == value(0, i), "q.nc: a value of T differs from the writer's");
+    NC(ncmpi_close(ncid));
 }
 
 /* lost-*: the writer reports a failed call and goes on. */
@@ -221,7 +250,8 @@ int main(int argc, char **argv) {
     if (argc != 4) {
         if (rank == 0)
             fprintf(stderr, "usage: fault writer|reader INI "
-                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|persist-rename|lost-connect|lost-transfer|lost-finalize\n");
+                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|persist-rename|persist-late-reader|"
+                            "lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const char *role = argv[1], *scenario = argv[3];
@@ -252,6 +282,7 @@ int main(int argc, char **argv) {
                          NULL);
     }
     if (!strcmp(scenario, "persist-rename")) persist_rename(writes);
+    if (!strcmp(scenario, "persist-late-reader")) persist_late_reader(writes);
     if (!strcmp(role, "writer") || !strcmp(scenario, "twowriters"))
         writer(scenario);
     else

@@ -38,13 +38,20 @@ comp2="reader"
 mode="transfer"
 persist=1
 num_sessions=2
+[FILE]
+; persist-late-reader: written with persist=1, read a second after the writer's close began
+filename="q.nc"
+comp1="writer"
+comp2="reader"
+mode="transfer"
+persist=1
 """
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose", "twowriters",
-                                        "wrongrole", "persist-rename", "lost-connect", "lost-transfer", "lost-finalize"])
+                                        "wrongrole", "persist-rename", "persist-late-reader", "lost-connect", "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)
@@ -66,8 +73,10 @@ def main():
         run = subprocess.run(cmd, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
         # persist-rename: the file on disk is still the writer's session (the refused rename not in it)
-        kept = subprocess.run(["ncmpidump", os.path.join(work, "p.nc")], text=True, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT).stdout if a.scenario == "persist-rename" else ""
+        # persist-late-reader: q.nc written once the reader was served
+        dumped = {"persist-rename": "p.nc", "persist-late-reader": "q.nc"}.get(a.scenario)
+        kept = subprocess.run(["ncmpidump", os.path.join(work, dumped)], text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT).stdout if dumped else ""
     out = run.stdout
     print(out)
     print(f"exit status {run.returncode} after {elapsed:.1f} s")
@@ -95,6 +104,8 @@ def main():
                 failures.append("dtfrun's summary must report both components")
     elif a.scenario == "persist-rename" and "float T(x)" not in kept:
         failures.append(f"p.nc must keep the writer's session (variable T):\n{kept}")
+    elif a.scenario == "persist-late-reader" and "T = 0, 1, 2, 3, 4, 5, 6, 7 ;" not in kept:
+        failures.append(f"q.nc must hold the writer's values of T:\n{kept}")
     elif a.scenario == "noexit":
         # dtf finalizes the writer inside MPI_Finalize, where the reader's dtf_finalize meets it (else
         # that dtf_finalize fails after DTF_TIMEOUT, and the reader aborts).
