@@ -32,6 +32,7 @@
 #include "scenario.h"
 
 static int rank, nranks, is_writer, kase, use_dtf = 1;
+static int file_mode; /* XFER_FILE_MODE=1 (prop.py): the file's mode is "file", the real PnetCDF reads */
 /* XFER_REPEAT=R: every case runs R times in a row on one file (sessions 1..R of one path), for replay
  * (replay_io=1). The file is then named after the case in letters (case.<letters>.nc), so that no
  * two cases share a replay plan (dtf wildcards the digits of names), and each repeat's dump is
@@ -175,6 +176,7 @@ typedef struct {
     int cancel_rc, cancel_status, cancel_req;  /* ncmpi_cancel of a cancelled request, its id after */
     int stale_rc, stale_status, stale_req;     /* the second cancel with the saved (stale) id */
     int erange; /* the expected data contains a value out of the memory type's range */
+    int status_unsure; /* its wait's statuses are PnetCDF 1.12.3's guess (see complete()) */
     unsigned char *expect; /* reader: the expected buffer content, guards included */
     char label[512];
 } op_t;
@@ -567,6 +569,13 @@ static void complete(int ncid, sbuf_t *d, op_t **ops, int n, int wk, const char 
     int expect = NC_NOERR;
     for (int i = 0; i < n; i++)
         if (ops[i]->erange && expect == NC_NOERR) expect = NC_ERANGE;
+    /* PnetCDF 1.12.3 misplaces the statuses of a wait in which an iget_varn's values are out of range
+     * (NC_ERANGE on the list's first request, and on others that got none; its own may say NC_NOERR):
+     * there the statuses are not compared between the runs, and not checked in file mode. dtf gives
+     * each request its own status, checked in transfer mode. */
+    int unsure = 0;
+    for (int i = 0; i < n; i++) unsure |= n > 1 && ops[i]->q->api == API_VARN && ops[i]->erange;
+    for (int i = 0; i < n; i++) ops[i]->status_unsure = unsure;
     switch (wk) {
     case WAIT_ALL_REQALL:
         rec_rc(d, ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL), expect, "%s wait_all(NC_REQ_ALL)", what);
@@ -970,7 +979,8 @@ static void reader_case(const scen_t *s, const char *dir) {
             }
             sb_printf(&d, "get %d %s rc=%d", i, o->label, o->rc);
             rec_posted(&d, o, i, "get");
-            if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
+            if (o->has_status && o->status_unsure) sb_printf(&d, " status=? req=%s", id_class(o->wait_req, o->posted_id));
+            else if (o->has_status) sb_printf(&d, " status=%d req=%s", o->status, id_class(o->wait_req, o->posted_id));
             rec_cancel(&d, o, i, "get");
             if (o->has_status && o->wait_req != NC_REQ_NULL) fail("get %d %s: request id %d after the wait, expected NC_REQ_NULL", i, o->label, o->wait_req);
             sb_printf(&d, " data=");
@@ -978,7 +988,7 @@ static void reader_case(const scen_t *s, const char *dir) {
             sb_printf(&d, "\n");
             if (o->rc != expect_rc) fail("get %d %s returned %d (%s), expected %d (%s)", i, o->label, o->rc, ncmpi_strerror(o->rc),
                                          expect_rc, ncmpi_strerror(expect_rc));
-            if (o->has_status && o->status != expect_status)
+            if (o->has_status && o->status != expect_status && !(o->status_unsure && file_mode))
                 fail("get %d %s: status %d (%s), expected %d", i, o->label, o->status, ncmpi_strerror(o->status), expect_status);
             if (memcmp(e, o->mem, o->total) != 0) {
                 size_t b = 0;
@@ -1197,6 +1207,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     use_dtf = strcmp(config, "-") != 0; /* "-": plain PnetCDF (run the writer first, then the reader) */
+    file_mode = !use_dtf || (getenv("XFER_FILE_MODE") && !strcmp(getenv("XFER_FILE_MODE"), "1"));
     int err = use_dtf ? dtf_init(config, role) : DTF_SUCCESS;
     if (err != DTF_SUCCESS) {
         fprintf(stderr, "%s rank %d: dtf_init failed: %s: %s\n", role, rank, dtf_strerror(err), dtf_errmsg());
