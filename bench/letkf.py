@@ -20,7 +20,7 @@ Sweeps:
          so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
          minute): the launch modes compared.
-  persist the stream-and-persist runs of full alone (about two and a half minutes).
+  persist the stream-and-persist runs of full alone (about a minute and a half).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
