@@ -97,19 +97,28 @@ static void told_both_write(int rc, const char *call) {
                  "writes session 1 of '", "f.nc' too, as this component does", NULL);
 }
 
-/* persist-rename (see the top). */
-static void persist_rename(int writes) {
+/* persist-*: the file `path` with one variable T(x), values value(0, x), all written by rank 0. */
+static void write_row(const char *path) {
     int ncid, dx, v;
     float x[NX];
     for (int i = 0; i < NX; ++i) x[i] = value(0, i);
     MPI_Offset start = 0, count = rank == 0 ? NX : 0;
+    NC(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_def_dim(ncid, "x", NX, &dx));
+    NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 1, &dx, &v));
+    NC(ncmpi_enddef(ncid));
+    NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
+    NC(ncmpi_close(ncid));
+}
+
+/* persist-rename (see the top). */
+static void persist_rename(int writes) {
+    int ncid, v;
+    float x[NX];
+    for (int i = 0; i < NX; ++i) x[i] = value(0, i);
+    MPI_Offset start = 0, count = rank == 0 ? NX : 0;
     if (writes) {
-        NC(ncmpi_create(MPI_COMM_WORLD, "p.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
-        NC(ncmpi_def_dim(ncid, "x", NX, &dx));
-        NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 1, &dx, &v));
-        NC(ncmpi_enddef(ncid));
-        NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
-        NC(ncmpi_close(ncid));
+        write_row("p.nc");
         NC(ncmpi_open(MPI_COMM_WORLD, "p.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid)); /* the written-back session */
         NC(ncmpi_close(ncid));
         return;
@@ -129,19 +138,13 @@ static void persist_rename(int writes) {
 
 /* persist-late-reader (see the top). */
 static void persist_late_reader(int writes) {
-    int ncid, dx, v;
-    float x[NX];
-    MPI_Offset start = 0, count = rank == 0 ? NX : 0;
     if (writes) {
-        for (int i = 0; i < NX; ++i) x[i] = value(0, i);
-        NC(ncmpi_create(MPI_COMM_WORLD, "q.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid));
-        NC(ncmpi_def_dim(ncid, "x", NX, &dx));
-        NC(ncmpi_def_var(ncid, "T", NC_FLOAT, 1, &dx, &v));
-        NC(ncmpi_enddef(ncid));
-        NC(ncmpi_put_vara_float_all(ncid, v, &start, &count, x));
-        NC(ncmpi_close(ncid));
+        write_row("q.nc");
         return;
     }
+    int ncid, v;
+    float x[NX];
+    MPI_Offset start = 0, count = rank == 0 ? NX : 0;
     sleep(1); /* the writer is in its close by now */
     NC(ncmpi_open(MPI_COMM_WORLD, "q.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid));
     if (rank == 0) expect(access("q.nc", F_OK) != 0, "q.nc was written before its reader got its data");
