@@ -7,20 +7,22 @@ Each run launches the model and the assimilation as two separate MPI jobs with d
 runs labelled launch.mpmd, as one MPMD mpirun: dtfrun --mpmd, shared memory in between); one launch
 runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw; the persist runs transfer,
 transfer-persist and file-sync) for `reps` x `cycles` cycles, so the modes are compared within one
-run. The rows of all runs go to OUT/letkf.csv, the machine and the exact command of every run to
-OUT/meta.json; then the planning micro-benchmark (bench/plan_bench.cpp) writes
-OUT/planning.csv. With --md, bench/report.py then writes the report and its plots.
+run. A run listed again in a sweep is launched again: its reps are numbered on after those of its
+earlier launches, and report.py can tell the launches apart. The rows of all runs go to
+OUT/letkf.csv, the machine and the exact command of every run to OUT/meta.json; then the planning
+micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv. With --md, bench/report.py then
+writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 12 minutes here): the default size, weak scaling (1, 2, 4
+  full   what `make bench` runs (about 14 minutes here): the default size, weak scaling (1, 2, 4
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
-         default size in one MPMD launch, and stream and persist (the default size, and one member
-         with a core per rank). Ranks beyond the machine's cores are oversubscribed; the report says
-         so.
+         default size in one MPMD launch, and stream and persist (the default size, three times,
+         one member with a core per rank, and a control without persist=1). Ranks beyond the
+         machine's cores are oversubscribed; the report says so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
          minute): the launch modes compared.
-  persist the stream-and-persist runs of full alone (about a minute and a half).
+  persist the stream-and-persist runs of full alone (about three minutes).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -37,7 +39,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
 #  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes,
-#   launch ("mpmd": one MPMD mpirun instead of two jobs), buffer_data (instead of letkf.ini's)])
+#   launch ("mpmd": one MPMD mpirun instead of two jobs), buffer_data (instead of letkf.ini's),
+#   rotate (letkf_io --rotate 1: each rep starts with the next mode), persist (0: letkf.ini without
+#   persist=1)])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
 # has computed, without and with dtf's progress thread (report.py: "Computing while the data moves").
 COMPUTE = "transfer,transfer-replay,mpi-raw"
@@ -46,13 +50,22 @@ MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
 # Stream and persist (transfer-persist) in launches of their own: the memory it leaves behind (heap
 # not returned to the system) would count in the next modes' memory figures. The default size (4
 # ranks on this machine's 2 cores) and one member (a core per rank), each with letkf.ini's
-# buffer_data=0 and with dtf's default buffer_data=1 (".buffered").
-PERSIST_MODES = {"modes": "transfer,transfer-persist,file-sync"}
+# buffer_data=0 and with dtf's default buffer_data=1 (".buffered"). Each rep starts with the next of
+# the 3 modes (rotate), so that over 3 reps none is favoured by what ran before it. The target's run
+# (persist.default.buffered) is launched three times, spread over the sweep: its ratio varies by
+# several percent between launches on this shared machine, and the report takes the median. The
+# control (persist.off.buffered) runs the same modes without persist=1: its ratio is what the
+# benchmark shows when nothing is written.
+PERSIST_MODES = {"modes": "transfer,transfer-persist,file-sync", "rotate": 1}
 BUFFERED = dict(PERSIST_MODES, buffer_data=1)
-PERSIST = [("persist.default",) + DEFAULT[1:] + (PERSIST_MODES,),
+PERSIST_TARGET = ("persist.default.buffered",) + DEFAULT[1:] + (BUFFERED,)
+PERSIST = [PERSIST_TARGET,
+           ("persist.default",) + DEFAULT[1:] + (PERSIST_MODES,),
+           ("persist.core-per-rank.buffered", 1, 1, 1, (128, 128, 16), None, 3, 6, BUFFERED),
+           PERSIST_TARGET,
+           ("persist.off.buffered",) + DEFAULT[1:] + (dict(BUFFERED, persist=0),),
            ("persist.core-per-rank", 1, 1, 1, (128, 128, 16), None, 3, 6, PERSIST_MODES),
-           ("persist.default.buffered",) + DEFAULT[1:] + (BUFFERED,),
-           ("persist.core-per-rank.buffered", 1, 1, 1, (128, 128, 16), None, 3, 6, BUFFERED)]
+           PERSIST_TARGET]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -72,8 +85,9 @@ SWEEPS = {
     ] + PERSIST,
     "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
     "persist": PERSIST,
-    # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised.
-    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 1, 2, {"modes": ALL_MODES}),
+    # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
+    # second rep starts with the second mode.
+    "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 2, 2, {"modes": ALL_MODES, "rotate": 1}),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
               ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE})],
 }
@@ -114,19 +128,24 @@ def machine(build):
 
 
 def config(spec, out):
-    """The run's config: letkf.ini, or with the run's buffer_data a copy of it in OUT."""
+    """The run's config: letkf.ini, or a copy of it in OUT with the run's buffer_data, or without
+    persist=1 (run option persist=0: the *.p.nc files then move as the *.t.nc files do)."""
     ini = os.path.join(HERE, "letkf.ini")
     opt = options(spec)
-    if "buffer_data" not in opt:
+    if "buffer_data" not in opt and opt.get("persist", 1):
         return ini
     with open(ini) as f:
-        text = f.read()
-    if "\nbuffer_data=" not in text:
-        sys.exit("letkf.py: letkf.ini has no buffer_data= line to change")
-    path = os.path.join(out, f"letkf.buffer_data={opt['buffer_data']}.ini")
+        lines = f.read().splitlines(keepends=True)
+    for key in ("buffer_data=", "persist=1"):
+        if not any(line.startswith(key) for line in lines):
+            sys.exit(f"letkf.py: letkf.ini has no {key} line to change")
+    if "buffer_data" in opt:
+        lines = [f"buffer_data={opt['buffer_data']}\n" if line.startswith("buffer_data=") else line for line in lines]
+    if not opt.get("persist", 1):
+        lines = [line for line in lines if not line.startswith("persist=1")]
+    path = os.path.join(out, "letkf." + ".".join(f"{k}={opt[k]}" for k in ("buffer_data", "persist") if k in opt) + ".ini")
     with open(path, "w") as f:
-        f.write("".join(f"buffer_data={opt['buffer_data']}\n" if line.startswith("buffer_data=") else line
-                        for line in text.splitlines(keepends=True)))
+        f.write("".join(lines))
     return path
 
 
@@ -142,6 +161,8 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
         args += ["--compute", opt["compute"]]
     if "modes" in opt:
         args += ["--modes", opt["modes"]]
+    if opt.get("rotate"):
+        args += ["--rotate", "1"]
     args = [str(a) for a in args]
     exe = os.path.join(build, "bench", "letkf_io")
     launch = ["--mpmd"] if opt.get("launch") == "mpmd" else []
@@ -149,6 +170,23 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
             "--walltime", str(timeout), *launch,
             "--name", "model", "-n", str(ranks), exe, "--role", "model", *args, "--csv", csv_prefix + ".model.csv",
             ":", "--name", "assim", "-n", str(ranks), exe, "--role", "assim", *args, "--csv", csv_prefix + ".assim.csv"]
+
+
+# The fields that name a run in letkf.csv (bench/plot.py's Run).
+RUN_KEY = ("label", "members", "px", "py", "imax", "jmax", "kmax", "model_ranks", "assim_ranks")
+
+
+def renumbered(header, rows, first):
+    """The rows with `first` added to their rep."""
+    if not first:
+        return rows
+    col = header.split(",").index("rep")
+    out = []
+    for line in rows:
+        cells = line.split(",")
+        cells[col] = str(int(cells[col]) + first)
+        out.append(",".join(cells))
+    return out
 
 
 def consistency_errors(header, rows):
@@ -222,14 +260,19 @@ def main():
         errors = consistency_errors(header, run_rows)
         if errors:
             sys.exit(f"letkf.py: run {i + 1} is inconsistent: " + "; ".join(errors))
-        rows += run_rows
         nx = glob[0] // px if glob else grid[0]
         ny = glob[1] // py if glob else grid[1]
-        meta["runs"].append({"label": label, "command": shown, "members": members, "px": px, "py": py,
-                             "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
-                             "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
-                             "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1),
-                             **({"buffer_data": opt["buffer_data"]} if "buffer_data" in opt else {})})
+        run = {"label": label, "command": shown, "members": members, "px": px, "py": py,
+               "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
+               "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
+               "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1),
+               **{k: opt[k] for k in ("buffer_data", "persist") if k in opt}}
+        # A run launched again (the same label and sizes) continues the rep numbers of its earlier
+        # launches: its samples add to theirs, and report.py tells the launches apart.
+        same = [r for r in meta["runs"] if all(r[k] == run[k] for k in RUN_KEY)]
+        run["launch"] = len(same)
+        rows += renumbered(header, run_rows, sum(r["reps"] for r in same))
+        meta["runs"].append(run)
         print(f"   {wall:.1f} s", flush=True)
     # The planning micro-benchmark (one core, no MPI), for the report's planning section.
     plan = [os.path.join(build, "bench", "plan_bench"), "--csv", os.path.join(out, "planning.csv")]

@@ -15,7 +15,9 @@
  *                  (--compute), then writes those 11 variables back for every member.
  * Most written data is never read; that asymmetry is what dtf's matching exploits.
  *
- * Modes, run in this order within one launch, `reps` times, `cycles` cycles each:
+ * Modes, run in the order given within one launch, `reps` times, `cycles` cycles each (with
+ * --rotate 1, rep r starts with the (r mod n)-th of the n modes, so that with n reps each mode takes
+ * each place once: a mode is not favoured by what ran before it):
  *   transfer   PnetCDF calls on files dtf handles in mode="transfer" (*.t.nc in bench/letkf.ini)
  *   transfer-replay  the same with replay_io=1 (*.r.nc): from the second cycle on, the writers copy
  *              at put only what the readers read and no request or plan message travels
@@ -139,6 +141,7 @@ typedef struct {
     const char *role, *label, *dir, *csv, *config;
     int members, px, py, imax, jmax, kmax, gx, gy; /* gx, gy > 0: fixed global grid (strong scaling) */
     int cycles, reps, verify;
+    int rotate; /* rep r runs the modes from the (r mod n)-th on (--rotate) */
     int compute_ms; /* per cycle and role (--compute) */
     char modes[128];
 } Opts;
@@ -832,10 +835,12 @@ static void usage(void) {
         fprintf(stderr,
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw]\n"
-                "                [--verify 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE] [--label NAME]\n"
+                "                [--verify 0|1] [--rotate 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE]\n"
+                "                [--label NAME]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
                 "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
                 "  the cycles then start with a barrier that sleeps instead of spinning\n"
+                "  --rotate 1: rep r runs the modes from the (r mod n)-th of the n on (default 0: as given)\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -852,7 +857,7 @@ static int int_arg(int argc, char **argv, int i) {
 }
 
 static Opts parse(int argc, char **argv) {
-    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -868,6 +873,7 @@ static Opts parse(int argc, char **argv) {
         else if (!strcmp(a, "--cycles")) o.cycles = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--reps")) o.reps = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--verify")) o.verify = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--rotate")) o.rotate = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--compute")) o.compute_ms = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--grid")) {
             o.imax = int_arg(argc, argv, ++i);
@@ -932,10 +938,13 @@ int main(int argc, char **argv) {
     Sample *samples = malloc(sizeof(Sample) * (size_t)c.o.cycles);
     const double rss0 = vm_bytes("VmRSS"); /* the plain program: its arrays, before any I/O */
     long bad = 0;
+    char modes[sizeof c.o.modes], *list[sizeof c.o.modes], *save = NULL;
+    int nmodes = 0;
+    memcpy(modes, c.o.modes, sizeof modes);
+    for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) list[nmodes++] = mode;
     for (int rep = 0; rep < c.o.reps; ++rep) {
-        char modes[sizeof c.o.modes], *save = NULL;
-        memcpy(modes, c.o.modes, sizeof modes);
-        for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) {
+        for (int k = 0; k < nmodes; ++k) {
+            const char *mode = list[(k + (c.o.rotate ? rep : 0)) % nmodes];
             if (!is_transfer(mode) && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
                 die("unknown mode '%s' (transfer, transfer-replay, transfer-persist, file, file-sync, mpi-raw)", mode);
             Links links, *raw = NULL;

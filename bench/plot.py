@@ -117,6 +117,12 @@ def run_info(meta, run):
     return next((r for r in meta["runs"] if tuple(r.get(f) for f in Run._fields) == run), {})
 
 
+def launch_count(meta, run):
+    """How many times a run was launched (bench/letkf.py: the samples of its launches follow each
+    other, their reps numbered on)."""
+    return max(1, sum(1 for r in meta["runs"] if tuple(r.get(f) for f in Run._fields) == run))
+
+
 def modes(samples, run):
     """The modes a run was measured in, in display order."""
     return [m for m in MODES if cycle_times(samples, run, m)]
