@@ -20,7 +20,11 @@
  *              the others (in both runs, so that the mean is summed in the same order); with
  *              ENSEMBLE_LATE_AT=get too, it opens that file in time and waits before the get.
  *              With ENSEMBLE_START_LATE=S it sleeps S seconds before dtf_init (and with
- *              ENSEMBLE_WRITE_LATE=S each member before it creates its file).
+ *              ENSEMBLE_WRITE_LATE=S each member before it creates its file). With
+ *              ENSEMBLE_READY=PATH the assimilation's rank 0 creates PATH once its dtf_init returned,
+ *              and each member waits for it before it creates its file: a member's fallback= bound
+ *              then does not run while the reader still connects to the other components (seconds
+ *              under the sanitizers, which would make an on-time reader late).
  * With ENSEMBLE_NODTF=1 the programs never call dtf (plain PnetCDF; ensemble.py runs the members
  * one after the other, then the assimilation, without the killed member: the oracle).
  * Prints "ensemble <role>: ok" at rank 0; exits 1 on a failed check.
@@ -74,10 +78,23 @@ static void reader_lost(int rc, const char *call) {
     if (rank == 0) printf("ensemble member: reader lost: %s\n", what);
 }
 
+/* ENSEMBLE_READY: the member's ranks wait until the file exists (at most READY_SECONDS: the test
+ * then fails on its own checks). */
+#define READY_SECONDS 60.0
+static void wait_ready(void) {
+    const char *ready = getenv("ENSEMBLE_READY");
+    if (!ready || !use_dtf) return;
+    if (rank == 0)
+        for (const double until = MPI_Wtime() + READY_SECONDS; access(ready, F_OK) != 0 && MPI_Wtime() < until;)
+            usleep(10000);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void member(int m, int kill) {
     char path[64];
     snprintf(path, sizeof path, "hist.%d.nc", m);
     int ncid, dims[2], v;
+    wait_ready();
     if (getenv("ENSEMBLE_WRITE_LATE")) usleep((useconds_t)(atof(getenv("ENSEMBLE_WRITE_LATE")) * 1e6));
     NC(ncmpi_create(MPI_COMM_WORLD, path, NC_CLOBBER, MPI_INFO_NULL, &ncid));
     NC(ncmpi_def_dim(ncid, "y", NY, &dims[0]));
@@ -228,6 +245,10 @@ int main(int argc, char **argv) {
     /* ENSEMBLE_START_LATE=S: the assimilation starts S seconds late (its members went on without it) */
     if (!is_member && getenv("ENSEMBLE_START_LATE")) usleep((useconds_t)(atof(getenv("ENSEMBLE_START_LATE")) * 1e6));
     if (use_dtf) NC(dtf_init(config, name));
+    if (!is_member && use_dtf && rank == 0 && getenv("ENSEMBLE_READY")) {
+        FILE *f = fopen(getenv("ENSEMBLE_READY"), "w");
+        if (!f || fclose(f) != 0) fail_check("cannot create ENSEMBLE_READY's file");
+    }
     if (is_member) member(m, kill);
     else assim(members, kill);
     int rc = use_dtf ? dtf_finalize() : NC_NOERR;

@@ -93,6 +93,9 @@ def main():
             f.write(config(a.members, a.persist, a.fallback, a.ioserver_exe))
         kill = {"member": a.kill, "assim": -2, "absent": -3 - a.kill, "late": -1, "never": -1, "start-late": -1}[a.lost]
         late = {"ENSEMBLE_LATE": str(a.kill), "ENSEMBLE_LATE_AT": a.late_at} if a.lost == "late" else {}
+        # (the reader is there from the start: the members write once its dtf_init has returned, so
+        # that their fallback= bound of a second or so does not run while it still connects)
+        ready = {"ENSEMBLE_READY": os.path.join(work, "assim-ready")} if a.lost in ("absent", "late") else {}
         # (the members, having waited TIMEOUT for it, write their files 3 s after the assimilation started:
         # its opens wait for them)
         start = {"ENSEMBLE_START_LATE": str(TIMEOUT + 3), "ENSEMBLE_WRITE_LATE": "6"} \
@@ -108,7 +111,7 @@ def main():
             cmd += [":", "--name", "io", "-n", "2", os.path.abspath(a.ioserver_exe), "io", ini]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
-        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="1", **late, **start)
+        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="1", **late, **start, **ready)
         run = subprocess.run(cmd, cwd=runs["transfer"], env=env, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0
