@@ -92,7 +92,7 @@ def main():
             failures.append("the report must say that a writer rank was killed")
         if elapsed > timeout + 30:
             failures.append(f"took {elapsed:.1f} s with DTF_TIMEOUT={timeout}")
-        failures += leftovers(a.exe)
+        failures += leftovers(a.exe, ini)
         if a.launch == "mpmd" and "dtfrun:   writer+reader" not in out:
             failures.append("dtfrun's summary must report the launch")
         if a.launch == "jobs":
@@ -132,12 +132,13 @@ def main():
     print("PASS")
 
 
-def leftovers(exe):
-    """A failure message for every live process of `exe` left behind (none expected)."""
+def leftovers(exe, ini):
+    """A failure message for every live process of `exe` left behind by this run (its command line
+    names the run's `ini`; other tests may run the same program meanwhile): none expected."""
     name = os.path.basename(exe)[:15]  # the kernel's process name
-    ps = subprocess.run(["ps", "-eo", "pid=,stat=,comm="], capture_output=True, text=True).stdout
-    left = [f[0] for f in map(str.split, ps.splitlines())
-            if len(f) == 3 and f[2] == name and not f[1].startswith("Z")]  # zombies are dead
+    ps = subprocess.run(["ps", "-eo", "pid=,stat=,comm=,args="], capture_output=True, text=True).stdout
+    left = [f[0] for f in (line.split(None, 3) for line in ps.splitlines())
+            if len(f) == 4 and f[2] == name and ini in f[3] and not f[1].startswith("Z")]  # zombies are dead
     return [f"processes left behind: {left}"] if left else []
 
 

@@ -108,6 +108,21 @@ def processes_matching(text):
     return found
 
 
+def name_servers_of(ws):
+    """ompi-server processes started by this workspace's dtfrun runs: those with its marker in their
+    environment (DTFTEST_RUN, see clean_env; other tests may run name servers meanwhile)."""
+    tag = ("DTFTEST_RUN=" + ws.marker).encode()
+    found = []
+    for pid, cmd in processes_matching("ompi-server"):
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                if os.path.basename(cmd.split()[0]) == "ompi-server" and tag in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 class Result:
     def __init__(self, rc, out, err, elapsed):
         self.rc, self.out, self.err, self.elapsed = rc, out, err, elapsed
@@ -326,8 +341,10 @@ touch "$D/started.comp.$OMPI_COMM_WORLD_RANK"
 def case_dtfrun_killed(ws):
     """dtfrun itself is SIGKILLed: its watchdog stops the components and the name server and
     removes the temporary directory."""
+    # (the server's URI goes to a file: what the components print may not have been passed on when
+    # dtfrun is killed)
     comp = ws.script("comp.sh", """
-echo "uri $OMPI_MCA_pmix_server_uri"
+echo "uri $OMPI_MCA_pmix_server_uri" > "$D/uri.$OMPI_COMM_WORLD_RANK"
 touch "$D/started.comp.$OMPI_COMM_WORLD_RANK"
 %s
 """ % ws.sleep)
@@ -345,8 +362,9 @@ touch "$D/started.comp.$OMPI_COMM_WORLD_RANK"
             proc.kill()
             proc.communicate()
     r = Result(proc.returncode, out, err, 0)
-    uris = lines_of(r.out, "[comp.sh] uri file:")
-    check(uris, "no server uri printed\n%s" % r)
+    with open(os.path.join(ws.dir, "uri.0")) as f:
+        uris = lines_of(f.read(), "uri file:")
+    check(uris, "no server uri written\n%s" % r)
     deadline = time.monotonic() + 15
     while ws.leftovers() or processes_matching(uris[0]) or os.path.exists(os.path.dirname(uris[0])):
         check(time.monotonic() < deadline,
@@ -468,7 +486,7 @@ def case_mpmd(ws):
     show = ws.script("show.sh", 'echo "$OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE DTF_MPMD=$DTF_MPMD '
                                 'DTF_TIMEOUT=$DTF_TIMEOUT DTF_COMPONENT=$DTF_COMPONENT"; echo err >&2')
     r = run_dtfrun(["-v", "--mpmd", "--timeout", "42", "--preload", libc, "--name", "model", "-n", "2", show, ":",
-                    "--name", "assim", "-n", "1", show], env=clean_env(), cwd=ws.dir)
+                    "--name", "assim", "-n", "1", show], env=clean_env(DTFTEST_RUN=ws.marker), cwd=ws.dir)
     check(r.rc == 0, "expected exit 0\n%s" % r)
     for name, ranks in (("model", (0, 1)), ("assim", (2,))):
         for rank in ranks:
@@ -479,7 +497,7 @@ def case_mpmd(ws):
     launches = [l for l in r.err.splitlines() if l.startswith("dtfrun: launching ")]
     check(len(launches) == 1 and " : " in launches[0] and "--ompi-server" not in launches[0],
           "expected one mpirun with two application contexts and no name server\n%s" % r)
-    check(not processes_matching("ompi-server"), "a name server is running")
+    check(not name_servers_of(ws), "a name server is running")
 
 
 def case_open_mpi_5(ws):
@@ -493,14 +511,14 @@ exec mpirun "$@"
     # Open MPI 4.1 tags "[1,0]<stdout>:x", Open MPI 5 "[1,0]<stdout>: x": the component adds the space.
     show = ws.script("show.sh", 'echo " $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE DTF_MPMD=$DTF_MPMD"')
     r = run_dtfrun(["--mpirun", fake, "--name", "model", "-n", "2", show, ":", "--name", "assim", "-n", "1", show],
-                   env=clean_env(), cwd=ws.dir)
+                   env=clean_env(DTFTEST_RUN=ws.marker), cwd=ws.dir)
     check(r.rc == 0, "expected exit 0\n%s" % r)
     for name, rank in (("model", 0), ("model", 1), ("assim", 2)):
         line = "[%s] %d of 3 DTF_MPMD=1" % (name, rank)
         check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
     check("mpirun (Open MPI) 5.0.11: separately launched jobs cannot connect (no ompi-server); the components "
           "run in one MPMD launch instead (as with --mpmd)" in r.err, "dtfrun must say which launch it chose\n%s" % r)
-    check(not processes_matching("ompi-server"), "a name server is running")
+    check(not name_servers_of(ws), "a name server is running")
 
 
 def case_mpmd_fail(ws):
