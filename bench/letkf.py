@@ -136,8 +136,8 @@ def config(spec, out):
         return ini
     with open(ini) as f:
         lines = f.read().splitlines(keepends=True)
-    for key in ("buffer_data=", "persist=1"):
-        if not any(line.startswith(key) for line in lines):
+    for key, changed in (("buffer_data=", "buffer_data" in opt), ("persist=1", "persist" in opt)):
+        if changed and not any(line.startswith(key) for line in lines):
             sys.exit(f"letkf.py: letkf.ini has no {key} line to change")
     if "buffer_data" in opt:
         lines = [f"buffer_data={opt['buffer_data']}\n" if line.startswith("buffer_data=") else line for line in lines]
