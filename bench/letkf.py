@@ -270,7 +270,6 @@ def main():
         # A run launched again (the same label and sizes) continues the rep numbers of its earlier
         # launches: its samples add to theirs, and report.py tells the launches apart.
         same = [r for r in meta["runs"] if all(r[k] == run[k] for k in RUN_KEY)]
-        run["launch"] = len(same)
         rows += renumbered(header, run_rows, sum(r["reps"] for r in same))
         meta["runs"].append(run)
         print(f"   {wall:.1f} s", flush=True)

@@ -268,12 +268,13 @@ def persist_ratios(samples, meta, run):
     """Per launch of run: the median hand-off with persist=1 over that of plain transfer (ratios of
     modes measured in one launch); [] without data."""
     n = plot.launch_count(meta, run)
-    h = [handoffs(samples, run, m) for m in ("transfer-persist", "transfer")]
-    if not all(h) or any(len(x) % n for x in h):
-        return []
-    k = [len(x) // n for x in h]
-    parts = [[median(x[i * kk:(i + 1) * kk]) for i in range(n)] for x, kk in zip(h, k)]
-    return [p / t for p, t in zip(*parts) if t > 0]
+
+    def per_launch(mode):  # the launches' samples follow each other, as many of each
+        h = handoffs(samples, run, mode)
+        k = len(h) // n
+        return [median(h[i * k:(i + 1) * k]) for i in range(n)] if h and len(h) == k * n else []
+    persist, plain = per_launch("transfer-persist"), per_launch("transfer")
+    return [p / t for p, t in zip(persist, plain) if t > 0]
 
 
 def launch_note(ratios):
