@@ -17,12 +17,14 @@ Sweeps:
   full   what `make bench` runs (about 14 minutes here): the default size, weak scaling (1, 2, 4
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
-         default size in one MPMD launch, and stream and persist (the default size, three times,
+         default size in one MPMD launch, small blocks (the sweep small), and stream and persist (the default size, three times,
          one member with a core per rank, and a control without persist=1). Ranks beyond the
          machine's cores are oversubscribed; the report says so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
          minute): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
+  small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
+         16x16x20), as two jobs and in one MPMD launch: the protocol's own cost (about a minute).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -66,6 +68,13 @@ PERSIST = [PERSIST_TARGET,
            ("persist.off.buffered",) + DEFAULT[1:] + (dict(BUFFERED, persist=0),),
            ("persist.core-per-rank", 1, 1, 1, (128, 128, 16), None, 3, 6, PERSIST_MODES),
            PERSIST_TARGET]
+# Small blocks (issue 31: the protocol's own cost): 2 members of 2 ranks, the two grids per rank of the
+# original DTF's benchmark, as two jobs and in one MPMD launch, and one member of one rank per
+# component (a core per rank). Here a cycle's data takes a few milliseconds, so what dtf adds shows.
+SMALL_MODES = {"modes": "transfer,transfer-replay,mpi-raw"}
+SMALL = [(label, members, px, 1, grid, None, 3, 6, dict(SMALL_MODES, **launch))
+         for label, launch in (("small", {}), ("small.mpmd", {"launch": "mpmd"}))
+         for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (1, 1, (16, 16, 20)))]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -82,8 +91,9 @@ SWEEPS = {
         ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
-    ] + PERSIST,
+    ] + SMALL + PERSIST,
     "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
+    "small": SMALL,
     "persist": PERSIST,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
     # second rep starts with the second mode.

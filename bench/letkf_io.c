@@ -36,7 +36,10 @@
  *   label,members,px,py,imax,jmax,kmax,model_ranks,assim_ranks,mode,rep,cycle,component,agg,phase,bytes,seconds
  * agg is max or mean over the role's ranks (seconds); bytes is the sum over the ranks. Phases: total,
  * open, io, transfer, close as the application sees them (every mode), and dtf.<phase> from dtf's own
- * timers (dtf_timers_read; transfer mode). And `mark` (agg max, seconds: wall-clock time since the
+ * timers (dtf_timers_read; transfer mode). `msg.control` and `msg.data`: the messages this rank sent
+ * and received in the cycle (dtf_counters_read; mpi-raw: its own messages, all data), their count in
+ * the seconds column (max or mean over the ranks: the busiest rank's, or the mean) and their bytes
+ * summed over the ranks in the bytes column. And `mark` (agg max, seconds: wall-clock time since the
  * epoch): when the model's compute ended, or when the assimilation held all of the model's output of
  * the cycle; on one node the difference is the hand-off time the compute did not hide.
  */
@@ -169,8 +172,11 @@ static void die(const char *fmt, ...) {
         if ((call) != MPI_SUCCESS) die("%s:%d: %s failed", __FILE__, __LINE__, #call);                \
     } while (0)
 
-enum Phase { P_TOTAL, P_OPEN, P_IO, P_TRANSFER, P_CLOSE, P_APP, P_DTF = P_APP, P_ALL = P_APP + DTF_NUM_PHASES };
+/* P_MSG, P_MSG + 1: messages (s[]: their count; b[]: their bytes), control and data, sent and received. */
+enum Phase { P_TOTAL, P_OPEN, P_IO, P_TRANSFER, P_CLOSE, P_APP, P_DTF = P_APP, P_MSG = P_APP + DTF_NUM_PHASES,
+             P_ALL = P_MSG + 2 };
 static const char *const app_phase[P_APP] = {"total", "open", "io", "transfer", "close"};
+static const char *const msg_phase[2] = {"msg.control", "msg.data"};
 
 /* Seconds and bytes of one cycle on this rank, by phase. */
 typedef struct {
@@ -800,13 +806,14 @@ static void report(const Ctx *c, Sample *samples, const char *mode, int rep, FIL
     MPI(MPI_Reduce(b, bsum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
     char phase[64];
     if (g_rank == 0 && csv) {
-        const int nphases = is_transfer(mode) ? P_ALL : P_APP;
         for (int i = 0; i < c->o.cycles; ++i)
-            for (int p = 0; p < nphases; ++p)
+            for (int p = 0; p < P_ALL; ++p)
                 for (int agg = 0; agg < 2; ++agg) {
                     const int k = i * P_ALL + p;
-                    snprintf(phase, sizeof phase, "%s%s", p < P_APP ? "" : "dtf.",
-                             p < P_APP ? app_phase[p] : dtf_phase_name(p - P_DTF));
+                    if (p >= P_DTF && p < P_MSG && !is_transfer(mode)) continue;
+                    if (p < P_APP) snprintf(phase, sizeof phase, "%s", app_phase[p]);
+                    else if (p < P_MSG) snprintf(phase, sizeof phase, "dtf.%s", dtf_phase_name(p - P_DTF));
+                    else snprintf(phase, sizeof phase, "%s", msg_phase[p - P_MSG]);
                     csv_row(csv, c, mode, rep, i, agg ? "mean" : "max", phase, bsum[k], agg ? ssum[k] / size : smax[k]);
                 }
     }
@@ -967,6 +974,7 @@ int main(int argc, char **argv) {
                 start_together(c.inter, c.o.compute_ms > 0);
                 g_cur = &samples[cycle];
                 dtf_timers_read(NULL, NULL, 1);
+                dtf_counters_read(NULL, NULL, 1);
                 const double cpu0 = cpu_seconds(), t0 = MPI_Wtime();
                 if (model)
                     model_cycle(&c, &md, raw, mode, cycle);
@@ -979,6 +987,17 @@ int main(int argc, char **argv) {
                 long long dtf_b[DTF_NUM_PHASES];
                 dtf_timers_read(dtf_s, dtf_b, 0);
                 for (int p = 0; p < DTF_NUM_PHASES; ++p) g_cur->s[P_DTF + p] = dtf_s[p], g_cur->b[P_DTF + p] = (double)dtf_b[p];
+                if (raw) { /* the data messages this rank sent and received, nothing else */
+                    for (int i = 0; i < raw->n; ++i)
+                        g_cur->s[P_MSG + 1] += 1, g_cur->b[P_MSG + 1] += (double)raw->links[i].n * sizeof(float);
+                } else {
+                    long long n[DTF_NUM_COUNTS], nb[DTF_NUM_COUNTS];
+                    dtf_counters_read(n, nb, 0);
+                    g_cur->s[P_MSG] = (double)(n[DTF_COUNT_CONTROL_SENT] + n[DTF_COUNT_CONTROL_RECEIVED]);
+                    g_cur->b[P_MSG] = (double)(nb[DTF_COUNT_CONTROL_SENT] + nb[DTF_COUNT_CONTROL_RECEIVED]);
+                    g_cur->s[P_MSG + 1] = (double)(n[DTF_COUNT_DATA_SENT] + n[DTF_COUNT_DATA_RECEIVED]);
+                    g_cur->b[P_MSG + 1] = (double)(nb[DTF_COUNT_DATA_SENT] + nb[DTF_COUNT_DATA_RECEIVED]);
+                }
                 if (!c.o.verify) continue;
                 if (model) {
                     bad += check((const float *const *)md.back, BACK, c.mine, c.member, cycle, c.o.kmax, mode);

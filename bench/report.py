@@ -124,7 +124,7 @@ def results(samples, meta, images):
     lines = ["## Results", ""] + image(images, "cycle_time.png", "cycle time per mode")
     lines += ["Cycle times in ms over reps x cycles >= 1; ratios are ratios of medians.", ""]
     for label in dict.fromkeys(run.label for run in plot.runs(samples, meta)
-                               if not run.label.startswith(("compute", "launch", "persist"))):
+                               if not run.label.startswith(("compute", "launch", "persist", "small"))):
         lines += [f"### {label}", ""]
         for run in plot.runs(samples, meta, label):
             lines += run_results(samples, meta, run)
@@ -155,6 +155,36 @@ def launches(samples, meta):
         lines += [f"Transfer cycle time, one MPMD launch / two jobs: "
                   f"{by['one MPMD launch'] / by['two jobs']:.2f}.", ""]
     return lines
+
+
+def small_blocks(samples, meta):
+    """The runs of the small sweep: the protocol's own cost, with the messages of each mode."""
+    runs = [(launch, run) for launch, label in (("two jobs", "small"), ("one MPMD launch", "small.mpmd"))
+            for run in plot.runs(samples, meta, label)]
+    if not runs:
+        return []
+    lines = ["## Small blocks", "",
+             "Where a cycle's data takes a few milliseconds, what dtf's protocol adds shows (the `small` sweep: "
+             "`bench/letkf.py BUILD --sweep small`). Median model cycle in ms; the fraction of the MPI ceiling is "
+             "mpi-raw / mode. Messages: the median per cycle of the busiest rank of either component (sent and "
+             "received, counted by `dtf_counters_read`; mpi-raw counts its own), control and data. dtf sends the "
+             "data in as many messages as mpi-raw, and the same bytes; the rest is its protocol. To see where "
+             "a cycle's time goes, rank by rank: run with `DTF_TRACE=DIR` and read `dtf-trace DIR` (each wait, "
+             "what it waited for and from whom; the merged trace opens in Perfetto).", ""]
+    rows = []
+    for launch, run in runs:
+        for mode in ("transfer", "transfer-replay", "mpi-raw"):
+            t = median(cycle_times(samples, run, mode))
+            if t is None:
+                continue
+            busiest = {kind: max((median(seconds(samples, run, mode, c, f"msg.{kind}", agg="max")) or 0)
+                                 for c in COMPONENTS) for kind in ("control", "data")}
+            raw = ratio(samples, run, "mpi-raw") if mode == "transfer" else (
+                None if mode == "mpi-raw" or t == 0 else median(cycle_times(samples, run, "mpi-raw")) / t)
+            rows.append([f"{plot.describe(run)}, {launch}", mode, ms(t), "–" if raw is None else f"{raw:.2f}",
+                         f"{busiest['control']:.0f}", f"{busiest['data']:.0f}"])
+    return lines + table(["run", "mode", "median cycle (ms)", "fraction of the ceiling", "control messages",
+                          "data messages"], rows)
 
 
 def phase_breakdown(samples, meta, images):
@@ -476,7 +506,7 @@ def main():
         sys.exit(f"report.py: {e}")
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
-    lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta)
+    lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + persist(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
     os.makedirs(md_dir, exist_ok=True)

@@ -109,6 +109,28 @@ int dtf_timers_read(double *seconds, long long *bytes, int reset);
 /* Name of a phase ("open", "match", ...); NULL when out of range. */
 const char *dtf_phase_name(int phase);
 
+/* Message counters: what dtf's protocol costs in messages and bytes, for benchmarks and tuning. Always
+ * on (one atomic add per message). Every point-to-point message dtf sends or receives over MPI counts
+ * once: as data (the packed values a writer rank sends a reader rank) or as control (everything
+ * else: headers, requests, plans, orders, notices, write metadata). Collectives over a file's ranks
+ * (its communicator's duplicate, the allreduces and barriers of dtf_transfer and close) count as
+ * calls, with no bytes. */
+enum dtf_count {
+    DTF_COUNT_CONTROL_SENT,
+    DTF_COUNT_CONTROL_RECEIVED,
+    DTF_COUNT_DATA_SENT,
+    DTF_COUNT_DATA_RECEIVED,
+    DTF_COUNT_COLLECTIVES,
+    DTF_NUM_COUNTS
+};
+
+/* This process's counts since they were last reset: messages[DTF_NUM_COUNTS] and bytes[DTF_NUM_COUNTS]
+ * (either may be NULL). Resets them to zero when reset != 0. Local; may be called at any time. */
+int dtf_counters_read(long long *messages, long long *bytes, int reset);
+
+/* Name of a count ("control sent", ...); NULL when out of range. */
+const char *dtf_count_name(int count);
+
 /* A duplicate of the inter-communicator dtf connected to component `component` (local group: this
  * program's MPI_COMM_WORLD; remote group: the other program's), for applications that exchange data
  * of their own with a peer. Collective over both programs, which name each other (it calls MPI_Comm_dup

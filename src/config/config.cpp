@@ -631,6 +631,11 @@ const EnvVar kEnvVars[] = {
          if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
          s.print_stats = t == "1";
      }},
+    {"DTF_TRACE",
+     [](Settings &s, const std::string &n, const std::string &v) {
+         if (trim(v).empty()) bad_env(n, v, "a directory");
+         s.trace_dir = std::string(trim(v));
+     }},
     {"DTF_RENDEZVOUS",
      [](Settings &s, const std::string &n, const std::string &v) {
          s.rendezvous = to_lower(trim(v));
@@ -920,6 +925,7 @@ std::string describe(const Config &c, const Settings &s) {
     out += "; DTF_GLOBAL_PATH=" + one_line(s.global_path) + "\n";
     out += "; DTF_TIMEOUT=" + format_seconds(s.timeout_s) + "\n";
     out += format("; DTF_VERBOSE_LEVEL=%d\n; DTF_PRINT_STATS=%d\n", s.verbose, s.print_stats);
+    out += "; DTF_TRACE=" + one_line(s.trace_dir) + "\n";
     out += "; DTF_RENDEZVOUS=" + one_line(s.rendezvous) + "\n";
     out += "; DTF_LOST_DIR=" + one_line(s.lost_dir) + "\n";
     out += format("; DTF_PROGRESS_THREAD=%d\n", s.progress_thread);

@@ -118,6 +118,7 @@ struct Settings {
     double timeout_s = 120.0;    // DTF_TIMEOUT
     int verbose = 0;             // DTF_VERBOSE_LEVEL
     bool print_stats = false;    // DTF_PRINT_STATS
+    std::string trace_dir;       // DTF_TRACE: write an event trace per rank there (common/trace.hpp)
     int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
     std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name
     std::string lost_dir;            // DTF_LOST_DIR: where dtfrun reports components that died

@@ -7,17 +7,23 @@
 !> dtf_errmsg() gives the detailed message of the last error.
 !> Per-phase timers (see dtf.h): call dtf_timers(1, ierr), then
 !>     call dtf_timers_read(seconds, bytes, reset, ierr)  ! real(8) seconds(DTF_NUM_PHASES), integer(8) bytes(...)
+!> Message counters (see dtf.h):
+!>     call dtf_counters_read(messages, bytes, reset, ierr)  ! integer(8) messages(DTF_NUM_COUNTS), bytes(...)
 !> Without the module, the three calls above work as plain external subroutines (src/fortran/externals.c).
 module dtf
   use, intrinsic :: iso_c_binding, only: c_char, c_int, c_double, c_long_long, c_null_char, c_ptr, c_f_pointer, &
                                          c_associated
   implicit none
   private
-  public :: dtf_init, dtf_transfer, dtf_finalize, dtf_strerror, dtf_errmsg, dtf_timers, dtf_timers_read
+  public :: dtf_init, dtf_transfer, dtf_finalize, dtf_strerror, dtf_errmsg, dtf_timers, dtf_timers_read, &
+            dtf_counters_read
 
   ! Phases of the timers, as DTF_PHASE_* in dtf.h (0-based: seconds(DTF_PHASE_OPEN + 1) is "open").
   integer, parameter, public :: DTF_PHASE_OPEN = 0, DTF_PHASE_MATCH = 1, DTF_PHASE_PACK = 2, &
                                 DTF_PHASE_TRANSFER = 3, DTF_PHASE_WAIT = 4, DTF_PHASE_CLOSE = 5, DTF_NUM_PHASES = 6
+  ! Message counts, as DTF_COUNT_* in dtf.h (0-based, as the phases).
+  integer, parameter, public :: DTF_COUNT_CONTROL_SENT = 0, DTF_COUNT_CONTROL_RECEIVED = 1, DTF_COUNT_DATA_SENT = 2, &
+                                DTF_COUNT_DATA_RECEIVED = 3, DTF_COUNT_COLLECTIVES = 4, DTF_NUM_COUNTS = 5
 
   interface
     integer(c_int) function c_dtf_init(config, component) bind(C, name="dtf_init")
@@ -47,6 +53,11 @@ module dtf
       import :: c_int, c_double, c_long_long
       real(c_double), intent(out) :: seconds(*)
       integer(c_long_long), intent(out) :: bytes(*)
+      integer(c_int), value :: reset
+    end function
+    integer(c_int) function c_dtf_counters_read(messages, bytes, reset) bind(C, name="dtf_counters_read")
+      import :: c_int, c_long_long
+      integer(c_long_long), intent(out) :: messages(*), bytes(*)
       integer(c_int), value :: reset
     end function
     integer(c_int) function c_strlen(s) bind(C, name="strlen")
@@ -87,6 +98,13 @@ contains
     integer, intent(in) :: reset
     integer, intent(out) :: ierr
     ierr = c_dtf_timers_read(seconds, bytes, int(reset, c_int))
+  end subroutine
+
+  subroutine dtf_counters_read(messages, bytes, reset, ierr)
+    integer(c_long_long), intent(out) :: messages(DTF_NUM_COUNTS), bytes(DTF_NUM_COUNTS)
+    integer, intent(in) :: reset
+    integer, intent(out) :: ierr
+    ierr = c_dtf_counters_read(messages, bytes, int(reset, c_int))
   end subroutine
 
   function dtf_strerror(code) result(msg)

@@ -5,9 +5,11 @@
 #include <algorithm>
 
 #include "common/api.hpp"
+#include "common/counters.hpp"
 #include "common/cwd.hpp"
 #include "common/error.hpp"
 #include "common/phase.hpp"
+#include "common/trace.hpp"
 #include "config/config.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
@@ -29,6 +31,8 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
         Runtime *rt = Runtime::instance();
         if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
         if (!filename) dtf::fail(DTF_ERR_ARG, "dtf_transfer: filename is NULL");
+        dtf::trace::Span span("dtf", "dtf_transfer");
+        if (span.active()) span.args("\"path\":" + dtf::trace::quote(filename));
         std::string path = dtf::config::normalize_path(filename, dtf::current_dir());
         auto check = [&](const std::string &actual) {
             if (path != actual)
@@ -84,6 +88,15 @@ DTF_API int dtf_timers_read(double *seconds, long long *bytes, int reset) {
 }
 
 DTF_API const char *dtf_phase_name(int phase) { return dtf::phase::name(phase); }
+
+DTF_API int dtf_counters_read(long long *messages, long long *bytes, int reset) {
+    dtf::counters::Totals t = dtf::counters::read(reset != 0);
+    if (messages) std::copy(t.messages, t.messages + dtf::counters::Count, messages);
+    if (bytes) std::copy(t.bytes, t.bytes + dtf::counters::Count, bytes);
+    return DTF_SUCCESS;
+}
+
+DTF_API const char *dtf_count_name(int count) { return dtf::counters::name(count); }
 
 DTF_API int dtf_intercomm(const char *component, MPI_Comm *comm) {
     return dtf::guard([&] {

@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "common/trace.hpp"
 #include "pnc/hook.h"
 #include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
@@ -211,12 +212,27 @@ using dtf::runtime::Runtime;
 
 // A PnetCDF function that PnetCDF calls from inside another while dtf runs it (Entry::nested())
 // belongs to that call: it goes to the real PnetCDF.
+namespace {
+// Whether a call on a virtual file is a span of the trace: every call but the inquiries and the
+// definitions, which only touch the local header (a trace of them would be most of its events).
+bool traced(int fn) {
+    const char *name = dtf_pnc_name(fn);
+    for (const char *local : {"ncmpi_inq", "ncmpi_def_", "ncmpi_put_att", "ncmpi_get_att", "ncmpi_rename_",
+                              "ncmpi_copy_att", "ncmpi_del_att"})
+        if (std::strncmp(name, local, std::strlen(local)) == 0) return false;
+    return true;
+}
+} // namespace
+
 extern "C" int dtf_pnc_path_call(int fn, void **args) {
     if (dtf::runtime::Entry::nested()) return DTF_PNC_PASS;
     dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
     if (!rt) return DTF_PNC_PASS;
     if (fn != DTF_FN_ncmpi_create && fn != DTF_FN_ncmpi_open) return DTF_PNC_PASS;
+    dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
+    if (const char *path = *static_cast<const char **>(args[1]); span.active() && path)
+        span.args("\"path\":" + dtf::trace::quote(path));
     return dtf::guard([&] {
         return dtf::runtime::open_or_create(*rt, fn, *static_cast<MPI_Comm *>(args[0]),
                                             *static_cast<const char **>(args[1]), *static_cast<int *>(args[2]),
@@ -231,8 +247,10 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     if (ncid >= DTF_PNC_VIRTUAL_BASE) {
         dtf::runtime::VirtualFile *vf = rt ? rt->virtual_file(ncid) : nullptr;
         if (!vf) return NC_EBADID;
+        dtf::trace::Span span("pnetcdf", dtf::trace::on() && traced(fn) ? dtf_pnc_name(fn) : nullptr);
         return dtf::guard([&] { return dtf::runtime::vfile_call(*rt, *vf, fn, args); });
     }
     if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
+    dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
     return dtf::guard([&] { return dtf::runtime::close_file(*rt, fn, ncid); });
 }

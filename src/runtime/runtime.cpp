@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -7,12 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/clock.hpp"
+#include "common/counters.hpp"
 #include "common/cwd.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "common/trace.hpp"
 #include "mpi/mpmd.hpp"
 #include "pnc/hook.h"
 #include "runtime/vfile.hpp"
@@ -303,6 +307,8 @@ void Runtime::setup(const char *config_path, const char *component_name) {
                     rank_ != 0);
     }
     log::set_context(self_name(), rank_);
+    if (!settings_.trace_dir.empty())
+        transport::on_all(world_, [&] { trace::start(settings_.trace_dir, self_name(), self_, rank_); });
     if (rank_ == 0 && log::enabled(log::kInfo))
         log::info("effective configuration:\n%s", config::describe(config_, settings_).c_str());
     double t0 = now_s();
@@ -493,6 +499,12 @@ void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
         log::debug("sending %s session %d epoch %d of '%s' to %zu rank(s) of '%s' (first %d)", kind_name(message.kind),
                    message.session, message.epoch, message.path.c_str(), ranks.size(),
                    config_.components[static_cast<size_t>(peer)].c_str(), ranks.empty() ? -1 : ranks[0]);
+    if (trace::on())
+        trace::instant("control", format("send %s", kind_name(message.kind)),
+                       format("\"to\":%s,\"ranks\":%zu,\"first\":%d,\"session\":%d,\"epoch\":%d,\"path\":%s",
+                              trace::quote(config_.components[static_cast<size_t>(peer)]).c_str(), ranks.size(),
+                              ranks.empty() ? -1 : ranks[0], message.session, message.epoch,
+                              trace::quote(message.path).c_str()));
     peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)), "sending a control message");
     stats_.notices_sent += static_cast<long>(ranks.size());
 }
@@ -624,6 +636,11 @@ const WriterSession *Runtime::serving(const std::string &path, int session) cons
 
 void Runtime::apply(Message &&m) {
     ++stats_.notices_received;
+    if (trace::on())
+        trace::instant("control", format("received %s", kind_name(m.kind)),
+                       format("\"from\":%s,\"rank\":%d,\"session\":%d,\"epoch\":%d,\"bytes\":%zu,\"path\":%s",
+                              trace::quote(config_.components[static_cast<size_t>(m.from_component)]).c_str(), m.source,
+                              m.session, m.epoch, m.payload.size(), trace::quote(m.path).c_str()));
     log::debug("message %s from '%s' session %d epoch %d: '%s' (%zu payload bytes)", kind_name(m.kind),
                config_.components[static_cast<size_t>(m.from_component)].c_str(), m.session, m.epoch, m.path.c_str(),
                m.payload.size());
@@ -807,9 +824,16 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
             if (--rt.waiting_ == 0) rt.wake_.notify_all();
         }
     } waiting(*this);
+    std::optional<trace::Span> span; // a wait that did not end at the first look, with what for and from whom
     for (;;) {
         progress();
         if (done()) break;
+        if (!span && trace::on()) {
+            const int p = peer();
+            span.emplace("wait", collective ? "wait: collective" : "wait: peer");
+            span->args("\"for\":" + trace::quote(what()) + ",\"peer\":" +
+                       trace::quote(p >= 0 ? config_.components[static_cast<size_t>(p)] : std::string("-")));
+        }
         if (deadline.elapsed() >= next_check) { // (only its peer's loss: the others may have lost a member)
             if (const int p = peer(); p >= 0) check_peer_alive(config_.components[static_cast<size_t>(p)], what);
             next_check = deadline.elapsed() + 0.1;
@@ -823,11 +847,21 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
             fail(DTF_ERR_TIMEOUT, "rank %d (%s): %s; gave up after %.1f s (DTF_TIMEOUT=%g)", rank_, self_name().c_str(),
                  waited.c_str(), deadline.elapsed(), settings_.timeout_s);
         }
-        // Look again after 2% of the time waited so far (20 us .. 200 us): the answer is seen at most that
-        // late, and a long wait costs little CPU. A crowded node backs off from the start instead, except
-        // in a collective over this component's ranks: they are all in the same call, and each round of
-        // the collective advances only when every rank looks again, so a pause grown to milliseconds
-        // made each round cost that much (MPI_Comm_idup and MPI_Iallreduce at every create and close).
+        // The first kYieldWindow of a wait looks again at once, yielding the core in between: an answer
+        // that comes then (most do: the peer is a message or a round of a collective away) is seen
+        // within microseconds. Sleeping there put the backoff on the critical path of every small
+        // cycle (the small-block LETKF cycle: 54 ms instead of 22; docs/RELIABILITY.md, "Waiting ranks").
+        // Longer waits sleep, so that a rank waiting for a peer that computes leaves the core to the
+        // ranks that compute (yielding through them cost such runs about 10% on a crowded node).
+        if (deadline.elapsed() < kYieldWindow) {
+            pause(0);
+            continue;
+        }
+        // Then look again after 2% of the time waited so far (up to 200 us): the answer is seen at most
+        // that late, and a long wait costs little CPU. A crowded node backs off instead, except in a
+        // collective over this component's ranks: they are all in the same call, and each round of the
+        // collective advances only when every rank looks again, so a pause grown to milliseconds made
+        // each round cost that much (MPI_Comm_idup and MPI_Iallreduce at every create and close).
         pause(!crowded_ ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6)
                         : collective ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3) : backoff.next());
     }
@@ -893,7 +927,10 @@ void Runtime::pause(double seconds) {
         throw e;
     }
     transport::Blocking unlocked;
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    if (seconds <= 0)
+        sched_yield(); // (returns at once when no other thread wants the core)
+    else
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 // The progress thread: progress() under the runtime lock, then a wait that releases it. It polls
@@ -988,6 +1025,26 @@ void Runtime::finalize(bool in_mpi_finalize) {
 }
 
 namespace {
+// Collective over `world`; rank 0 prints. Sums over the ranks, and the largest count of one rank.
+void print_counters(MPI_Comm world, const std::string &name, int size) {
+    const counters::Totals t = counters::read(false);
+    long long mine[2 * counters::Count], sum[2 * counters::Count], most[2 * counters::Count];
+    std::copy(t.messages, t.messages + counters::Count, mine);
+    std::copy(t.bytes, t.bytes + counters::Count, mine + counters::Count);
+    MPI_Reduce(mine, sum, 2 * counters::Count, MPI_LONG_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(mine, most, 2 * counters::Count, MPI_LONG_LONG, MPI_MAX, 0, world);
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    if (rank != 0) return;
+    std::string line;
+    for (int k = 0; k < counters::Count; ++k) {
+        line += format("%s%s %lld", k ? "; " : "", counters::name(k), sum[k]);
+        if (k != counters::Collectives) line += format(" (%lld bytes)", sum[counters::Count + k]);
+        line += format(", busiest rank %lld", most[k]);
+    }
+    std::fprintf(stderr, "[dtf %s] messages over %d ranks (dtf_counters_read): %s\n", name.c_str(), size, line.c_str());
+}
+
 void print_stats(MPI_Comm world, const std::string &name, int size, const Stats &s, const std::string &thread) {
     phase::Totals t = phase::read(false);
     double times[3 + phase::Count] = {s.init_s, s.connect_s, s.persist_s}, tmax[3 + phase::Count];
@@ -1124,7 +1181,11 @@ void Runtime::teardown(bool orderly) {
         for (const auto &m : inbox_)
             log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
                       kind_name(m.kind), m.path.c_str(), m.session, config_.components[static_cast<size_t>(m.from_component)].c_str());
-        if (settings_.print_stats) attempt([&] { print_stats(world_, self_name(), size_, stats_, thread_note_); });
+        if (settings_.print_stats)
+            attempt([&] {
+                print_stats(world_, self_name(), size_, stats_, thread_note_);
+                print_counters(world_, self_name(), size_);
+            });
     }
     serving_.clear();
     early_.clear();
@@ -1133,6 +1194,7 @@ void Runtime::teardown(bool orderly) {
         if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);
     peers_.clear();
     if (world_ != MPI_COMM_NULL) MPI_Comm_free(&world_);
+    trace::stop();
     if (first) throw *first;
 }
 

@@ -352,8 +352,9 @@ private:
     void start_progress_thread();
     void stop_progress_thread();
     void progress_loop();
-    // Sleep about `seconds` without the runtime lock.
+    // Sleep about `seconds` without the runtime lock (0: yield the core once).
     void pause(double seconds);
+    static constexpr double kYieldWindow = 5e-3; // how long a wait looks again without sleeping (wait())
     void complete(transport::Pending &op, const char *call, const transport::Group &group, const std::string &context);
     // wait_until; `collective`: a collective over this component's ranks (complete), paced for it.
     void wait(const std::function<bool()> &done, const std::function<std::string()> &what,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <list>
 
+#include "common/counters.hpp"
+#include "common/trace.hpp"
 #include "transport/mpi_util.hpp"
 
 namespace dtf::transport {
@@ -15,6 +17,13 @@ int checked_count(size_t size, const char *what) {
     if (size > static_cast<size_t>(INT_MAX))
         fail(DTF_ERR_UNSUPPORTED, "%s: one message of %zu bytes exceeds what one MPI message can carry (2 GiB); split the request", what, size);
     return static_cast<int>(size);
+}
+
+// A message other than a control message (those the runtime traces with their kind), in the trace.
+void trace_message(bool sent, int tag, int peer, size_t size, const char *what) {
+    if (!trace::on() || tag == static_cast<int>(Tag::Control)) return;
+    trace::instant(tag >= kDataTagFirst ? "data" : "control", what ? what : "?",
+                   format("\"%s\":%d,\"tag\":%d,\"bytes\":%zu", sent ? "to" : "from", peer, tag, size));
 }
 
 class MpiChannel : public Channel {
@@ -70,6 +79,8 @@ public:
             }
             Incoming in{it->source, std::move(it->bytes)};
             arriving_.erase(it);
+            counters::message(false, t >= kDataTagFirst, in.bytes.size());
+            trace_message(false, t, in.source, in.bytes.size(), what);
             return in;
         }
         return std::nullopt;
@@ -128,6 +139,8 @@ Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std
         MPI_Request req;
         check_mpi(MPI_Isend(buffer->data(), count, MPI_BYTE, dest, tag, comm, &req), what);
         track(req, Op{t, buffer, buffer->size(), false, what, false, {}, comm});
+        counters::message(true, tag >= kDataTagFirst, buffer->size());
+        trace_message(true, tag, dest, buffer->size(), what);
     }
     return t;
 }
@@ -138,6 +151,8 @@ Ticket MpiQueue::send(MPI_Comm comm, int dest, int tag, const char *data, size_t
     MPI_Request req;
     check_mpi(MPI_Isend(data, checked_count(size, what), MPI_BYTE, dest, tag, comm, &req), what);
     track(req, Op{t, nullptr, size, false, what, false, {}, comm, std::move(keep)});
+    counters::message(true, tag >= kDataTagFirst, size);
+    trace_message(true, tag, dest, size, what);
     return t;
 }
 
@@ -146,6 +161,7 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t s
     MPI_Request req;
     check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
     track(req, Op{t, nullptr, size, true, what, false, {}, comm});
+    ops_.back().data = tag >= kDataTagFirst;
     return t;
 }
 
@@ -214,6 +230,8 @@ bool MpiQueue::progress() {
             if (static_cast<size_t>(got) != op.size)
                 fail(DTF_ERR_PEER, "%s: expected %zu bytes from rank %d, got a message of %d", op.what, op.size,
                      st.MPI_SOURCE, got);
+            counters::message(false, op.data, op.size);
+            trace_message(false, st.MPI_TAG, st.MPI_SOURCE, op.size, op.what);
             const char *from = op.buffer ? op.buffer->data() : nullptr;
             for (const Span &s : op.scatter) {
                 std::memcpy(s.data, from, s.size);

@@ -56,6 +56,7 @@ private:
         std::vector<Span> scatter{}; // a receive into `buffer` whose bytes go there once complete
         MPI_Comm comm = MPI_COMM_NULL;
         std::shared_ptr<const void> keep{}; // the owner of a send's bytes sent in place
+        bool data = false; // a receive of a data message (counters)
     };
     // One more request in flight, counted for its ticket.
     void track(MPI_Request request, Op op);

@@ -1,6 +1,7 @@
 // transport::Group over an MPI communicator (group.hpp).
 #include <climits>
 
+#include "common/counters.hpp"
 #include "transport/mpi_channel.hpp"
 #include "transport/mpi_util.hpp"
 
@@ -16,6 +17,7 @@ public:
                std::function<std::function<int(MPI_Request *)>()> then = nullptr, std::shared_ptr<void> keep = nullptr)
         : call_(call), then_(std::move(then)), keep_(std::move(keep)) {
         check_mpi(start(&req_), call_);
+        counters::add(counters::Collectives, 0);
     }
     bool test() override {
         for (;;) {

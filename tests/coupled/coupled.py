@@ -70,6 +70,53 @@ REUSED = re.compile(r"\[dtf (\w+)\] stats .* requests served (\d+) by matching, 
 
 KEPT = re.compile(r"\[dtf (\w+)\] stats over (\d+) ranks: .*; (\d+) path records kept")
 PERSISTED = re.compile(r"\[dtf (\w+)\] stats .*; (\d+) files written \(persist=1\)")
+COUNTED = re.compile(r"\[dtf (\w+)\] messages over \d+ ranks \(dtf_counters_read\): control sent (\d+) \((\d+) bytes\), "
+                     r"busiest rank \d+; control received (\d+) \((\d+) bytes\), busiest rank \d+; data sent (\d+) "
+                     r"\((\d+) bytes\), busiest rank \d+; data received (\d+) \((\d+) bytes\), busiest rank \d+; "
+                     r"collectives (\d+), busiest rank \d+")
+
+
+def check_counts(out, components, data_at_least):
+    """The message counters of every component (DTF_PRINT_STATS=1): each message sent was received, control
+    and data, in number and bytes, and at least `data_at_least` bytes of data moved."""
+    counts = {m.group(1): [int(x) for x in m.groups()[1:]] for m in COUNTED.finditer(out)}
+    expect(sorted(counts) == sorted(components), f"message counters of {sorted(components)} expected: {sorted(counts)}")
+    total = [sum(c[i] for c in counts.values()) for i in range(9)]
+    expect(total[0:2] == total[2:4], f"control messages (count, bytes) sent {total[0:2]} but received {total[2:4]}")
+    expect(total[4:6] == total[6:8], f"data messages (count, bytes) sent {total[4:6]} but received {total[6:8]}")
+    expect(total[5] >= data_at_least, f"data bytes sent: {total[5]}, less than the {data_at_least} read")
+    print(f"counters: {total[0]} control messages ({total[1]} bytes), {total[4]} data messages ({total[5]} bytes), "
+          f"{total[8]} collectives; every one sent was received")
+
+
+def check_trace(args, trace_dir, ranks):
+    """A DTF_TRACE directory: one file per rank of `ranks` ({component: count}), each a JSON array with the
+    program's PnetCDF calls, its waits (what for, and from whom), the control and data messages; dtf-trace
+    merges them all and summarizes each rank."""
+    want = sorted(f"{comp}.{r}.json" for comp, n in ranks.items() for r in range(n))
+    expect(sorted(os.listdir(trace_dir)) == want, f"DTF_TRACE: {want} expected: {sorted(os.listdir(trace_dir))}")
+    events = 0
+    for name in want:
+        with open(os.path.join(trace_dir, name)) as f:
+            evs = json.load(f)
+        events += len(evs)
+        names = {e["name"] for e in evs}
+        waits = [e for e in evs if e.get("cat") == "wait"]
+        expect({"ncmpi_open", "ncmpi_close"} <= names, f"{name}: the PnetCDF calls are missing")
+        expect(waits and all(e["ph"] == "X" and e["dur"] >= 0 and e["args"]["for"] and e["args"]["peer"]
+                             for e in waits), f"{name}: waits must say what for and from whom")
+        expect(any(e.get("cat") == "data" for e in evs), f"{name}: no data message")
+        expect(any(n.startswith("received ") for n in names) and any(n.startswith("send ") for n in names),
+               f"{name}: control messages sent and received expected")
+    tool = os.path.join(os.path.dirname(args.dtfrun), "dtf-trace")
+    p = subprocess.run([tool, trace_dir, "--out", trace_dir + ".json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    expect(p.returncode == 0, f"dtf-trace failed: {p.stdout}")
+    with open(trace_dir + ".json") as f:
+        merged = json.load(f)["traceEvents"]
+    expect(len(merged) == events and p.stdout.count(" waiting (") == len(want),
+           f"dtf-trace: {len(merged)} events merged of {events}; its summary:\n{p.stdout}")
+    print(f"DTF_TRACE: {len(want)} ranks, {events} events; dtf-trace merged and summarized them")
 
 
 def write_config(path, mode="file", hist_mode="file", replay=False, state_sessions=1):
@@ -465,13 +512,20 @@ def scenario_letkf(args, work):
             f.write(letkf_config(mode, readers, args.persist, args.hist_keys, args.anal_keys, bool(args.ioserver)))
         moved = args.hosts.bytes_moved() if args.hosts else 0
         argv = [ini, run, str(cycles), str(members)]
+        trace = {"DTF_TRACE": os.path.join(run, "trace")} if args.trace and mode == "transfer" else {}
         status, out, _ = launch(args, [(args.model_ranks, [model_exe, "model"] + argv),
                                        (args.assim_ranks, [assim_exe, "assim"] + argv)] +
                                 [(ranks, [assim_exe, name] + argv) for name, ranks in readers] +
                                 ([(args.ioserver, [args.ioserver_exe, "io", ini])] if args.ioserver and mode == "transfer"
                                  else []),
-                                {"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, walltime=120)
+                                dict({"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, **trace),
+                                walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
+        if mode == "transfer":
+            check_counts(out, ["model", "assim"] + [n for n, _ in readers] + (["io"] if args.ioserver else []),
+                         LETKF_VALUES_READ * members * cycles * 4)
+        if trace:
+            check_trace(args, trace["DTF_TRACE"], dict([("model", args.model_ranks), ("assim", args.assim_ranks)] + readers))
         if args.hosts:
             moved = args.hosts.bytes_moved() - moved
             print(f"{mode} mode: {moved} bytes through the veth pair between the hosts")
@@ -720,6 +774,8 @@ def main():
     p.add_argument("--persist", action="store_true",
                    help="scenario letkf: persist=1 on both files: in transfer mode the files must be on disk too, "
                         "byte for byte those file mode wrote")
+    p.add_argument("--trace", action="store_true",
+                   help="scenario letkf: DTF_TRACE in transfer mode; every rank's trace checked, and dtf-trace run on them")
     p.add_argument("--hist-keys", default="", metavar="KEYS",
                    help="scenario letkf, --persist: more keys of the hist rule in transfer mode, e.g. 'aggregators=2'")
     p.add_argument("--anal-keys", default="", metavar="KEYS", help="likewise for the anal rule")
