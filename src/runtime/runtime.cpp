@@ -877,8 +877,12 @@ void Runtime::complete(transport::Pending &op, const char *call, const transport
 std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::string &context) {
     free_retired(); // first, so that communicators are reused rather than piled up
     std::unique_ptr<transport::Pending> ready;
-    std::shared_ptr<transport::Group> group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready);
+    std::shared_ptr<transport::Group> group = spares_.take(comm, world_, *queue_, self_name(), &ready);
+    if (!group) group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready); // (the first by these ranks)
     complete(*ready, "MPI_Comm_idup", *group, context);
+    spares_.refill(*group, comm, world_, *queue_, self_name(), [&](transport::Pending &seed) {
+        complete(seed, "MPI_Comm_idup", *group, context + " (the seeds of the next opens' duplicates)");
+    });
     return group;
 }
 
@@ -1103,6 +1107,14 @@ void Runtime::teardown(bool orderly) {
         // served (progress thread) are served to the end.
         attempt([&] { end_persist(*this); });
         attempt([&] { finish_background("dtf_finalize"); });
+        attempt([&] {
+            spares_.finish([&](transport::Pending &dup) {
+                wait([&] { return dup.test(); },
+                     [&] { return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
+                                         "waited for the other ranks that opened files with it", rank_, self_name().c_str()); },
+                     [] { return -1; }, 0, true);
+            });
+        });
         if (detached_error_ && !first) first = std::move(detached_error_);
         // A lost peer takes no message any more (looked for every 0.1 s: it may die meanwhile).
         double next_look = 0;

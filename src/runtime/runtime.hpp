@@ -296,7 +296,8 @@ public:
     // runtime lock (the caller looks for lost peers itself: gone()).
     void idle(double seconds) { pause(seconds); }
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
-    // PnetCDF; collective over it, and completed like the collectives below).
+    // PnetCDF; collective over it, and completed like the collectives below): one made ahead for these
+    // ranks (transport::SpareGroups), or at their first open a new one and the seed of those.
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
     // dtf's own collectives over a group: they complete like any wait above (the progress thread
     // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
@@ -382,6 +383,7 @@ private:
     std::vector<std::shared_ptr<PersistJob>> persist_jobs_;
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
+    transport::SpareGroups spares_; // file groups made ahead of the opens (group_of)
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<std::shared_ptr<WriterSession>> early_; // push_early()
     std::vector<std::shared_ptr<transport::Group>> retired_; // groups of finished sessions, to free (retire())

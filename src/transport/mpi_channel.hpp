@@ -5,6 +5,9 @@
 
 #include <mpi.h>
 
+#include <deque>
+#include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -70,6 +73,59 @@ private:
 // A Channel over an MPI communicator: an inter-communicator to a peer component, or an
 // intra-communicator of this component (the remote group is then the communicator itself).
 std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue);
+
+// Groups made ahead: for each set of ranks that opened a file, kDepth groups whose communicator
+// duplicates are made in the background for the next opens by the same ranks (a model creates two
+// files one after the other). A create or open then takes a duplicate made since instead of
+// waiting for a new one: MPI_Comm_idup is a collective of several rounds, and on a node with more
+// ranks than cores each round waits for every rank's next time slice, on the critical path of every
+// cycle of small files.
+//
+// Open MPI 4.1 runs a duplicate's context id agreement when it gets to it, not when MPI_Comm_idup is
+// called, and one process's agreements in the order of their parents' ids; so, tried: two duplicates
+// of one parent under way at once deadlock, one beside a file's own MPI_Iallreduce on its parent
+// fails that, and one started by a rank at a time of its own (in a progress loop) held up
+// PnetCDF's MPI_Comm_dup on the other ranks. Hence: the spares of a set of ranks are duplicates of
+// kDepth communicators of their own, its seeds (duplicates of the program's, made at the first open
+// by the set), which parent nothing else; spare i is a duplicate of seed i mod kDepth, started by
+// every rank of the set at the same point of an open (refill(), once that open's own duplicate is
+// complete, so that each seed parents one duplicate under way at most), and taken in that order at
+// the opens, which all ranks make in the same order (collective calls): each open gets the same
+// duplicate on all of them.
+class SpareGroups {
+public:
+    static constexpr size_t kDepth = 2;
+    SpareGroups() = default;
+    ~SpareGroups();
+    SpareGroups(const SpareGroups &) = delete;
+    SpareGroups &operator=(const SpareGroups &) = delete;
+    // The group of an open by the ranks of `comm` (mpi_group's arguments) when they have seeds: the
+    // oldest spare; `*ready` tests its duplicate done. nullptr without seeds.
+    std::unique_ptr<Group> take(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
+                                std::unique_ptr<Pending> *ready);
+    // After an open by the ranks of `group` (its duplicate complete), collective over them: at their
+    // first open, make their seeds (`wait` is called with each duplicate of `comm` until it is done:
+    // until then it is an operation on the program's communicator); then start spares up to kDepth.
+    void refill(const Group &group, MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
+                const std::string &component_name, const std::function<void(Pending &)> &wait);
+    // Completes and frees seeds and spares (collective over each set of ranks, which all finish dtf):
+    // `wait` is called with each duplicate under way until it is done; one that does not complete is
+    // left allocated (MPI may still write it).
+    void finish(const std::function<void(Pending &)> &wait);
+
+private:
+    struct Spare {
+        std::unique_ptr<Group> group;
+        std::unique_ptr<Pending> ready;
+    };
+    struct Chain {
+        std::vector<int> ranks;       // the set's component ranks
+        std::vector<Spare> seeds;     // kDepth, complete
+        std::deque<Spare> spares;     // started in this order, taken in this order
+        size_t started = 0;           // spares started so far (the next is of seed started % kDepth)
+    };
+    std::list<Chain> chains_;
+};
 
 // A Group over a duplicate of `comm` (ranks of the communicator `component`, which is named
 // `component_name` in errors), its channels on `queue`. The duplication is collective over `comm` and

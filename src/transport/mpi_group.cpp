@@ -1,5 +1,7 @@
 // transport::Group over an MPI communicator (group.hpp).
+#include <algorithm>
 #include <climits>
+#include <iterator>
 
 #include "common/counters.hpp"
 #include "transport/mpi_channel.hpp"
@@ -115,6 +117,77 @@ std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &qu
     auto group = std::make_unique<MpiGroup>(comm, component, queue, component_name);
     *ready = group->dup(comm);
     return group;
+}
+
+std::unique_ptr<Group> SpareGroups::take(MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
+                                         const std::string &component_name, std::unique_ptr<Pending> *ready) {
+    const MpiGroup probe(comm, component, queue, component_name); // (its ranks; no duplicate)
+    for (Chain &chain : chains_) {
+        if (chain.ranks != probe.component_ranks() || chain.spares.empty()) continue;
+        Spare spare = std::move(chain.spares.front());
+        chain.spares.pop_front();
+        *ready = std::move(spare.ready);
+        return std::move(spare.group);
+    }
+    return nullptr;
+}
+
+void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
+                         const std::string &component_name, const std::function<void(Pending &)> &wait) {
+    auto chain = std::find_if(chains_.begin(), chains_.end(), [&](const Chain &c) { return c.ranks == group.component_ranks(); });
+    if (chain == chains_.end()) {
+        Chain fresh{group.component_ranks(), {}, {}, 0};
+        for (size_t i = 0; i < kDepth; ++i) { // one after the other: one duplicate of `comm` at a time
+            auto seed = std::make_unique<MpiGroup>(comm, component, queue, component_name);
+            Spare made{nullptr, seed->dup(comm)};
+            made.group = std::move(seed);
+            fresh.seeds.push_back(std::move(made));
+            wait(*fresh.seeds.back().ready);
+        }
+        chains_.push_back(std::move(fresh));
+        chain = std::prev(chains_.end());
+    }
+    while (chain->spares.size() < kDepth) {
+        const MPI_Comm parent = mpi_comm_of(*chain->seeds[chain->started++ % kDepth].group);
+        auto spare = std::make_unique<MpiGroup>(parent, component, queue, component_name);
+        auto ready = spare->dup(parent);
+        chain->spares.push_back(Spare{std::move(spare), std::move(ready)});
+    }
+}
+
+SpareGroups::~SpareGroups() {
+    for (Chain &chain : chains_) { // (only when finish() was not reached: MPI may still write them)
+        for (Spare &s : chain.seeds) {
+            s.group.release();
+            s.ready.release();
+        }
+        for (Spare &s : chain.spares) {
+            s.group.release();
+            s.ready.release();
+        }
+    }
+}
+
+void SpareGroups::finish(const std::function<void(Pending &)> &wait) {
+    std::list<Chain> chains = std::move(chains_);
+    chains_.clear();
+    std::unique_ptr<Error> first;
+    auto settle = [&](Spare &s) {
+        try {
+            wait(*s.ready);
+        } catch (const Error &e) {
+            if (!first) first = std::make_unique<Error>(e);
+            s.group.release(); // (its duplicate is under way: leave it to MPI)
+            s.ready.release();
+        }
+    };
+    for (Chain &chain : chains) {
+        for (Spare &s : chain.spares) settle(s);
+        chain.spares.clear(); // frees the duplicates (the spares' first: their parents are the seeds)
+        for (Spare &s : chain.seeds) settle(s);
+    }
+    chains.clear();
+    if (first) throw *first;
 }
 
 } // namespace dtf::transport
