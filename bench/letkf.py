@@ -14,10 +14,11 @@ micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv. With --md, bench
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 14 minutes here): the default size, weak scaling (1, 2, 4
+  full   what `make bench` runs (about 16 minutes here): the default size, weak scaling (1, 2, 4
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
-         default size in one MPMD launch, small blocks (the sweep small), and stream and persist (the default size, three times,
+         default size in one MPMD launch, small blocks (the sweep small), messages against processes
+         (the sweep growth), and stream and persist (the default size, three times,
          one member with a core per rank, and a control without persist=1). Ranks beyond the
          machine's cores are oversubscribed; the report says so.
   launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
@@ -25,6 +26,8 @@ Sweeps:
   persist the stream-and-persist runs of full alone (about three minutes).
   small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
          16x16x20), as two jobs and in one MPMD launch: the protocol's own cost (about a minute).
+  growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
+         MPMD launch (up to 32 processes; about two minutes).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -75,6 +78,11 @@ SMALL_MODES = {"modes": "transfer,transfer-replay,mpi-raw"}
 SMALL = [(label, members, px, 1, grid, None, 3, 6, dict(SMALL_MODES, **launch))
          for label, launch in (("small", {}), ("small.mpmd", {"launch": "mpmd"}))
          for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (1, 1, (16, 16, 20)))]
+# Messages against processes (issue 31: messages that grow with the data): the LETKF pattern with
+# 1 to 16 members of one rank per component (up to 32 processes, oversubscribed: these runs are for
+# the counts, not the times), 16x16x4 points per rank, in one MPMD launch.
+GROWTH = [("growth", m, 1, 1, (16, 16, 4), None, 1, 5,
+           {"modes": "transfer,transfer-replay,mpi-raw", "launch": "mpmd"}) for m in (1, 2, 4, 8, 16)]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -91,9 +99,10 @@ SWEEPS = {
         ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
-    ] + SMALL + PERSIST,
+    ] + SMALL + GROWTH + PERSIST,
     "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
     "small": SMALL,
+    "growth": GROWTH,
     "persist": PERSIST,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
     # second rep starts with the second mode.

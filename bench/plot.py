@@ -10,6 +10,7 @@ a warm-up: load() drops it, so every figure is a median over reps x cycles >= 1.
 import argparse
 import csv
 import json
+import math
 import os
 import statistics
 import sys
@@ -97,6 +98,62 @@ def nbytes(samples, run, mode, component, phase):
 def cycle_times(samples, run, mode):
     """Cycle times of a run in a mode: the slowest model rank's total, one per rep and cycle."""
     return seconds(samples, run, mode, "model", "total", agg="max")
+
+
+def messages(samples, run, mode):
+    """Median per cycle of a run's messages (dtf_counters_read; mpi-raw: its own), each counted at both
+    ends: (messages of all ranks, messages of the busiest rank, bytes of all ranks), control and data
+    together; None without counts."""
+    ranks = {"model": run.model_ranks, "assim": run.assim_ranks}
+    total, busiest, nbytes = [], [], []
+    for kind in ("msg.control", "msg.data"):
+        mean = {c: samples.get((run, mode, c, "mean", kind)) for c in COMPONENTS}
+        most = {c: samples.get((run, mode, c, "max", kind)) for c in COMPONENTS}
+        if not all(mean.values()) or not all(most.values()):
+            return None
+        cycles = min(len(v) for v in mean.values())
+        total.append([sum(mean[c][i][0] * ranks[c] for c in COMPONENTS) for i in range(cycles)])
+        busiest.append([max(most[c][i][0] for c in COMPONENTS) for i in range(cycles)])
+        nbytes.append([sum(mean[c][i][1] for c in COMPONENTS) for i in range(cycles)])
+    return tuple(median([a + b for a, b in zip(*pair)]) for pair in (total, busiest, nbytes))
+
+
+def growth(points):
+    """The exponent k of y ~ x^k fitted (least squares in log-log) to (x, y) points; None if fewer than 2."""
+    pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y and y > 0]
+    if len(pts) < 2 or len({x for x, _ in pts}) < 2:
+        return None
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+def plot_messages(samples, meta, label):
+    """Messages and bytes per process per cycle (all ranks, and the busiest) against the processes."""
+    rs = sorted(runs(samples, meta, label), key=total_ranks)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
+    for mode in MODES:
+        pts = [(total_ranks(r), messages(samples, r, mode)) for r in rs]
+        pts = [(n, m) for n, m in pts if m is not None]
+        if not pts:
+            continue
+        line, = ax.plot([n for n, _ in pts], [m[1] for _, m in pts], marker="o", label=f"{mode}, busiest rank")
+        ax.plot([n for n, _ in pts], [m[0] / n for n, m in pts], marker=".", ls="--", color=line.get_color(),
+                label=f"{mode}, mean per rank")
+        bx.plot([n for n, _ in pts], [m[2] / n / 1e3 for n, m in pts], marker="o", label=mode)
+    for a in (ax, bx):
+        a.set_xscale("log", base=2)
+        a.set_yscale("log")
+        a.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        a.yaxis.set_major_formatter(ScalarFormatter())
+        a.set_xticks([total_ranks(r) for r in rs], [str(total_ranks(r)) for r in rs])
+        a.minorticks_off()
+        a.grid(alpha=0.3)
+        a.set_xlabel("processes (model + assim)")
+    ax.set(title="messages per cycle (sent + received)", ylabel="messages")
+    bx.set(title="bytes per process per cycle (sent + received)", ylabel="kB")
+    ax.legend(fontsize=7)
+    bx.legend(fontsize=7)
+    return fig
 
 
 def median(values):
@@ -236,6 +293,8 @@ def make_plots(out, png_dir):
     else:
         print("plot.py: no run labelled 'default', skipping cycle_time.png and phases.png",
               file=sys.stderr)
+    if runs(samples, meta, "growth"):
+        figures["messages.png"] = plot_messages(samples, meta, "growth")
     for label in ("weak", "strong"):
         if runs(samples, meta, label):
             figures[f"{label}_scaling.png"] = plot_scaling(samples, meta, label)

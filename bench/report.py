@@ -124,7 +124,7 @@ def results(samples, meta, images):
     lines = ["## Results", ""] + image(images, "cycle_time.png", "cycle time per mode")
     lines += ["Cycle times in ms over reps x cycles >= 1; ratios are ratios of medians.", ""]
     for label in dict.fromkeys(run.label for run in plot.runs(samples, meta)
-                               if not run.label.startswith(("compute", "launch", "persist", "small"))):
+                               if not run.label.startswith(("compute", "launch", "persist", "small", "growth"))):
         lines += [f"### {label}", ""]
         for run in plot.runs(samples, meta, label):
             lines += run_results(samples, meta, run)
@@ -185,6 +185,39 @@ def small_blocks(samples, meta):
                          f"{busiest['control']:.0f}", f"{busiest['data']:.0f}"])
     return lines + table(["run", "mode", "median cycle (ms)", "fraction of the ceiling", "control messages",
                           "data messages"], rows)
+
+
+def message_growth(samples, meta, images):
+    """Messages and bytes per cycle against processes (the growth sweep), dtf beside mpi-raw."""
+    rs = sorted(plot.runs(samples, meta, "growth"), key=plot.total_ranks)
+    if not rs:
+        return []
+    lines = ["## Messages against processes", ""] + image(images, "messages.png", "messages against processes")
+    lines += [f"The LETKF pattern with 1 to {max(r.members for r in rs)} members of one rank per component "
+              f"({rs[0].imax}x{rs[0].jmax}x{rs[0].kmax} points per rank, one MPMD launch; `bench/letkf.py BUILD "
+              "--sweep growth`). Per cycle, medians: the messages of all ranks and of the busiest rank (sent and "
+              "received, control and data: each message counts at both ends), and the bytes of all ranks. "
+              "Ranks beyond the cores are oversubscribed: these runs are for the counts.", ""]
+    modes = [m for m in ("transfer", "transfer-replay", "mpi-raw") if any(plot.messages(samples, r, m) for r in rs)]
+    rows = []
+    for r in rs:
+        raw = plot.messages(samples, r, "mpi-raw")
+        for mode in modes:
+            m = plot.messages(samples, r, mode)
+            if m is None:
+                continue
+            vs = "" if mode == "mpi-raw" or not raw else \
+                f" ({m[0] / raw[0]:.1f}x, {m[1] / raw[1]:.1f}x, {m[2] / raw[2]:.2f}x raw)"
+            rows.append([r.members, plot.total_ranks(r), mode, f"{m[0]:.0f}", f"{m[1]:.0f}", f"{m[2] / 1e6:.2f} MB" + vs])
+    lines += table(["members", "processes", "mode", "messages", "busiest rank", "bytes"], rows)
+    fits = []
+    for mode in modes:
+        pts = [(plot.total_ranks(r), plot.messages(samples, r, mode)) for r in rs]
+        pts = [(n, m) for n, m in pts if m is not None]
+        k = [plot.growth([(n, m[i]) for n, m in pts]) for i in range(3)]
+        fits.append([mode] + ["–" if x is None else f"n^{x:.2f}" for x in k])
+    lines += ["Growth with the processes n (least squares in log-log over the runs):", ""]
+    return lines + table(["mode", "messages", "busiest rank", "bytes"], fits)
 
 
 def phase_breakdown(samples, meta, images):
@@ -507,6 +540,7 @@ def main():
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
     lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta)
+             + message_growth(samples, meta, images)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + persist(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
     os.makedirs(md_dir, exist_ok=True)
