@@ -18,7 +18,7 @@ std::mutex g_mutex;
 std::FILE *g_file = nullptr;
 std::string g_buffer; // events not written yet (written when large, and at stop)
 int g_pid = 0;
-std::atomic<int> g_next_tid{1};
+int g_next_tid = 1; // (under g_mutex)
 thread_local int t_tid = 0;
 
 constexpr size_t kFlushBytes = 1 << 20;
@@ -47,20 +47,9 @@ double now_us() {
 }
 
 void emit(char ph, const char *cat, const std::string &name, double start_us, double dur_us, const std::string &args) {
-    if (t_tid == 0) { // a thread's first event: name it (the first thread is the program's, the others dtf's)
-        t_tid = g_next_tid.fetch_add(1);
-        std::lock_guard<std::mutex> lock(g_mutex);
-        if (g_file)
-            append_event_locked("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(g_pid) +
-                                ",\"tid\":" + std::to_string(t_tid) + ",\"args\":{\"name\":\"dtf progress thread\"}}");
-    }
-    std::string e = "{\"ph\":\"";
-    e += ph;
-    e += "\",\"cat\":\"";
-    e += cat;
-    e += "\",\"name\":" + quote(name);
-    char num[96];
-    std::snprintf(num, sizeof num, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", g_pid, t_tid, start_us);
+    std::string e = ",\"name\":" + quote(name);
+    char num[64];
+    std::snprintf(num, sizeof num, ",\"ts\":%.3f", start_us);
     e += num;
     if (ph == 'X') {
         std::snprintf(num, sizeof num, ",\"dur\":%.3f", dur_us);
@@ -71,7 +60,14 @@ void emit(char ph, const char *cat, const std::string &name, double start_us, do
     if (!args.empty()) e += ",\"args\":{" + args + "}";
     e += "}";
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_file) append_event_locked(e);
+    if (!g_file) return;
+    const std::string ids = ",\"pid\":" + std::to_string(g_pid) + ",\"tid\":";
+    if (t_tid == 0) { // a thread's first event: name it (the first thread is the program's, the others dtf's)
+        t_tid = g_next_tid++;
+        append_event_locked("{\"ph\":\"M\",\"name\":\"thread_name\"" + ids + std::to_string(t_tid) +
+                            ",\"args\":{\"name\":\"dtf progress thread\"}}");
+    }
+    append_event_locked(std::string("{\"ph\":\"") + ph + "\",\"cat\":\"" + cat + "\"" + ids + std::to_string(t_tid) + e);
 }
 } // namespace detail
 
@@ -101,7 +97,7 @@ void start(const std::string &dir, const std::string &component, int component_i
     g_file = std::fopen(path.c_str(), "w");
     if (!g_file) fail(DTF_ERR_IO, "DTF_TRACE: cannot write '%s': %s", path.c_str(), std::strerror(errno));
     g_pid = static_cast<int>(::getpid());
-    if (t_tid == 0) t_tid = g_next_tid.fetch_add(1); // the thread that starts dtf (the program's)
+    if (t_tid == 0) t_tid = g_next_tid++; // the thread that starts dtf (the program's)
     const std::string who = component + " rank " + std::to_string(rank);
     g_buffer = "[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(g_pid) +
                ",\"args\":{\"name\":" + quote(who) + "}}";

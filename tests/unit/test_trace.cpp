@@ -93,6 +93,8 @@ int main() {
         if (line.front() != '{' || (line.back() != '}' && line.substr(line.size() - 2) != "},")) ++bad;
     }
     CHECK(bad == 0 && events == 8); // 3 metadata of the process, 2 thread names, 1 span, 2 instants
+    CHECK(text.find("\"tid\":1,\"name\":\"ncmpi_close\",\"ts\":") != std::string::npos);
+    CHECK(text.find("\"tid\":2,\"name\":\"sending data to a reader\",\"ts\":") != std::string::npos);
 
     // A bad directory: an error naming it, tracing stays off.
     bool threw = false;
