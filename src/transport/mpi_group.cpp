@@ -139,10 +139,15 @@ void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, 
         Chain fresh{group.component_ranks(), {}, {}, 0};
         for (size_t i = 0; i < kDepth; ++i) { // one after the other: one duplicate of `comm` at a time
             auto seed = std::make_unique<MpiGroup>(comm, component, queue, component_name);
-            Spare made{nullptr, seed->dup(comm)};
-            made.group = std::move(seed);
-            fresh.seeds.push_back(std::move(made));
-            wait(*fresh.seeds.back().ready);
+            auto ready = seed->dup(comm);
+            fresh.seeds.push_back(Spare{std::move(seed), std::move(ready)});
+            try {
+                wait(*fresh.seeds.back().ready);
+            } catch (...) { // (under way: leave it to MPI)
+                fresh.seeds.back().group.release();
+                fresh.seeds.back().ready.release();
+                throw;
+            }
         }
         chains_.push_back(std::move(fresh));
         chain = std::prev(chains_.end());
