@@ -297,8 +297,10 @@ public:
     void idle(double seconds) { pause(seconds); }
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below): one made ahead for these
-    // ranks (transport::SpareGroups), or at their first open a new one and the seed of those.
+    // ranks (transport::SpareGroups), or at their first open a new one and the seeds of those; none
+    // ahead when writes_files_later().
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
+    bool writes_files_later() const; // (then group_of makes no groups ahead)
     // dtf's own collectives over a group: they complete like any wait above (the progress thread
     // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
     // "<context>: <call> over N ranks waited for the others" instead of a hang.
