@@ -148,19 +148,23 @@ def machine(build):
 
 def config(spec, out):
     """The run's config: letkf.ini, or a copy of it in OUT with the run's buffer_data, or without
-    persist=1 (run option persist=0: the *.p.nc files then move as the *.t.nc files do)."""
+    persist=1 (run option persist=0: the *.p.nc files then move as the *.t.nc files do). A run without
+    the transfer-persist mode gets it without persist=1 too, as a user who writes no file would: dtf
+    makes the file communicators ahead only where no file is written at a rank's own time
+    (docs/ARCHITECTURE.md, "Layers")."""
     ini = os.path.join(HERE, "letkf.ini")
-    opt = options(spec)
-    if "buffer_data" not in opt and opt.get("persist", 1):
+    opt = dict(options(spec))
+    opt.setdefault("persist", 1 if "transfer-persist" in opt.get("modes", "") else 0)
+    if "buffer_data" not in opt and opt["persist"]:
         return ini
     with open(ini) as f:
         lines = f.read().splitlines(keepends=True)
-    for key, changed in (("buffer_data=", "buffer_data" in opt), ("persist=1", "persist" in opt)):
+    for key, changed in (("buffer_data=", "buffer_data" in opt), ("persist=1", not opt["persist"])):
         if changed and not any(line.startswith(key) for line in lines):
             sys.exit(f"letkf.py: letkf.ini has no {key} line to change")
     if "buffer_data" in opt:
         lines = [f"buffer_data={opt['buffer_data']}\n" if line.startswith("buffer_data=") else line for line in lines]
-    if not opt.get("persist", 1):
+    if not opt["persist"]:
         lines = [line for line in lines if not line.startswith("persist=1")]
     path = os.path.join(out, "letkf." + ".".join(f"{k}={opt[k]}" for k in ("buffer_data", "persist") if k in opt) + ".ini")
     with open(path, "w") as f:

@@ -74,7 +74,9 @@ def intro(meta):
         "- `mpi-raw`: the same blocks moved by pre-posted `MPI_Isend`/`MPI_Irecv` with no "
         "matching, the ceiling for `transfer`.", "",
         "dtf's configuration (`bench/letkf.ini`) has `buffer_data=0`: the programs keep their put "
-        "buffers unchanged until `ncmpi_close`, so dtf refers to them instead of copying.", "",
+        "buffers unchanged until `ncmpi_close`, so dtf refers to them instead of copying. Runs without "
+        "the `transfer-persist` mode use it without its `persist=1` line, as a configuration that writes no "
+        "file (with one, dtf makes no file communicators ahead: ARCHITECTURE.md, \"Layers\").", "",
         "The **cycle time** is the time of the slowest model rank for writing both files and "
         "reading the analysis back. Cycle 0 of every repetition is a warm-up, excluded from all "
         "medians.", "",
@@ -262,6 +264,36 @@ def scaling(samples, meta, images):
     return lines
 
 
+def protocol_targets(samples, meta, verdict):
+    """Rows of the protocol-cost targets (issue 31): the small-block runs and the growth sweep."""
+    rows = []
+    for label, launch in (("small", "two jobs"), ("small.mpmd", "one MPMD launch")):
+        for run in plot.runs(samples, meta, label):
+            if run.members != 2:
+                continue
+            raw = median(cycle_times(samples, run, "mpi-raw"))
+            for mode, want in (("transfer-replay", 0.8), ("transfer", 0.5)):
+                t = median(cycle_times(samples, run, mode))
+                r = None if raw is None or not t else raw / t
+                rows.append([f"mpi-raw / {mode} >= {want}, {run.imax}x{run.jmax}x{run.kmax} per rank, 2 members x "
+                             f"{run.px * run.py} ranks, {launch}", times(r), verdict(r, want)])
+    growth = sorted(plot.runs(samples, meta, "growth"), key=plot.total_ranks)
+    if growth:
+        top = growth[-1]
+        m, raw = plot.messages(samples, top, "transfer-replay"), plot.messages(samples, top, "mpi-raw")
+        if m and raw:
+            ok = m[0] / raw[0] <= 1.3 and m[1] / raw[1] <= 2 and m[2] / raw[2] <= 1.1
+            rows.append([f"messages, replay, {top.members} members: dtf / mpi-raw <= 1.3x (all ranks), <= 2x (busiest "
+                         "rank); bytes <= 1.1x", f"{m[0] / raw[0]:.1f}x, {m[1] / raw[1]:.1f}x; {m[2] / raw[2]:.2f}x",
+                         "met" if ok else "not met"])
+        k = [plot.growth([(plot.total_ranks(r), (plot.messages(samples, r, mode) or (0, 0, 0))[1]) for r in growth])
+             for mode in ("transfer-replay", "mpi-raw")]
+        if None not in k:
+            rows.append(["growth of the busiest rank's messages with the processes: no faster than mpi-raw's",
+                         f"n^{k[0]:.2f} (mpi-raw n^{k[1]:.2f})", "met" if round(k[0], 2) <= round(k[1], 2) else "not met"])
+    return rows
+
+
 def targets(samples, meta):
     default = plot.runs(samples, meta, "default")
     run = default[0] if default else None
@@ -288,7 +320,8 @@ def targets(samples, meta):
     persist = median(persist_launches)
     sync_replay, sync_raw = of("transfer-replay", "file-sync"), of("mpi-raw", "file-sync")
     want_sync = None if sync_raw is None else 0.9 * sync_raw
-    return ["## Targets", "", "The targets of the issue, against the `default` run:", ""] + table(
+    return ["## Targets", "", "The targets of the issues, against the `default` run, and those of the protocol's cost against the runs `small` "
+        "and `growth` ([Small blocks](#small-blocks), [Messages against processes](#messages-against-processes)):", ""] + table(
         ["target", "measured", "status"],
         [["mpi-raw / transfer >= 0.9 with replay (`replay_io=1`)",
           f"mpi-raw / transfer-replay = {times(raw_replay)}", verdict(raw_replay, 0.9)],
@@ -309,7 +342,8 @@ def targets(samples, meta):
         + [[f"output still to move after a compute phase, thread on / off, replay: <= 0.1 ({plot.describe(off)})",
             f"{times(r)}", "no data" if r is None else "met" if round(r, 2) <= 0.1 else "not met"]
            for off, on in overlap_pairs(samples, meta)
-           for r in [handoff_ratio(samples, off, on, "transfer-replay")]]) + [
+           for r in [handoff_ratio(samples, off, on, "transfer-replay")]]
+        + protocol_targets(samples, meta, verdict)) + [
         "Extra peak memory: how far a model rank's resident size rises during the mode's cycles above the "
         "program's own (its arrays allocated and touched, before any I/O): `VmHWM` reset through "
         "`/proc/self/clear_refs` at the start of each mode, max over ranks, median over reps. What earlier "
