@@ -198,7 +198,8 @@ def message_growth(samples, meta, images):
     lines += [f"The LETKF pattern with 1 to {max(r.members for r in rs)} members of one rank per component "
               f"({rs[0].imax}x{rs[0].jmax}x{rs[0].kmax} points per rank, one MPMD launch; `bench/letkf.py BUILD "
               "--sweep growth`). Per cycle, medians: the messages of all ranks and of the busiest rank (sent and "
-              "received, control and data: each message counts at both ends), and the bytes of all ranks. "
+              "received, control and data: each message counts at both ends; dtf's point-to-point messages, from "
+              "`dtf_counters_read`, not those MPI sends inside dtf's collectives), and the bytes of all ranks. "
               "Ranks beyond the cores are oversubscribed: these runs are for the counts.", ""]
     modes = [m for m in ("transfer", "transfer-replay", "mpi-raw") if any(plot.messages(samples, r, m) for r in rs)]
     rows = []
