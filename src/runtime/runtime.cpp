@@ -307,6 +307,14 @@ void Runtime::setup(const char *config_path, const char *component_name) {
                     rank_ != 0);
     }
     log::set_context(self_name(), rank_);
+    // Whether a rank may write a file (persist=1, fallback=, an I/O server) at a point of its own: that
+    // write makes communicators (PnetCDF's MPI_Comm_dup) with blocking calls, which Open MPI holds up
+    // behind a duplicate under way of a lower id until every rank of that duplicate's set has come to
+    // it; a rank that writes before the open that started the duplicate on the others never comes to
+    // it (the coupled.persist tests deadlocked so). Such configurations make no groups ahead (group_of).
+    writes_files_later_ = std::any_of(config_.files.begin(), config_.files.end(), [](const config::FileRule &r) {
+        return r.persist || r.falls_back() || !r.ioserver.empty();
+    });
     if (!settings_.trace_dir.empty())
         transport::on_all(world_, [&] { trace::start(settings_.trace_dir, self_name(), self_, rank_); });
     if (rank_ == 0 && log::enabled(log::kInfo))
@@ -881,7 +889,7 @@ void Runtime::complete(transport::Pending &op, const char *call, const transport
 std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::string &context) {
     free_retired(); // first, so that communicators are reused rather than piled up
     std::unique_ptr<transport::Pending> ready;
-    const bool ahead = !writes_files_later();
+    const bool ahead = !writes_files_later_;
     std::shared_ptr<transport::Group> group;
     if (ahead) group = spares_.take(comm, world_, *queue_, self_name(), &ready);
     if (!group) group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready); // (the first by these ranks)
@@ -891,17 +899,6 @@ std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::st
             complete(seed, "MPI_Comm_idup", *group, context + " (the seeds of the next opens' duplicates)");
         });
     return group;
-}
-
-// Whether a rank may write a file (persist=1, fallback=, an I/O server) at a point of its own: that
-// write makes communicators (PnetCDF's MPI_Comm_dup) with blocking calls, which Open MPI holds up
-// behind a duplicate under way of a lower id until every rank of that duplicate's set has come to
-// it; a rank that writes before the open that started the duplicate on the others never comes to
-// it (the coupled.persist tests deadlocked so). Such configurations make no groups ahead.
-bool Runtime::writes_files_later() const {
-    return std::any_of(config_.files.begin(), config_.files.end(), [](const config::FileRule &r) {
-        return r.persist || r.falls_back() || !r.ioserver.empty();
-    });
 }
 
 void Runtime::allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context) {

@@ -298,9 +298,8 @@ public:
     // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
     // PnetCDF; collective over it, and completed like the collectives below): one made ahead for these
     // ranks (transport::SpareGroups), or at their first open a new one and the seeds of those; none
-    // ahead when writes_files_later().
+    // ahead when writes_files_later_.
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
-    bool writes_files_later() const; // (then group_of makes no groups ahead)
     // dtf's own collectives over a group: they complete like any wait above (the progress thread
     // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
     // "<context>: <call> over N ranks waited for the others" instead of a hang.
@@ -386,6 +385,7 @@ private:
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     transport::SpareGroups spares_; // file groups made ahead of the opens (group_of)
+    bool writes_files_later_ = false; // a rule writes files at a rank's own time: no groups ahead (setup)
     std::vector<std::shared_ptr<WriterSession>> serving_;
     std::vector<std::shared_ptr<WriterSession>> early_; // push_early()
     std::vector<std::shared_ptr<transport::Group>> retired_; // groups of finished sessions, to free (retire())
