@@ -25,7 +25,6 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::ReadRequest: return "read-request";
     case MessageKind::ReadPlan: return "read-plan";
     case MessageKind::ReaderDone: return "reader-done";
-    case MessageKind::FileWithdrawn: return "file-withdrawn";
     case MessageKind::Persisted: return "persisted";
     case MessageKind::PersistData: return "persist-data";
     case MessageKind::PersistDone: return "persist-done";
@@ -126,6 +125,25 @@ std::vector<int> PayloadReader::ints(int32_t max_count) {
     if (n < 0 || n > max_count) fail(DTF_ERR_PEER, "malformed %s message: %d ranks (at most %d)", what_, n, max_count);
     std::vector<int> out(static_cast<size_t>(n));
     for (auto &x : out) x = i32();
+    return out;
+}
+
+void write_withdrawn(PayloadWriter &p, const std::vector<std::pair<std::string, int>> &sessions) {
+    p.i32(static_cast<int32_t>(sessions.size()));
+    for (const auto &[path, session] : sessions) {
+        p.str(path);
+        p.i32(session);
+    }
+}
+
+std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r) {
+    const int32_t n = r.i32();
+    if (n < 0 || n > (1 << 24)) fail(DTF_ERR_PEER, "malformed file-defined message: %d sessions withdrawn", n);
+    std::vector<std::pair<std::string, int>> out;
+    for (int32_t i = 0; i < n; ++i) {
+        std::string path = r.str();
+        out.emplace_back(std::move(path), r.i32());
+    }
     return out;
 }
 

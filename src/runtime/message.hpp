@@ -3,14 +3,14 @@
 // of a crash and the decoder can be unit-tested and fuzzed.
 //
 //   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
-//   transfer mode  FileDefined   writer -> every reader-component rank: header + writer ranks + matchers
-//                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session
+//   transfer mode  FileDefined   writer -> every reader-component rank: the sessions it withdraws, header +
+//                                writer ranks + matchers + stamp
+//                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session,
+//                                the replay plan they hold, and the session's stamp (FileDefined's)
 //                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: final header (numrecs)
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
-//                  FileWithdrawn writer root -> the reader-component ranks outside the session's reader
-//                                group: drop the FileDefined you will never use
 //                  Persisted     writer root (or its I/O server's root) -> every reader-component rank
 //                                (persist=1, fallback=): the session stamped so is in the file (a
 //                                session continuing it may write)
@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/bytes.hpp"
@@ -41,13 +42,12 @@ enum class MessageKind : uint32_t {
     ReadRequest = 6,
     ReadPlan = 7,
     ReaderDone = 8,
-    FileWithdrawn = 9,
-    Persisted = 10,
-    PersistData = 11,
-    PersistDone = 12,
-    FileWritten = 13,
+    Persisted = 9,
+    PersistData = 10,
+    PersistDone = 11,
+    FileWritten = 12,
 };
-constexpr uint32_t kMessageKindLast = 13;
+constexpr uint32_t kMessageKindLast = 12;
 
 struct Message {
     MessageKind kind;
@@ -59,7 +59,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x44544609; // "DTF" + wire version 9 (little-endian; values sent apart)
+constexpr uint32_t kMessageMagic = 0x4454460a; // "DTF" + wire version 10 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the
@@ -118,5 +118,10 @@ private:
     ByteReader in_;
     const char *what_;
 };
+
+// FileDefined's payload begins with the sessions its sender withdraws (Runtime::withdraw): their
+// count, then each one's path and session number; the header and the rest follow.
+void write_withdrawn(PayloadWriter &p, const std::vector<std::pair<std::string, int>> &sessions);
+std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r);
 
 } // namespace dtf::runtime

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -526,6 +527,35 @@ void Runtime::notify(int peer, Message message) {
 
 void Runtime::send(int peer, int remote_rank, Message message) { post(peer, {remote_rank}, std::move(message)); }
 
+std::vector<std::pair<std::string, int>> Runtime::take_withdrawals(int peer) {
+    auto it = withdrawals_.find(peer);
+    if (it == withdrawals_.end()) return {};
+    auto out = std::move(it->second);
+    withdrawals_.erase(it);
+    return out;
+}
+
+// The withdrawals a FileDefined brings (its payload's first part, withdrawn_sessions()): the FileDefined
+// of those sessions from the same writer root that are still here will never be used. (The ranks of
+// a session's reader group took theirs before their root's ReaderOpened, after which the writer root
+// withdrew it: so every rank may drop what it has.)
+void Runtime::apply_withdrawals(const Message &defined) {
+    std::vector<std::pair<std::string, int>> sessions;
+    try {
+        PayloadReader r(defined.payload, "file-defined");
+        sessions = withdrawn_sessions(r);
+    } catch (const Error &) { // malformed: the open that takes it says so
+        return;
+    }
+    for (const auto &[path, session] : sessions)
+        for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
+            if (it->kind == MessageKind::FileDefined && it->path == path && it->session == session &&
+                it->from_component == defined.from_component && it->source == defined.source) {
+                inbox_.erase(it);
+                break;
+            }
+}
+
 transport::Tag Runtime::data_tag(int writer, int64_t stamp) const {
     const int writer_size = writer == self_ ? size_ : peer(writer).remote_size;
     const int root = static_cast<int>((stamp >> 32) & 0xffff);
@@ -630,9 +660,9 @@ void Runtime::forsake(const std::shared_ptr<WriterSession> &ws) {
     ws->serving = false;
 }
 
-bool Runtime::serving_key(const std::string &plan_key) const {
+bool Runtime::serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const {
     for (const auto &ws : serving_)
-        if (ws->plan_key == plan_key) return true;
+        if (ws->plan_key == plan_key && which(*ws)) return true;
     return false;
 }
 
@@ -673,15 +703,7 @@ void Runtime::apply(Message &&m) {
         written_.insert(PayloadReader(m.payload, "file-written").i64()); // (from the writer, or its I/O server)
         return;
     }
-    if (m.kind == MessageKind::FileWithdrawn) { // sent after the FileDefined it withdraws (same sender)
-        for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
-            if (it->kind == MessageKind::FileDefined && it->path == m.path && it->session == m.session &&
-                it->from_component == m.from_component && it->source == m.source) {
-                inbox_.erase(it);
-                break;
-            }
-        return;
-    }
+    if (m.kind == MessageKind::FileDefined) apply_withdrawals(m); // (sent after those it withdraws)
     if (session_closed(m)) return; // e.g. the final header of a file read without needing the record count
     if (m.kind == MessageKind::FileDefined && writes_unread_session(m.path, m.session)) return contest(m);
     inbox_.push_back(std::move(m));
@@ -1068,12 +1090,13 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     phase::Totals t = phase::read(false);
     double times[3 + phase::Count] = {s.init_s, s.connect_s, s.persist_s}, tmax[3 + phase::Count];
     std::copy(t.seconds, t.seconds + phase::Count, times + 3);
-    long counts[18] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
+    long counts[19] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
                        s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
                        s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
-                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes, s.fallbacks}, csum[18];
+                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes, s.fallbacks,
+                       s.definitions_dropped}, csum[19];
     MPI_Reduce(times, tmax, 3 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 18, MPI_LONG, MPI_SUM, 0, world);
+    MPI_Reduce(counts, csum, 19, MPI_LONG, MPI_SUM, 0, world);
     int rank;
     MPI_Comm_rank(world, &rank);
     if (rank != 0) return;
@@ -1082,13 +1105,13 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received, %ld never used; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
+                 "received, %ld never used; %ld definitions of files other ranks read dropped at the end; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
                  "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
                  "the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
                  "(persist=1) from %ld bytes of values in %.3f s (max over ranks); %ld sessions went to the file system "
                  "(fallback=); progress thread %s; %ld path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
+                 csum[18], csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
                  csum[16], tmax[2], csum[17], thread.c_str(), csum[11]);
 }
 } // namespace
@@ -1181,6 +1204,14 @@ void Runtime::teardown(bool orderly) {
                 }, comp);
                 synced = true;
                 progress();
+                // The peer served every session it wrote before it came here, so every reader rank
+                // took its FileDefined: those left are of sessions other ranks read, whose withdrawal
+                // no later FileDefined brought.
+                const size_t before = inbox_.size();
+                inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [&](const Message &m) {
+                    return m.kind == MessageKind::FileDefined && m.from_component == comp;
+                }), inbox_.end());
+                stats_.definitions_dropped += static_cast<long>(before - inbox_.size());
             });
             // Disconnecting from a peer that never arrived would block; MPI_Finalize may, too
             // (on_mpi_finalize then ends the process).

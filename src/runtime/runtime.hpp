@@ -81,6 +81,10 @@ public:
         if (v.size() == kPerKey) v.erase(v.begin());
         v.push_back(std::move(fresh));
     }
+    size_t count(const std::string &key) const {
+        auto it = plans_.find(key);
+        return it == plans_.end() ? 0 : it->second.size();
+    }
     void drop(const std::string &key, const Ptr &old) {
         auto it = plans_.find(key);
         if (it == plans_.end()) return;
@@ -167,6 +171,7 @@ struct Stats {
     long persist_bytes = 0;   // persist=1: bytes of values this rank gave to the files written
     double persist_s = 0;     // persist=1: seconds this rank spent writing files (with aggregators=: gathering too)
     long fallbacks = 0;       // fallback=: sessions whose file was written because the readers were lost or late
+    long definitions_dropped = 0; // at dtf_finalize: FileDefined of sessions other ranks read, not withdrawn yet
 };
 
 class Runtime {
@@ -231,6 +236,11 @@ public:
     // completed in progress()). `from_component` is filled in.
     void notify(int peer, Message message);
     void send(int peer, int remote_rank, Message message);
+    // Withdrawals: a writer root's sessions whose FileDefined some ranks of reader component `peer`
+    // (outside the reader group) will never use. They travel with the next FileDefined this rank
+    // sends to that component (take_withdrawals); what is left then is dropped at dtf_finalize.
+    void withdraw(int peer, const std::string &path, int session) { withdrawals_[peer].emplace_back(path, session); }
+    std::vector<std::pair<std::string, int>> take_withdrawals(int peer);
     // Receive pending messages (file-mode notices update counters(); the others are queued for
     // take()) and complete finished sends. Cheap when nothing is pending.
     // Returns whether anything happened (a message arrived, an operation or a session completed).
@@ -316,7 +326,8 @@ public:
     // Writer sessions replaying a plan before their first dtf_transfer: progress() sends their data
     // messages as they become complete and the readers confirm the plan (transfer.cpp, push_early).
     void push_early(const std::shared_ptr<WriterSession> &ws);
-    bool serving_key(const std::string &plan_key) const; // a session of that plan_key is being served
+    // Whether a session of that plan_key for which `which` holds is being served.
+    bool serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const;
     // The writer session of `path` numbered `session` (0: any) still being served here, or nullptr.
     const WriterSession *serving(const std::string &path, int session = 0) const;
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
@@ -345,6 +356,7 @@ private:
     bool session_closed(const Message &m) const;
     bool writes_unread_session(const std::string &path, int session) const;
     void contest(const Message &m);
+    void apply_withdrawals(const Message &defined);
     void check_separate_launch(int ranks_away) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
@@ -404,6 +416,7 @@ private:
     // Peers that never connected, which this component goes on without (Config::may_go_without):
     // why. Messages to them are dropped, and every wait for them fails at once.
     std::map<int, std::string> absent_;
+    std::map<int, std::vector<std::pair<std::string, int>>> withdrawals_; // by reader component (withdraw())
     std::unique_ptr<transport::Board> board_; // board()
     std::map<std::tuple<int, int, std::string>, int> disk_sessions_;
     // Peers whose loss (DTF_LOST_DIR) a call of this rank has reported: dtf_finalize does not wait for

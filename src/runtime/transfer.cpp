@@ -113,14 +113,17 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.rank != 0) return;
     std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
-    PayloadWriter p;
-    p.bytes(vf.header.encode());
-    p.ints(vf.ranks);
-    p.ints(matchers);
-    p.i64(vf.ws->stamp);
-    p.i32(vf.inherited);
-    const std::vector<char> payload = p.take();
-    for (int reader : vf.peers) rt.notify(reader, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, payload});
+    const std::vector<char> header = vf.header.encode();
+    for (int reader : vf.peers) {
+        PayloadWriter p;
+        write_withdrawn(p, rt.take_withdrawals(reader));
+        p.bytes(header);
+        p.ints(vf.ranks);
+        p.ints(matchers);
+        p.i64(vf.ws->stamp);
+        p.i32(vf.inherited);
+        rt.notify(reader, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
+    }
 }
 
 WriterSession::~WriterSession() {
@@ -146,20 +149,27 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->plan_key = plan_key(vf.path, vf.ranks);
     if (vf.rule->falls_back() && vf.rule->fallback_s != config::kFallbackWait)
         ws->give_up_after = std::max(vf.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
-    // The other ranks learn the stamp at the first dtf_transfer; with replay_io=1 already now, since
-    // it names the tag of the data messages they may send before.
+    // The other ranks learn the stamp from the numrecs agreement at the first dtf_transfer, or, since
+    // it names the tag of the data messages they may send before (replay_io=1), from the readers'
+    // ReaderOpened, which confirms the plan those messages need (the readers have it from FileDefined).
     if (vf.rank == 0) ws->stamp = rt.new_stamp();
-    if (ws->record && vf.size > 1 && vf.rank == 0) {
-        PayloadWriter p;
-        p.i64(ws->stamp);
-        std::vector<int> others;
-        for (int r = 1; r < vf.size; ++r) others.push_back(r);
-        ws->sends.push_back(ws->local->send(others, Tag::Stamp, p.take(), "sending the session's stamp"));
-    }
-    ws->stamp_known = vf.rank == 0 || !ws->record;
-    // The last session of this pattern may still be finishing (a replayed epoch returns once its
-    // data is delivered): its outcome decides the plan and the memo this one starts from.
-    rt.wait_until([&] { return !rt.serving_key(ws->plan_key); }, [&] {
+    ws->stamp_known = vf.rank == 0;
+    // Sessions of this pattern may still be served (a replayed epoch returns once its data is
+    // delivered), and the end of one may change the replay plan this one starts from, which every
+    // writer rank must find alike: wait for those. Given a plan of this very path, only a session
+    // that took that plan can change it (one of another path keeps its own beside it, and one of
+    // this path was waited for in make_file): the files of an ensemble's members, one pattern with
+    // other readers each, are written one after the other without waiting for each to be read.
+    // (A matcher's memo is only used where it equals this session's writes and reads.)
+    rt.wait_until([&] {
+        if (!ws->record) return true;
+        int distance = 0;
+        auto exact = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance);
+        if (distance != 0 || rt.writer_plans().count(ws->plan_key) >= PlanShelf<WriterPlan>::kPerKey) exact = nullptr;
+        return !rt.serving_key(ws->plan_key, [&](const WriterSession &s) {
+            return !exact || s.path == vf.path || s.plan == exact;
+        });
+    }, [&] {
         return format("creating '%s' (session %d) waited for the readers of the previous file of its pattern to "
                       "call dtf_transfer or close it", vf.path.c_str(), vf.session);
     }, vf.peer);
@@ -185,17 +195,6 @@ namespace {
 
 using Packing = WriterSession::Packing;
 
-// A non-root rank's stamp, once the root's message came.
-bool take_stamp(WriterSession &ws) {
-    if (ws.stamp_known) return true;
-    auto in = ws.local->poll(Tag::Stamp, "receiving the session's stamp");
-    if (!in) return false;
-    PayloadReader r(in->bytes, "stamp");
-    ws.stamp = r.i64();
-    ws.stamp_known = true;
-    return true;
-}
-
 // Send the plan's data message `o` (its bytes: packed, or gathered from the kept writes).
 void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> bytes, bool early) {
     phase::add_bytes(phase::Transfer, bytes.size());
@@ -212,7 +211,7 @@ void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> byte
 // Send the complete data messages, once the readers confirmed the plan and this rank knows the tag:
 // to each reader in the plan's order (its receives match the messages in the order they come).
 void push_complete(Runtime &rt, WriterSession &ws) {
-    if (ws.packing != Packing::Packing || !take_stamp(ws) || !plan_confirmed(rt, ws)) return;
+    if (ws.packing != Packing::Packing || !plan_confirmed(rt, ws)) return; // (the stamp came with the confirmation)
     const auto &orders = ws.plan->orders;
     std::vector<int> blocked; // readers whose next message is not complete yet
     for (size_t o = 0; o < orders.size(); ++o) {
@@ -407,8 +406,8 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, co
 }
 
 // The reader group of each reader component, once its root said who reads (ReaderOpened); whether
-// every one is known. FileDefined went to every rank of the reader components; each root tells
-// the others they will never open this session.
+// every one is known. FileDefined went to every rank of the reader components; the root withdraws
+// it from the others, which will never open this session (with its next FileDefined to them).
 bool learn_readers(Runtime &rt, WriterSession &ws) {
     bool all = true;
     for (ReaderSide &side : ws.readers) {
@@ -421,17 +420,20 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
         PayloadReader r(m->payload, "reader-opened");
         side.ranks = r.ints(1 << 24);
         side.plan = r.i64();
+        const int64_t stamp = r.i64();
+        if (!ws.stamp_known) {
+            ws.stamp = stamp;
+            ws.stamp_known = true;
+        } else if (ws.rank == 0 && stamp != ws.stamp) {
+            fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' opened another session of it (stamp %lld, not %lld)",
+                 ws.path.c_str(), ws.session, rt.config().components[static_cast<size_t>(side.component)].c_str(),
+                 static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
+        }
         if (side.ranks.empty())
             fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
                  rt.config().components[static_cast<size_t>(side.component)].c_str());
-        if (ws.rank != 0) continue;
-        std::vector<bool> reads(static_cast<size_t>(rt.peer(side.component).remote_size), false);
-        for (int x : side.ranks)
-            if (x >= 0 && static_cast<size_t>(x) < reads.size()) reads[static_cast<size_t>(x)] = true;
-        for (size_t x = 0; x < reads.size(); ++x)
-            if (!reads[x])
-                rt.send(side.component, static_cast<int>(x),
-                        Message{MessageKind::FileWithdrawn, 0, ws.session, 0, ws.path, {}});
+        if (ws.rank == 0 && side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
+            rt.withdraw(side.component, ws.path, ws.session);
     }
     return all;
 }
@@ -512,13 +514,22 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->final_header = header.encode();
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
-    // Every writer rank sends its writes not yet announced to its matcher.
-    const int matcher = ws->rank / ws->workgroup * ws->workgroup;
-    std::vector<match::WriteReq> fresh;
-    for (size_t i = ws->writes_announced; i < ws->writes.size(); ++i) fresh.push_back(ws->writes[i].meta);
-    ws->writes_announced = ws->writes.size();
-    ws->sends.push_back(ws->local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
-    ws->meta_expected = ws->is_matcher() ? std::min(ws->workgroup, ws->size - ws->rank) : 0;
+    if (ws->replay_candidate) {
+        // Every writer rank's writes are its plan's, and every rank holds the plan of one session
+        // (agreed): the matcher has its work group's writes from that session's plan (a reader that
+        // leaves the plan is served from them).
+        ws->writes_announced = ws->writes.size();
+        if (ws->is_matcher()) ws->group_writes = ws->plan->group_writes;
+        ws->meta_expected = 0;
+    } else {
+        // Every writer rank sends its writes not yet announced to its matcher.
+        const int matcher = ws->rank / ws->workgroup * ws->workgroup;
+        std::vector<match::WriteReq> fresh;
+        for (size_t i = ws->writes_announced; i < ws->writes.size(); ++i) fresh.push_back(ws->writes[i].meta);
+        ws->writes_announced = ws->writes.size();
+        ws->sends.push_back(ws->local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
+        ws->meta_expected = ws->is_matcher() ? std::min(ws->workgroup, ws->size - ws->rank) : 0;
+    }
     rt.serve(ws);
 }
 
@@ -611,10 +622,9 @@ namespace {
 
 // Whether a replayed epoch's data is with the readers: its pushed messages and final header are sent
 // and complete, so it needs neither the application's buffers nor its time any more. What is left
-// (the readers' ReaderDone, the matcher's finish, and the write metadata to the matcher) is
-// bookkeeping that any later wait, or dtf_finalize, advances. Not the metadata: a message over 4 KiB
-// completes only once the matcher receives it, and a matcher whose own data is delivered may have
-// returned to a collective of the program that waits for this rank.
+// (the readers' ReaderDone and the matcher's finish) is bookkeeping that any later wait, or
+// dtf_finalize, advances. (A replayed epoch sends no write metadata, which a matcher whose own data
+// is delivered might not receive before it returned to a collective of the program.)
 bool delivered(const WriterSession &ws) {
     return ws.replay == 1 && ws.readers.front().header_sent && ws.local->done(ws.pushed_sends);
 }
@@ -639,11 +649,10 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
 // every writer rank's writes are those of the path's replay plan.
 void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
-    rt.wait_until([&] { return take_stamp(ws); }, [&] {
-        return format("dtf_transfer of '%s' (session %d) waited for its writer rank 0's stamp", vf.path.c_str(), vf.session);
-    });
-    // [3]: the root's stamp, which the other ranks learn here (without replay)
-    int64_t mine[4] = {vf.header.numrecs(), 0, 0, ws.stamp}, all[4];
+    // [3]: the root's stamp, which the other ranks learn here if no ReaderOpened brought it before;
+    // [4], [5]: the plan's stamp and its negation (every rank holds the same plan if they agree)
+    const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
+    int64_t mine[6] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp}, all[6];
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
@@ -653,12 +662,14 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
     mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
-    std::copy(mine, mine + 4, all);
-    rt.allreduce_max(*vf.group, all, 4, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
+    std::copy(mine, mine + 6, all);
+    rt.allreduce_max(*vf.group, all, 6, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
     vf.header.set_numrecs(all[0]);
     ws.stamp = all[3];
-    ws.replay_candidate = ws.plan && all[1] == 0;
-    if (ws.plan && all[1] != 0 && all[2] != 0) { // some values were dropped, yet the pattern changed
+    ws.stamp_known = true;
+    const bool differ = all[1] != 0 || all[4] != -all[5];
+    ws.replay_candidate = ws.plan && !differ;
+    if (ws.plan && differ && all[2] != 0) { // some values were dropped, yet the pattern changed
         const std::string replayed = origin(*ws.plan, ws.plan_since);
         rt.writer_plans().drop(ws.plan_key, ws.plan);
         const std::string what = !ws.broken.empty() ? ws.broken
@@ -753,7 +764,8 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (ws.is_matcher()) { // keep this session's match results for the next one
         auto &memos = rt.match_memos();
         if (ws.epoch == 1 && ws.memo_new && !ws.error) {
-            ws.memo_new->writes = std::move(ws.group_writes); // the session is over
+            // (the session is over; a plan recorded from it keeps them too)
+            ws.memo_new->writes = ws.record ? ws.group_writes : std::move(ws.group_writes);
             ws.memo_new->kept = rt.new_stamp();
             if (memos.size() >= Runtime::kMemos && !memos.count(ws.plan_key))
                 memos.erase(std::min_element(memos.begin(), memos.end(), [](const auto &a, const auto &b) {
@@ -778,6 +790,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->ranks = ws.ranks;
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
+    if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);
     plans.keep(ws.plan_key, ws.plan, std::move(plan));
 }

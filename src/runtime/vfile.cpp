@@ -191,6 +191,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
             },
             peer);
         PayloadReader r(m.payload, "file-defined");
+        withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
         std::vector<char> header = r.bytes();
         if (model::Header::decode(header.data(), header.size(), &f.header) != NC_NOERR)
             fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
@@ -215,6 +216,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         PayloadWriter p;
         p.ints(f.ranks);
         p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
+        p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
         std::vector<char> payload = p.take();
         for (int w : f.writer_ranks)
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});

@@ -7,13 +7,16 @@
 // several reader components: the writer does its part below with each of them on its own (its final
 // header as soon as that reader opened, its requests as they come), and an epoch is served once
 // every rank of every reader is done.
-//   writer enddef      rank 0: FileDefined(header, writer ranks, matchers) -> every reader-component rank
+//   writer enddef      rank 0: FileDefined(withdrawals, header, writer ranks, matchers) -> every reader-component rank
 //                      (a writer that opened the file with NC_WRITE continues the last session's
 //                      header: FileDefined at its first enddef, put or dtf_transfer; vfile.cpp)
-//   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks) -> writer-file ranks
-//   writer transfer    waits for ReaderOpened; root: FileWithdrawn -> reader-component ranks outside the
-//                      reader group; numrecs agreed; root: HeaderFinal -> reader-file ranks;
-//                      each writer sends its new write metadata to its matcher; then serves until every
+//   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks, plan, stamp) ->
+//                      writer-file ranks
+//   writer transfer    waits for ReaderOpened; root: withdraws FileDefined from the reader-component ranks
+//                      outside the reader group (with its next FileDefined to them; what is left is
+//                      dropped at dtf_finalize); numrecs agreed; root: HeaderFinal -> reader-file ranks;
+//                      each writer sends its new write metadata to its matcher (not when replayed:
+//                      the matcher's plan holds them); then serves until every
 //                      reader rank said ReaderDone for this epoch:
 //                        matcher: ReadRequest -> match -> orders to its writers, ReadPlan -> reader
 //                        writer:  orders -> pack and send the data of those pieces to the reader
@@ -92,6 +95,7 @@ struct WriterPlan {
     std::vector<int> ranks;         // component ranks of the writer's file communicator
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
     std::vector<match::WriteReq> writes;
+    std::vector<match::WriteReq> group_writes; // matcher: its work group's writes (the replayed epoch's)
     struct Order {
         int reader;
         std::vector<match::Piece> pieces; // one data message to `reader`
@@ -183,7 +187,7 @@ struct WriterSession {
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
     bool closed = false;                     // the file was closed
-    bool stamp_known = true;                 // false on a non-root rank until the root's Tag::Stamp came
+    bool stamp_known = false;                // the root's stamp is known here (from ReaderOpened or the agreement)
     // Replay at put time: while the puts are the plan's, only the pieces the plan says are read are
     // copied, straight into the plan's data messages (`pushed`, one per order); the rest of the
     // values are not kept. A put that differs after that makes the session fail at dtf_transfer.

@@ -24,8 +24,6 @@ enum class Tag : int {
     Control = 0x0d71,   // control messages between components (runtime/message.hpp)
     Meta = 0x0d72,      // writer -> its matcher, within the writer's file communicator: write metadata
     Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
-    Stamp = 0x0d74,     // writer root -> the other ranks of its file communicator at create (replay_io=1):
-                        // the session's stamp, which names its data tag
     Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
     Routes = 0x0d7e,    // one byte per rank pair right after connecting (open_all_routes)
     // Data (writer -> reader: the data of pieces) has a tag per writer session: data_tag().

@@ -76,9 +76,22 @@ COUNTED = re.compile(r"\[dtf (\w+)\] messages over \d+ ranks \(dtf_counters_read
                      r"collectives (\d+), busiest rank \d+")
 
 
-def check_counts(out, components, data_at_least):
+DROPPED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) never used; (\d+) definitions of files other ranks read dropped")
+
+
+def check_counts(out, components, data_at_least, dropped_at_most=None):
     """The message counters of every component (DTF_PRINT_STATS=1): each message sent was received, control
-    and data, in number and bytes, and at least `data_at_least` bytes of data moved."""
+    and data, in number and bytes, and at least `data_at_least` bytes of data moved. And no control message
+    was left unused, and at most `dropped_at_most` FileDefined of files read by other ranks were left at
+    dtf_finalize (the writer withdraws each with its next FileDefined: what is left is the last ones)."""
+    left = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in DROPPED.finditer(out)}
+    expect(sorted(left) == sorted(components), f"stats of {sorted(components)} expected: {sorted(left)}")
+    expect(all(unused == 0 for unused, _ in left.values()) and "was never used" not in out,
+           f"control messages left unused at dtf_finalize: {left}")
+    dropped = sum(d for _, d in left.values())
+    if dropped_at_most is not None:
+        expect(dropped <= dropped_at_most, f"{dropped} file definitions left at dtf_finalize, more than the "
+               f"{dropped_at_most} of one cycle: the writer's withdrawals did not reach the readers")
     counts = {m.group(1): [int(x) for x in m.groups()[1:]] for m in COUNTED.finditer(out)}
     expect(sorted(counts) == sorted(components), f"message counters of {sorted(components)} expected: {sorted(counts)}")
     total = [sum(c[i] for c in counts.values()) for i in range(9)]
@@ -522,8 +535,10 @@ def scenario_letkf(args, work):
                                 walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
         if mode == "transfer":
+            # (each member's written-back analysis is read by its ranks of the model only)
             check_counts(out, ["model", "assim"] + [n for n, _ in readers] + (["io"] if args.ioserver else []),
-                         LETKF_VALUES_READ * members * cycles * 4)
+                         LETKF_VALUES_READ * members * cycles * 4,
+                         dropped_at_most=members * (args.model_ranks - args.model_ranks // members))
         if trace:
             check_trace(args, trace["DTF_TRACE"], dict([("model", args.model_ranks), ("assim", args.assim_ranks)] + readers))
         if args.hosts:

@@ -12,7 +12,8 @@ the warm-up it stays within its range of the first half. (It may go up and down 
 session's communicator is freed at the first file opened after the session is served, which can
 come before or after a cycle's probe.) And no control message may be left unused at
 dtf_finalize (DTF_PRINT_STATS=1 counts them): one per cycle is a leak too small for RSS to show
-in 50 cycles. In transfer mode no per-path record may be left either (num_sessions). CI runs 50 cycles; the full soak is
+in 50 cycles; and of the definitions of files other ranks read, at most one cycle's (the writer withdraws
+each with its next FileDefined). In transfer mode no per-path record may be left either (num_sessions). CI runs 50 cycles; the full soak is
 `tests/soak/soak.py build --cycles 1000` (a few minutes).
 """
 import argparse
@@ -23,7 +24,8 @@ import sys
 import tempfile
 
 LINE = re.compile(r"^\[(\w+)\] resources (\w+) cycle (\d+): rss_kib (\d+) fds (\d+) comm_index (\d+)$")
-UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used(;.*)?$")
+UNUSED = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .* (\d+) never used; (\d+) definitions of files other ranks read "
+                    r"dropped at the end(;.*)?$")
 KEPT = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .*; (\d+) path records kept$")
 THREAD = re.compile(r"^\[(\w+)\] \[dtf \w+\] stats .*; progress thread (on|off[^;]*);")
 
@@ -61,6 +63,7 @@ def main():
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180 + a.cycles)
     samples = {}  # component -> {cycle: (rss, fds, comm)}
     unused = {}  # component -> control messages never used
+    dropped = {}  # component -> FileDefined of files other ranks read, left at dtf_finalize
     kept = {}  # component -> path records left at dtf_finalize
     thread = {}  # component -> whether its progress thread ran
     for line in run.stdout.splitlines():
@@ -70,7 +73,7 @@ def main():
         if m:
             samples.setdefault(m[2], {})[int(m[3])] = tuple(map(int, m.group(4, 5, 6)))
         elif u:
-            unused[u[1]] = int(u[2])
+            unused[u[1]], dropped[u[1]] = int(u[2]), int(u[3])
             if k:
                 kept[k[1]] = int(k[2])
         elif "resources" not in line and "cycle" not in line:
@@ -113,6 +116,11 @@ def main():
         if unused.get(comp) != 0:
             failures.append(f"{comp}: {unused.get(comp, 'an unknown number of')} control messages were never used "
                             "(DTF_VERBOSE_LEVEL=1 lists them)")
+        # Each member's analysis is read by its 2 ranks of the model: the assimilation withdraws it
+        # from the others with its next FileDefined, so at most one cycle's are left at the end.
+        if dropped.get(comp, 0) > a.members * 2 * (a.members - 1):
+            failures.append(f"{comp}: {dropped[comp]} file definitions left at dtf_finalize, more than one cycle's "
+                            f"({a.members * 2 * (a.members - 1)}): the withdrawals did not reach the readers")
         # Transfer mode forgets each path after its sessions (num_sessions=1): nothing per path is left.
         if a.mode == "transfer" and kept.get(comp) != 0:
             failures.append(f"{comp}: {kept.get(comp, 'an unknown number of')} path records kept at the end; "
