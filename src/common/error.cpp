@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "common/trace.hpp"
 
 namespace dtf {
 
@@ -78,6 +79,7 @@ void report_error(int code, const char *message) noexcept {
     set_last_error(message);
     const char *name = error_name(code);
     log::error("%s: %s", name ? name : "error", message);
+    trace::flush();
 }
 
 } // namespace dtf

@@ -111,6 +111,11 @@ void start(const std::string &dir, const std::string &component, int component_i
     detail::enabled.store(true, std::memory_order_relaxed);
 }
 
+void flush() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    flush_locked();
+}
+
 void stop() {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (!g_file) return;

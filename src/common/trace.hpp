@@ -6,7 +6,8 @@
 // merges the files of a run into one and prints where each rank's time went. Events:
 //   spans ("ph":"X")     the PnetCDF calls and dtf_* calls on files dtf handles, and every wait
 //                        inside them: for what, from which component, how long (Runtime::wait)
-//   instants ("ph":"i")  each control message sent and received (kind, session, peer, bytes)
+//   instants ("ph":"i")  each control message sent and received (kind, session, peer, bytes), and
+//                        a wait that has lasted a second (written at once: see flush())
 // Timestamps are microseconds of CLOCK_MONOTONIC (std::chrono::steady_clock), the same clock for
 // every process of one node, so that the files of one node line up when merged.
 //
@@ -32,6 +33,9 @@ inline bool on() { return detail::enabled.load(std::memory_order_relaxed); }
 void start(const std::string &dir, const std::string &component, int component_index, int rank);
 // Write what is buffered and close the file (dtf_finalize). No effect when not tracing.
 void stop();
+// Write what is buffered (an error is returned to the program: it often ends in MPI_Abort before
+// dtf_finalize, and the trace up to the error is the one wanted). No effect when not tracing.
+void flush();
 
 // A JSON string literal of `s` (quoted and escaped).
 std::string quote(const std::string &s);

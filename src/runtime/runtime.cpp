@@ -855,14 +855,22 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
         }
     } waiting(*this);
     std::optional<trace::Span> span; // a wait that did not end at the first look, with what for and from whom
+    std::string span_args;
+    bool noted = false; // a wait of a second: said in the trace at once (a rank killed while it waits leaves that)
     for (;;) {
         progress();
         if (done()) break;
         if (!span && trace::on()) {
             const int p = peer();
             span.emplace("wait", collective ? "wait: collective" : "wait: peer");
-            span->args("\"for\":" + trace::quote(what()) + ",\"peer\":" +
-                       trace::quote(p >= 0 ? config_.components[static_cast<size_t>(p)] : std::string("-")));
+            span_args = "\"for\":" + trace::quote(what()) + ",\"peer\":" +
+                        trace::quote(p >= 0 ? config_.components[static_cast<size_t>(p)] : std::string("-"));
+            span->args(span_args);
+        }
+        if (span && !noted && deadline.elapsed() >= 1.0) {
+            noted = true;
+            trace::instant("wait", "still waiting after 1 s", span_args);
+            trace::flush();
         }
         if (deadline.elapsed() >= next_check) { // (only its peer's loss: the others may have lost a member)
             if (const int p = peer(); p >= 0) check_peer_alive(config_.components[static_cast<size_t>(p)], what);
