@@ -694,7 +694,14 @@ void Runtime::apply(Message &&m) {
             if (vf->persist_after == stamp) vf->persist_after = 0;
         for (auto &job : persist_jobs_)
             if (job->persist_after == stamp) job->persist_after = 0;
-        auto it = counters_.find(m.path); // (kept while the path is known here: the next session may continue it)
+        // Kept while the path is known here: the next session may continue it. That includes a path
+        // whose first session this rank still reads: its record is made at the close, and the writer,
+        // whose readers were done at their dtf_transfer, may have written the file before (the
+        // Persisted dropped then left the continuing session waiting for it until DTF_TIMEOUT).
+        auto it = counters_.find(m.path);
+        if (it == counters_.end() && std::any_of(virtual_files_.begin(), virtual_files_.end(),
+                                                 [&](const auto &f) { return f.second->path == m.path; }))
+            it = counters_.emplace(m.path, PathCounters{}).first;
         if (it != counters_.end()) it->second.persisted.push_back(stamp);
         return;
     }

@@ -20,7 +20,10 @@
  * the file-mode and transfer-mode runs byte for byte. With LETKF_UNWRITTEN=1, in the first cycle the
  * model also reads a variable the assimilation did not write back: file mode gives the model's own
  * values of the first session; transfer mode must refuse (DTF_ERR_UNSUPPORTED, "refused" printed by
- * the member's first rank), never return other values. Exit status: 0 ok, 1 wrong data, 2 error.
+ * the member's first rank), never return other values. With LETKF_LATE_CLOSE=MS the assimilation
+ * waits MS milliseconds between its dtf_transfer on each analysis file it reads and the close (the
+ * model writes a persist=1 file meanwhile: its Persisted comes before the reader's close).
+ * Exit status: 0 ok, 1 wrong data, 2 error.
  *
  * usage: letkf_pattern (model|assim|ROLE) CONFIG DIR CYCLES MEMBERS
  */
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coupled.h"
 
@@ -37,6 +41,7 @@ enum { HIST = 0, ANAL = 1, UPDATE = 2 }; /* what a value is: the model's hist, i
 
 static int rank;
 static const char *role;
+static int late_close_ms; /* LETKF_LATE_CLOSE */
 static FILE *dump;
 static int bad;
 
@@ -190,6 +195,7 @@ static void assim_read(const char *path, const char *prefix, int nread, int (*wh
     CHECK(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
     CHECK(dtf_transfer(path, ncid));
     record_sizes(ncid);
+    if (kind == ANAL && late_close_ms > 0) usleep((useconds_t)late_close_ms * 1000);
     CHECK(ncmpi_close(ncid));
     for (int r = 0; r < nread; r++)
         for (MPI_Offset k = 0; k < NZ; k++)
@@ -269,6 +275,7 @@ int main(int argc, char **argv) {
     const char *dir = argv[3];
     const int cycles = atoi(argv[4]), members = atoi(argv[5]);
     const int unwritten = getenv("LETKF_UNWRITTEN") && atoi(getenv("LETKF_UNWRITTEN"));
+    late_close_ms = getenv("LETKF_LATE_CLOSE") ? atoi(getenv("LETKF_LATE_CLOSE")) : 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
