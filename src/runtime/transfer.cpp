@@ -114,6 +114,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
+    vf.ws->defined_header = header;
+    vf.ws->defined_numrecs = vf.header.numrecs();
     for (int reader : vf.peers) {
         PayloadWriter p;
         write_withdrawn(p, rt.take_withdrawals(reader));
@@ -464,7 +466,9 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
         p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
         p.i32(replayed ? replayed->session : 0);
         p.str(replayed ? replayed->path : std::string());
-        p.bytes(ws.final_header);
+        p.i32(ws.final_as_defined ? 0 : 1); // 0: FileDefined's header with this record count; 1: the header
+        if (ws.final_as_defined) p.i64(ws.final_numrecs);
+        else p.bytes(ws.final_header);
         const std::vector<char> payload = p.take();
         for (int r : side.ranks)
             rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
@@ -511,7 +515,16 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->replay = -1;
     ws->finished = false;
     for (ReaderSide &side : ws->readers) side.header_sent = false, side.done = 0;
-    ws->final_header = header.encode();
+    if (ws->rank == 0) { // (the root sends the final header)
+        ws->final_header = header.encode();
+        ws->final_numrecs = header.numrecs();
+        // Usually only the record count changed since FileDefined: then that is all HeaderFinal says
+        // (a few bytes to each reader rank instead of the header, which is above MPI's eager limit
+        // for files of many variables, so that each of those messages waited for its receiver).
+        model::Header as_defined = header;
+        as_defined.set_numrecs(ws->defined_numrecs);
+        ws->final_as_defined = !ws->defined_header.empty() && as_defined.encode() == ws->defined_header;
+    }
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
     if (ws->replay_candidate) {
@@ -928,12 +941,18 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     const int64_t replayed = r.i64();
     const int replayed_session = r.i32();
     const std::string replayed_path = r.str();
-    const std::vector<char> header = r.bytes();
-    // The final header replaces the definitions; the data mode is this rank's own (begin_indep_data
-    // may have come before the first read that needed the final header).
+    // The final header replaces the definitions (FileDefined's with the final record count, or one
+    // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
+    // read that needed the final header).
+    const bool as_defined = r.i32() == 0;
+    const int64_t final_numrecs = as_defined ? r.i64() : 0;
+    std::vector<char> sent;
+    if (!as_defined) sent = r.bytes();
+    const std::vector<char> &header = as_defined ? vf.defined_header : sent;
     const bool indep = vf.header.in_indep_mode();
     int rc = model::Header::decode(header.data(), header.size(), &vf.header);
     if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    if (as_defined) vf.header.set_numrecs(final_numrecs);
     if (indep) vf.header.begin_indep_data();
     vf.header_final = true;
     vf.header_final_epoch = m.epoch;

@@ -192,7 +192,8 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
             peer);
         PayloadReader r(m.payload, "file-defined");
         withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
-        std::vector<char> header = r.bytes();
+        f.defined_header = r.bytes();
+        const std::vector<char> &header = f.defined_header;
         if (model::Header::decode(header.data(), header.size(), &f.header) != NC_NOERR)
             fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
         f.writer_ranks = r.ints(1 << 24);

@@ -164,7 +164,13 @@ struct WriterSession {
     // The epoch being served.
     bool serving = false;
     std::vector<size_t> elsize;       // bytes per element of each variable
-    std::vector<char> final_header;   // the header with the final record count, for the readers
+    std::vector<char> final_header;   // root: the header with the final record count, for the readers
+    // root: the header FileDefined carried, and its record count; whether the final header is that
+    // one with another count (then HeaderFinal carries only the count)
+    std::vector<char> defined_header;
+    int64_t defined_numrecs = 0;
+    bool final_as_defined = false;
+    int64_t final_numrecs = 0;
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     std::vector<transport::Ticket> sends;   // every send of the epoch (served once all are done)
@@ -274,6 +280,7 @@ struct VirtualFile {
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
     std::vector<int> matchers;     // component ranks (peer component) of the writer side's matchers
     int64_t writer_stamp = 0;      // the writer session's stamp (WriterSession::stamp)
+    std::vector<char> defined_header; // reader: the header FileDefined carried (HeaderFinal may refer to it)
     bool header_final = false;
     int header_final_epoch = 0;    // epoch of the last final header taken
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
