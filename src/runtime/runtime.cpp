@@ -1120,14 +1120,15 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
     std::fprintf(stderr,
                  "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
                  "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received, %ld never used; %ld definitions of files other ranks read dropped at the end; %ld get batches replayed, %ld matched; replay ahead of dtf_transfer: "
-                 "%ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, %ld with "
-                 "the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
-                 "(persist=1) from %ld bytes of values in %.3f s (max over ranks); %ld sessions went to the file system "
-                 "(fallback=); progress thread %s; %ld path records kept\n",
+                 "received, %ld never used; %ld definitions of files other ranks read dropped at the end; %ld get "
+                 "batches replayed, %ld matched; replay ahead of dtf_transfer: %ld get batches posted, %ld of %ld "
+                 "data messages sent; requests served %ld by matching, %ld with the last session's result; put "
+                 "values: %ld bytes copied, %ld referenced; %ld files written (persist=1) from %ld bytes of values "
+                 "in %.3f s (max over ranks); %ld sessions went to the file system (fallback=); progress thread %s; "
+                 "%ld path records kept\n",
                  name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[18], csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7], csum[8], csum[15],
-                 csum[16], tmax[2], csum[17], thread.c_str(), csum[11]);
+                 csum[18], csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7],
+                 csum[8], csum[15], csum[16], tmax[2], csum[17], thread.c_str(), csum[11]);
 }
 } // namespace
 
