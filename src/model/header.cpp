@@ -893,12 +893,21 @@ bool read_atts(Reader &r, std::vector<Att> *atts) {
 
 } // namespace
 
+namespace {
+constexpr size_t kNumrecsAt = 12, kNumrecsEnd = 20; // where encode() writes the record count
+} // namespace
+
+bool Header::same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b) {
+    return a.size() == b.size() && a.size() >= kNumrecsEnd && std::equal(a.begin(), a.begin() + kNumrecsAt, b.begin()) &&
+           std::equal(a.begin() + kNumrecsEnd, a.end(), b.begin() + kNumrecsEnd);
+}
+
 std::vector<char> Header::encode() const {
     Writer w;
-    w.raw(kMagic, 4);
-    w.u32(kVersion);
-    w.u32(static_cast<uint32_t>(format_));
-    w.u64(static_cast<uint64_t>(numrecs_));
+    w.raw(kMagic, 4);   // [0, 4)
+    w.u32(kVersion);    // [4, 8)
+    w.u32(static_cast<uint32_t>(format_)); // [8, 12)
+    w.u64(static_cast<uint64_t>(numrecs_)); // [kNumrecsAt, kNumrecsEnd)
     w.u64(static_cast<uint64_t>(layout_.extent));
     w.u32(static_cast<uint32_t>(dims_.size()));
     for (const Dim &d : dims_) {

@@ -173,6 +173,8 @@ public:
     // decoded header is what ncmpi_open(NC_WRITE) gives: data mode, collective, writable,
     // NC_NOFILL, every variable's no_fill 0; set_read_only(true) for NC_NOWRITE.
     std::vector<char> encode() const;
+    // Whether two encodings are of the same header but perhaps for the record count.
+    static bool same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b);
     static int decode(const char *data, size_t size, Header *out);
 
 private:

@@ -928,7 +928,7 @@ std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::st
     std::unique_ptr<transport::Pending> ready;
     const bool ahead = !writes_files_later_;
     std::shared_ptr<transport::Group> group;
-    if (ahead) group = spares_.take(comm, world_, *queue_, self_name(), &ready);
+    if (ahead) group = spares_.take(comm, world_, self_name(), &ready);
     if (!group) group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready); // (the first by these ranks)
     complete(*ready, "MPI_Comm_idup", *group, context);
     if (ahead)

@@ -115,7 +115,6 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
     vf.ws->defined_header = header;
-    vf.ws->defined_numrecs = vf.header.numrecs();
     for (int reader : vf.peers) {
         PayloadWriter p;
         write_withdrawn(p, rt.take_withdrawals(reader));
@@ -521,9 +520,7 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
         // Usually only the record count changed since FileDefined: then that is all HeaderFinal says
         // (a few bytes to each reader rank instead of the header, which is above MPI's eager limit
         // for files of many variables, so that each of those messages waited for its receiver).
-        model::Header as_defined = header;
-        as_defined.set_numrecs(ws->defined_numrecs);
-        ws->final_as_defined = !ws->defined_header.empty() && as_defined.encode() == ws->defined_header;
+        ws->final_as_defined = model::Header::same_but_numrecs(ws->final_header, ws->defined_header);
     }
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));

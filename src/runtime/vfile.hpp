@@ -165,10 +165,9 @@ struct WriterSession {
     bool serving = false;
     std::vector<size_t> elsize;       // bytes per element of each variable
     std::vector<char> final_header;   // root: the header with the final record count, for the readers
-    // root: the header FileDefined carried, and its record count; whether the final header is that
-    // one with another count (then HeaderFinal carries only the count)
+    // root: the header FileDefined carried; whether the final header is that one with perhaps
+    // another count (then HeaderFinal carries only the count)
     std::vector<char> defined_header;
-    int64_t defined_numrecs = 0;
     bool final_as_defined = false;
     int64_t final_numrecs = 0;
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing

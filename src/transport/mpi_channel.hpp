@@ -99,9 +99,9 @@ public:
     ~SpareGroups();
     SpareGroups(const SpareGroups &) = delete;
     SpareGroups &operator=(const SpareGroups &) = delete;
-    // The group of an open by the ranks of `comm` (mpi_group's arguments) when they have seeds: the
-    // oldest spare; `*ready` tests its duplicate done. nullptr without seeds.
-    std::unique_ptr<Group> take(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
+    // The group of an open by the ranks of `comm` (in `component`, named so in errors) when they have
+    // seeds: the oldest spare; `*ready` tests its duplicate done. nullptr without seeds.
+    std::unique_ptr<Group> take(MPI_Comm comm, MPI_Comm component, const std::string &component_name,
                                 std::unique_ptr<Pending> *ready);
     // After an open by the ranks of `group` (its duplicate complete), collective over them: at their
     // first open, make their seeds (`wait` is called with each duplicate of `comm` until it is done:
@@ -124,6 +124,7 @@ private:
         std::deque<Spare> spares;     // started in this order, taken in this order
         size_t started = 0;           // spares started so far (the next is of seed started % kDepth)
     };
+    static void abandon(Spare &s);
     std::list<Chain> chains_;
 };
 

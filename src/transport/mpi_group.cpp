@@ -41,24 +41,33 @@ private:
     std::shared_ptr<void> keep_;
 };
 
+// The ranks of `comm` in the communicator `component` (named `component_name` in errors).
+std::vector<int> component_ranks_of(MPI_Comm comm, MPI_Comm component, const std::string &component_name) {
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Group group, whole;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(component, &whole);
+    std::vector<int> local(static_cast<size_t>(size)), ranks(static_cast<size_t>(size));
+    for (int i = 0; i < size; ++i) local[static_cast<size_t>(i)] = i;
+    MPI_Group_translate_ranks(group, size, local.data(), whole, ranks.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&whole);
+    for (int r : ranks)
+        if (r == MPI_UNDEFINED)
+            fail(DTF_ERR_ARG, "a communicator given to PnetCDF for a file dtf handles has ranks outside component '%s'",
+                 component_name.c_str());
+    return ranks;
+}
+
 class MpiGroup : public Group {
 public:
-    MpiGroup(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name) : queue_(queue) {
+    MpiGroup(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name)
+        : MpiGroup(comm, queue, component_ranks_of(comm, component, component_name)) {}
+    // (`ranks`: those of `comm` in its component, known already)
+    MpiGroup(MPI_Comm comm, MpiQueue &queue, std::vector<int> ranks) : queue_(queue), ranks_(std::move(ranks)) {
         MPI_Comm_rank(comm, &rank_);
         MPI_Comm_size(comm, &size_);
-        MPI_Group group, whole;
-        MPI_Comm_group(comm, &group);
-        MPI_Comm_group(component, &whole);
-        std::vector<int> local(static_cast<size_t>(size_));
-        for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
-        ranks_.resize(local.size());
-        MPI_Group_translate_ranks(group, size_, local.data(), whole, ranks_.data());
-        MPI_Group_free(&group);
-        MPI_Group_free(&whole);
-        for (int r : ranks_)
-            if (r == MPI_UNDEFINED)
-                fail(DTF_ERR_ARG, "a communicator given to PnetCDF for a file dtf handles has ranks outside component '%s'",
-                     component_name.c_str());
     }
     ~MpiGroup() override {
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -119,11 +128,11 @@ std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &qu
     return group;
 }
 
-std::unique_ptr<Group> SpareGroups::take(MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
-                                         const std::string &component_name, std::unique_ptr<Pending> *ready) {
-    const MpiGroup probe(comm, component, queue, component_name); // (its ranks; no duplicate)
+std::unique_ptr<Group> SpareGroups::take(MPI_Comm comm, MPI_Comm component, const std::string &component_name,
+                                         std::unique_ptr<Pending> *ready) {
+    const std::vector<int> ranks = component_ranks_of(comm, component, component_name);
     for (Chain &chain : chains_) {
-        if (chain.ranks != probe.component_ranks() || chain.spares.empty()) continue;
+        if (chain.ranks != ranks || chain.spares.empty()) continue;
         Spare spare = std::move(chain.spares.front());
         chain.spares.pop_front();
         *ready = std::move(spare.ready);
@@ -143,9 +152,8 @@ void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, 
             fresh.seeds.push_back(Spare{std::move(seed), std::move(ready)});
             try {
                 wait(*fresh.seeds.back().ready);
-            } catch (...) { // (under way: leave it to MPI)
-                fresh.seeds.back().group.release();
-                fresh.seeds.back().ready.release();
+            } catch (...) {
+                abandon(fresh.seeds.back());
                 throw;
             }
         }
@@ -154,22 +162,22 @@ void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, 
     }
     while (chain->spares.size() < kDepth) {
         const MPI_Comm parent = mpi_comm_of(*chain->seeds[chain->started++ % kDepth].group);
-        auto spare = std::make_unique<MpiGroup>(parent, component, queue, component_name);
+        auto spare = std::make_unique<MpiGroup>(parent, queue, chain->ranks);
         auto ready = spare->dup(parent);
         chain->spares.push_back(Spare{std::move(spare), std::move(ready)});
     }
 }
 
+// A duplicate under way is MPI's to write: its group and operation are left allocated.
+void SpareGroups::abandon(Spare &s) {
+    s.group.release();
+    s.ready.release();
+}
+
 SpareGroups::~SpareGroups() {
-    for (Chain &chain : chains_) { // (only when finish() was not reached: MPI may still write them)
-        for (Spare &s : chain.seeds) {
-            s.group.release();
-            s.ready.release();
-        }
-        for (Spare &s : chain.spares) {
-            s.group.release();
-            s.ready.release();
-        }
+    for (Chain &chain : chains_) { // (only when finish() was not reached)
+        for (Spare &s : chain.seeds) abandon(s);
+        for (Spare &s : chain.spares) abandon(s);
     }
 }
 
@@ -182,8 +190,7 @@ void SpareGroups::finish(const std::function<void(Pending &)> &wait) {
             wait(*s.ready);
         } catch (const Error &e) {
             if (!first) first = std::make_unique<Error>(e);
-            s.group.release(); // (its duplicate is under way: leave it to MPI)
-            s.ready.release();
+            abandon(s);
         }
     };
     for (Chain &chain : chains) {

@@ -446,6 +446,17 @@ void test_codec() {
     CHECK("two dims", Header::decode(e.data(), e.size(), &out) == NC_NOERR);
     e[32 + 13 + 5] = 0;
     CHECK("second unlimited", Header::decode(e.data(), e.size(), &out) == NC_EINVAL);
+
+    // HeaderFinal's test: the same header but for the record count, and nothing else.
+    Header more = h;
+    more.set_numrecs(9);
+    const std::vector<char> counted = more.encode();
+    CHECK("other count", counted != bytes && Header::same_but_numrecs(counted, bytes));
+    CHECK("same header", Header::same_but_numrecs(bytes, bytes));
+    Header renamed = h;
+    CHECK("renamed", renamed.redef() == NC_NOERR && renamed.rename_var(1, "w") == NC_NOERR);
+    CHECK("another header", !Header::same_but_numrecs(renamed.encode(), bytes));
+    CHECK("none", !Header::same_but_numrecs({}, bytes) && !Header::same_but_numrecs({}, {}));
 }
 
 } // namespace

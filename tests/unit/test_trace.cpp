@@ -2,7 +2,7 @@
 // off, a trace records nothing and writes no file; on, it writes one rank's file as a JSON array
 // that ends with a bracket at stop, with the metadata, spans and instants given, names quoted and
 // escaped, and a second thread's events under a thread id of their own; a file cut short (no stop)
-// holds every event written before. Counters count messages and bytes by kind and reset on read.
+// holds every event written before, and flush() writes what was buffered. Counters count messages and bytes by kind and reset on read.
 #include <unistd.h>
 
 #include <cstdio>
@@ -74,6 +74,12 @@ int main() {
     const std::string early = slurp(file);
     CHECK(early.rfind("[\n", 0) == 0);
     CHECK(count(early, "\"process_name\"") == 1 && early.find("\"model rank 3\"") != std::string::npos);
+    CHECK(early.find("send FileDefined") == std::string::npos);
+    // flush() (an error returned, a wait of a second) writes what is buffered, not closing the array.
+    trace::flush();
+    const std::string flushed = slurp(file);
+    CHECK(flushed.find("\"name\":\"send FileDefined\"") != std::string::npos &&
+          flushed.find("sending data to a reader") != std::string::npos && flushed.find("\n]") == std::string::npos);
     trace::stop();
     CHECK(!trace::on());
     const std::string text = slurp(file);
