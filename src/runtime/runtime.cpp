@@ -894,15 +894,12 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
         }
         // The first kYieldWindow of a wait looks again at once, yielding the core in between: an answer
         // that comes then (most do: the peer is a message or a round of a collective away) is seen
-        // within microseconds. Sleeping there put the backoff on the critical path of every small
-        // cycle (the small-block LETKF cycle: 54 ms instead of 22; docs/RELIABILITY.md, "Waiting ranks").
-        // Longer waits sleep, so that a rank waiting for a peer that computes leaves the core to the
-        // ranks that compute. On a crowded node only the collectives over this component's ranks yield
-        // (every rank is in the same call, and each round needs each one's next look): there a rank
-        // waiting for a peer backs off from the start, so that it does not keep a core from the ranks
-        // with work (yielding there too gained nothing measurable, and more runnable ranks slowed the
-        // spinning collectives of other jobs sharing the node).
-        if (deadline.elapsed() < kYieldWindow && (!crowded_ || collective)) {
+        // within microseconds, and a rank with work takes the core meanwhile (sched_yield returns at
+        // once when nobody wants it). Sleeping there put the backoff on the critical path of every
+        // small cycle, on crowded nodes as on others (docs/RELIABILITY.md, "Waiting ranks"). Longer
+        // waits sleep, so that a rank waiting for a peer that computes leaves the core to the ranks
+        // that compute.
+        if (deadline.elapsed() < kYieldWindow) {
             pause(0);
             continue;
         }
