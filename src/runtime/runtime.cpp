@@ -100,7 +100,16 @@ std::string first_difference(const std::string &a, const std::string &b) {
 }
 } // namespace
 
-Entry::Entry() : lock_(g_lock), outer_(t_entry) { t_entry = this; }
+namespace {
+std::atomic<uint64_t> g_entries{0};
+}
+
+Entry::Entry() : lock_(g_lock), outer_(t_entry) {
+    t_entry = this;
+    g_entries.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t Entry::count() { return g_entries.load(std::memory_order_relaxed); }
 
 Entry::~Entry() { t_entry = outer_; }
 
@@ -986,20 +995,38 @@ void Runtime::pause(double seconds) {
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
-// The progress thread: progress() under the runtime lock, then a wait that releases it. It polls
+// The progress thread: progress() under the runtime lock, then a sleep without it. It polls
 // quickly while data is in flight (each poll lets MPI move the next part of a large message) and
 // backs off to 1 ms when nothing is pending, so that a waiting rank does not take the CPU from
-// the application (this machine runs more ranks than cores). It works only while no application
-// thread waits in dtf (wait_until), which progresses by itself meanwhile.
+// the application (this machine runs more ranks than cores). It works only while the application
+// is not in dtf: while an application thread waits there (wait_until) it progresses by itself,
+// and while the program makes one dtf call after another (its puts and gets) the thread looks
+// again only every kBusyNap, and takes the lock only if it is free, so that neither waits for the
+// other (contending for the lock at every call cost a 16x16x20 LETKF cycle 0.3 ms, 0.7 instead of
+// 0.4 ms).
 void Runtime::progress_loop() {
-    std::unique_lock<std::mutex> lock(Entry::mutex());
+    constexpr double kBusyNap = 200e-6;
     double delay = 20e-6;
+    uint64_t seen = Entry::count();
+    double idle_since = now_s(); // the last time the thread found the application out of dtf
     while (!stop_) {
-        if (waiting_ > 0) {
-            wake_.wait(lock); // until that wait ends (or stop)
-            delay = 20e-6;
+        std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+        const uint64_t entries = Entry::count();
+        const bool busy = entries != seen;
+        seen = entries;
+        // (A program that calls dtf without pause for long still gets a look every millisecond.)
+        if (busy && now_s() - idle_since < 1e-3) {
+            delay = kBusyNap;
             continue;
         }
+        idle_since = now_s();
+        std::unique_lock<std::mutex> lock(Entry::mutex(), std::defer_lock);
+        if (busy ? !lock.try_lock() : (lock.lock(), false)) {
+            delay = kBusyNap;
+            continue;
+        }
+        while (waiting_ > 0 && !stop_) wake_.wait(lock); // until that wait ends (or stop)
+        if (stop_) break;
         bool happened = false;
         try {
             happened = progress();
@@ -1010,7 +1037,6 @@ void Runtime::progress_loop() {
         const double cap = (queue_->pending() > 0 || !serving_.empty() || !early_.empty() ? 200e-6 : 1e-3) *
                            (node_ranks_ > cores_ ? 10 : 1);
         delay = happened ? 20e-6 : std::min(delay * 1.5, cap);
-        wake_.wait_for(lock, std::chrono::duration<double>(delay));
     }
 }
 

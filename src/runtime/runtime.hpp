@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -115,6 +116,9 @@ public:
     static std::unique_lock<std::mutex> *held();
     // The lock itself, for the progress thread (which runs outside any entry point).
     static std::mutex &mutex();
+    // How many entries application threads have made so far (the progress thread stands aside while
+    // this grows: the program's own calls progress, and the lock is theirs).
+    static uint64_t count();
 
 private:
     std::unique_lock<std::mutex> lock_;
@@ -407,7 +411,7 @@ private:
     std::thread thread_;
     std::condition_variable wake_;       // wakes the progress thread: stop, or no wait_until left
     int waiting_ = 0;                    // application threads in wait_until (the thread stands aside)
-    bool stop_ = false;                  // tells the progress thread to end
+    std::atomic<bool> stop_{false};      // tells the progress thread to end
     std::string thread_note_ = "off";    // whether the progress thread runs, and why not (statistics)
     bool in_mpi_init_ = false;           // initialized inside MPI_Init (zero-change mode)
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
