@@ -147,4 +147,9 @@ std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r) {
     return out;
 }
 
+int64_t header_final_stamp(const Message &m) {
+    if (m.payload.size() < sizeof(int64_t)) return 0;
+    return PayloadReader(m.payload, "header-final").i64();
+}
+
 } // namespace dtf::runtime

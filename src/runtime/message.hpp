@@ -7,8 +7,8 @@
 //                                writer ranks + matchers + stamp
 //                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session,
 //                                the replay plan they hold, and the session's stamp (FileDefined's)
-//                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: final header (numrecs;
-//                                only that when the rest is FileDefined's)
+//                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: the session's stamp, final
+//                                header (numrecs; only that when the rest is FileDefined's)
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
@@ -60,7 +60,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x4454460b; // "DTF" + wire version 11 (little-endian; values sent apart)
+constexpr uint32_t kMessageMagic = 0x4454460c; // "DTF" + wire version 12 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the
@@ -123,6 +123,8 @@ private:
 // FileDefined's payload begins with the sessions its sender withdraws (Runtime::withdraw): their
 // count, then each one's path and session number; the header and the rest follow.
 void write_withdrawn(PayloadWriter &p, const std::vector<std::pair<std::string, int>> &sessions);
+// The stamp of the writer session a HeaderFinal is about (its payload's first item; 0 if malformed).
+int64_t header_final_stamp(const Message &m);
 std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r);
 
 } // namespace dtf::runtime

@@ -774,7 +774,9 @@ bool Runtime::session_closed(const Message &m) const {
     auto it = counters_.find(m.path);
     if (it == counters_.end()) return false;
     switch (m.kind) {
-    case MessageKind::HeaderFinal: case MessageKind::ReadPlan: return it->second.closed() >= m.session;
+    case MessageKind::HeaderFinal: // (the next session's may come before this rank forgot the last one)
+        return it->second.closed() >= m.session && header_final_stamp(m) == it->second.last_read;
+    case MessageKind::ReadPlan: return it->second.closed() >= m.session;
     case MessageKind::ReaderOpened: case MessageKind::ReadRequest: case MessageKind::ReaderDone:
         return it->second.closed() >= m.session && !serving(m.path, m.session);
     default: return false;

@@ -149,6 +149,7 @@ struct PathCounters {
     // sessions of the path their writer has written to the file (MessageKind::Persisted).
     int64_t read_stamp = 0;
     std::vector<int64_t> persisted;
+    int64_t last_read = 0; // the stamp of the session this rank read last (a late HeaderFinal of it has no use)
     int closed() const { return my_writes + my_reads; }
 };
 

@@ -68,12 +68,13 @@ template <class Plan> std::string origin(const Plan &plan, int since) {
 
 bool learn_readers(Runtime &rt, WriterSession &ws);
 
-// Whether the reader root named the writer's plan (same session, same reader ranks): known once
-// its ReaderOpened came.
+// Whether the readers hold the writer's plan (same session, same reader ranks) and this rank knows
+// the session's stamp (the data messages' tag): known once their root's ReaderOpened came, or at
+// once for a plan of this very path (ReaderSide::assumed) once the stamp is known here.
 bool plan_confirmed(Runtime &rt, WriterSession &ws) {
     const WriterPlan &plan = *ws.plan;
     const ReaderSide &reader = ws.readers.front(); // a replayed session has one reader
-    return learn_readers(rt, ws) && reader.ranks == plan.reader_ranks && reader.plan == plan.stamp;
+    return learn_readers(rt, ws) && ws.stamp_known && reader.ranks == plan.reader_ranks && reader.plan == plan.stamp;
 }
 
 std::vector<int> matcher_ranks(int size, int group_size) {
@@ -85,6 +86,15 @@ std::vector<int> matcher_ranks(int size, int group_size) {
 auto for_file(const VirtualFile &vf, MessageKind kind, int epoch = -1) {
     return [&vf, kind, epoch](const Message &m) {
         return m.kind == kind && m.path == vf.path && m.session == vf.session && (epoch < 0 || m.epoch == epoch);
+    };
+}
+
+// The writer's final header of this session (of its epoch `epoch`, or of any): it names the writer
+// session by its stamp, since it may come before this rank opened the session, while the one before
+// it of the same path and number is still open here (num_sessions: a path's numbers start again).
+auto header_final_of(const VirtualFile &vf, int epoch = -1) {
+    return [&vf, epoch, other = for_file(vf, MessageKind::HeaderFinal, epoch)](const Message &m) {
+        return other(m) && header_final_stamp(m) == vf.writer_stamp;
     };
 }
 
@@ -182,6 +192,12 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
         int distance = 0;
         ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
         ws->plan_exact = ws->plan && distance == 0;
+        if (ws->plan_exact) {
+            ReaderSide &side = ws->readers.front(); // (a replayed session has one reader)
+            side.ranks = ws->plan->reader_ranks;
+            side.plan = ws->plan->stamp;
+            side.assumed = true;
+        }
         if (ws->plan) {
             ws->plan_since = ++ws->plan->found;
             log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
@@ -412,16 +428,24 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, co
 bool learn_readers(Runtime &rt, WriterSession &ws) {
     bool all = true;
     for (ReaderSide &side : ws.readers) {
-        if (side.known()) continue;
+        if (side.opened || (side.assumed && ws.rank != 0)) continue;
         auto m = rt.take(for_session(ws, side.component, MessageKind::ReaderOpened));
         if (!m) {
-            all = false;
+            all = all && side.assumed;
             continue;
         }
+        side.opened = true;
         PayloadReader r(m->payload, "reader-opened");
-        side.ranks = r.ints(1 << 24);
-        side.plan = r.i64();
+        const std::vector<int> ranks = r.ints(1 << 24);
+        const int64_t plan = r.i64();
         const int64_t stamp = r.i64();
+        if (side.assumed && (ranks != side.ranks || plan != side.plan))
+            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, and the "
+                 "writers kept only the values that pattern reads; set replay_io=0 for this file", ws.path.c_str(),
+                 ws.session, ranks != side.ranks ? "other reader ranks opened it" : "its readers hold another plan",
+                 origin(*ws.plan, ws.plan_since).c_str());
+        side.ranks = ranks;
+        side.plan = plan;
         if (!ws.stamp_known) {
             ws.stamp = stamp;
             ws.stamp_known = true;
@@ -462,6 +486,7 @@ void collect_metadata(WriterSession &ws) {
 void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed, bool cannot = false) {
     if (ws.rank == 0) {
         PayloadWriter p;
+        p.i64(ws.stamp);
         p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
         p.i32(replayed ? replayed->session : 0);
         p.str(replayed ? replayed->path : std::string());
@@ -587,7 +612,9 @@ bool step(Runtime &rt, WriterSession &ws) {
         send_pieces(rt, ws, reader, reader_rank, match::decode_pieces(r.bytes()));
     }
     if (!ws.finished || !ws.local->done(ws.sends) ||
-        std::any_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &s) { return !s.header_sent; }))
+        std::any_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &s) {
+            return !s.header_sent || (s.assumed && !s.opened && ws.rank == 0);
+        }))
         return false;
     ws.serving = false;
     return true;
@@ -903,7 +930,7 @@ void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
     bool written = vf.from_file;
     if (wait && !vf.from_file && vf.header_final_epoch < vf.epoch) {
         try {
-            wait_writer(rt, vf, for_file(vf, MessageKind::HeaderFinal, vf.epoch), [&] {
+            wait_writer(rt, vf, header_final_of(vf, vf.epoch), [&] {
                 return format("closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
                               "(it comes with its dtf_transfer)", vf.path.c_str(), vf.session, vf.epoch,
                               rt.config().components[static_cast<size_t>(vf.peer)].c_str());
@@ -913,7 +940,7 @@ void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
         }
     }
     if (written) // what the writer sent before it gave up (its root's final header came before its FileWritten)
-        while (rt.take(for_file(vf, MessageKind::HeaderFinal)) || rt.take(for_file(vf, MessageKind::ReadPlan))) {
+        while (rt.take(header_final_of(vf)) || rt.take(for_file(vf, MessageKind::ReadPlan))) {
         }
     rt.forget_written(vf.writer_stamp);
     if (vf.file_ncid < 0) return;
@@ -925,7 +952,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     if (vf.header_final) return;
     std::optional<Message> got;
     try {
-        got = wait_writer(rt, vf, for_file(vf, MessageKind::HeaderFinal), [&] {
+        got = wait_writer(rt, vf, header_final_of(vf), [&] {
             return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
                           "with the number of records, comes with it)",
                           vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
@@ -935,6 +962,7 @@ void wait_header_final(Runtime &rt, VirtualFile &vf) {
     }
     const Message &m = *got;
     PayloadReader r(m.payload, "header-final");
+    r.i64(); // (the session's stamp: header_final_of)
     const int64_t replayed = r.i64();
     const int replayed_session = r.i32();
     const std::string replayed_path = r.str();

@@ -212,15 +212,18 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         }
     }
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
-    // the writer wrote the session to the file system instead already (fallback=: read there).
+    // the writer wrote the session to the file system instead already (fallback=: read there). With
+    // a plan of this very path, the writer ranks took its readers already (ReaderSide::assumed): only
+    // their root hears it, to check.
     if (f.rank == 0 && !rt.written(f.writer_stamp)) {
         PayloadWriter p;
         p.ints(f.ranks);
         p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
         p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
         std::vector<char> payload = p.take();
-        for (int w : f.writer_ranks)
-            rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
+        const bool exact = f.plan && f.plan->path == f.path;
+        for (size_t w = 0; w < (exact ? 1 : f.writer_ranks.size()); ++w)
+            rt.send(peer, f.writer_ranks[w], Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
     }
     return finish_open(rt, std::move(vf), ncidp);
 }
@@ -313,6 +316,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     ++(vf.writer ? c.my_writes : c.my_reads);
     if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
     c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
+    if (!vf.writer) c.last_read = vf.writer_stamp;
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     const std::string path = vf.path;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record

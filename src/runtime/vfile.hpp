@@ -135,6 +135,12 @@ struct ReaderSide {
     int64_t plan = 0;         // stamp of the replay plan its root holds (ReaderOpened)
     bool header_sent = false; // the epoch's final header went to its ranks
     size_t done = 0;          // matcher: its ranks done with the epoch
+    // A session replaying a plan of its very path takes the plan's reader ranks as the readers at
+    // once: both sides kept that plan when it was last read (they keep or drop it alike), so its
+    // readers open the file again holding it. Their root's ReaderOpened then goes to the writer root
+    // only, which checks it when it comes (`opened`); the other writer ranks never see it.
+    bool assumed = false;
+    bool opened = false;      // its root's ReaderOpened came (writer root, or any rank if not assumed)
     bool known() const { return !ranks.empty(); }
 };
 
