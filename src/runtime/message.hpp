@@ -3,8 +3,9 @@
 // of a crash and the decoder can be unit-tested and fuzzed.
 //
 //   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
-//   transfer mode  FileDefined   writer -> every reader-component rank: the sessions it withdraws, header +
-//                                writer ranks + matchers + stamp
+//   transfer mode  FileDefined   writer root -> every reader-component rank (or the root of the readers of a
+//                                plan of this path it replays): the sessions it withdraws, stamp, header
+//                                (or "the plan's") + writer ranks + matchers
 //                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session,
 //                                the replay plan they hold, and the session's stamp (FileDefined's)
 //                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: the session's stamp, final
@@ -121,10 +122,15 @@ private:
 };
 
 // FileDefined's payload begins with the sessions its sender withdraws (Runtime::withdraw): their
-// count, then each one's path and session number; the header and the rest follow.
+// count, then each one's path and session number; then the session's stamp, whether it went to every
+// rank of the reader component (1) or to the root of the readers of the plan it replays (0), whether
+// the header is that plan's (1: the plan's stamp follows) or here (0: the header), the writer ranks,
+// the matchers and the number of inherited variables.
 void write_withdrawn(PayloadWriter &p, const std::vector<std::pair<std::string, int>> &sessions);
 // The stamp of the writer session a HeaderFinal is about (its payload's first item; 0 if malformed).
 int64_t header_final_stamp(const Message &m);
+// The stamp of the writer session a FileDefined defines (after its withdrawals; 0 if malformed).
+int64_t defined_stamp(const Message &m);
 std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r);
 
 } // namespace dtf::runtime

@@ -252,6 +252,9 @@ public:
     bool progress();
     // Drop queued messages about sessions this rank has closed (call after closing one).
     void discard_closed_sessions();
+    // This rank has the FileDefined of session `session` of `path`, stamped `stamp`, from the root of
+    // its reader group: drop its own copy of it from `writer`, now or when it comes.
+    void drop_definition(const std::string &path, int session, int writer, int64_t stamp);
     // Remove and return the first queued message for which match() holds, if any.
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
     // Control messages received and not taken yet (at dtf_finalize, each is a protocol leak).
@@ -319,6 +322,7 @@ public:
     // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
     // "<context>: <call> over N ranks waited for the others" instead of a hang.
     void allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context); // in place
+    void broadcast(transport::Group &group, int root, std::vector<char> *bytes, const std::string &context);
     void barrier(transport::Group &group, const std::string &context);
     // Run `fn` on every rank of `group`, then agree: if any rank failed, every rank throws the error
     // of the lowest failing rank (those that failed throw their own).
@@ -395,6 +399,7 @@ private:
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;
+    std::vector<std::tuple<std::string, int, int, int64_t>> dropping_; // drop_definition: (path, session, writer, stamp)
     Stats stats_;
     BufferPool buffers_;
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)

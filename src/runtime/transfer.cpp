@@ -117,23 +117,38 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 // ---------------------------------------------------------------------------------------------
 // Writer side
 
+// FileDefined: to every rank of each reader component, since the writer does not know which ranks
+// will open the file (the reader root's ReaderOpened tells; the others drop theirs when withdrawn);
+// to the root of the plan's readers alone when the session replays a plan of this very path
+// (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it
+// is the one that plan's session had, which the readers kept with it.
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
     if (vf.rank != 0) return;
+    WriterSession &ws = *vf.ws;
     std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
-    vf.ws->defined_header = header;
+    ws.defined_header = header;
+    // (A replayed session has one reader; an output file has none.)
+    const ReaderSide *assumed = ws.readers.empty() || !ws.readers.front().assumed ? nullptr : &ws.readers.front();
+    ws.defined_to_all = !assumed;
     for (int reader : vf.peers) {
         PayloadWriter p;
-        write_withdrawn(p, rt.take_withdrawals(reader));
-        p.bytes(header);
+        write_withdrawn(p, ws.defined_to_all ? rt.take_withdrawals(reader) : std::vector<std::pair<std::string, int>>{});
+        p.i64(ws.stamp);
+        p.i32(ws.defined_to_all ? 1 : 0);
+        const bool same = !ws.defined_to_all && ws.plan->defined_header == header;
+        p.i32(same ? 1 : 0);
+        if (same) p.i64(ws.plan->stamp);
+        else p.bytes(header);
         p.ints(vf.ranks);
         p.ints(matchers);
-        p.i64(vf.ws->stamp);
         p.i32(vf.inherited);
-        rt.notify(reader, Message{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()});
+        Message m{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()};
+        if (ws.defined_to_all) rt.notify(reader, std::move(m));
+        else rt.send(reader, assumed->ranks.front(), std::move(m));
     }
 }
 
@@ -457,7 +472,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
         if (side.ranks.empty())
             fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
                  rt.config().components[static_cast<size_t>(side.component)].c_str());
-        if (ws.rank == 0 && side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
+        if (ws.rank == 0 && ws.defined_to_all && side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
             rt.withdraw(side.component, ws.path, ws.session);
     }
     return all;
@@ -826,6 +841,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->session = ws.session;
     plan->ranks = ws.ranks;
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
+    plan->defined_header = std::move(ws.defined_header);
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);
@@ -1447,6 +1463,7 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
         plan->session = vf.session;
         plan->writer_ranks = vf.writer_ranks;
         plan->numrecs = vf.header.numrecs();
+        plan->defined_header = vf.defined_header;
         plan->batches = std::move(vf.batches_log);
         plans.keep(vf.plan_key, vf.plan, std::move(plan));
     }

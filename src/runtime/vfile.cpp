@@ -179,29 +179,52 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     VirtualFile &f = *vf;
     const int peer = f.peer; // the writer
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
-    rt.on_all(*f.group, [&] {
-        Message m = rt.wait_message(
-            [&](const Message &m) {
-                return m.kind == MessageKind::FileDefined && m.path == f.path && m.session == f.session;
-            },
-            [&] {
-                return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
-                              "(ncmpi_enddef)",
-                              f.path.c_str(), f.session, peer_name.c_str());
-            },
-            peer);
-        PayloadReader r(m.payload, "file-defined");
-        withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
-        f.defined_header = r.bytes();
-        const std::vector<char> &header = f.defined_header;
-        if (model::Header::decode(header.data(), header.size(), &f.header) != NC_NOERR)
-            fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
-        f.writer_ranks = r.ints(1 << 24);
-        f.matchers = r.ints(1 << 24);
-        f.writer_stamp = r.i64();
-        f.inherited = r.i32();
-        f.header.set_read_only(true);
-    }, format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session));
+    // The reader root waits for the writer's FileDefined and gives it to the other ranks (with its
+    // failure, if it failed): the writer sends it to the root of the readers alone when the session
+    // replays a plan of this very path; else every rank got a copy too, which it drops.
+    std::vector<char> got;
+    if (f.rank == 0) {
+        PayloadWriter w;
+        try {
+            Message m = rt.wait_message(
+                [&](const Message &m) {
+                    return m.kind == MessageKind::FileDefined && m.path == f.path && m.session == f.session;
+                },
+                [&] {
+                    return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
+                                  "(ncmpi_enddef)%s", f.path.c_str(), f.session, peer_name.c_str(),
+                                  rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
+                                                   "replayed or recorded goes to the first reader rank of that session "
+                                                   "only: if other ranks open it now, set replay_io=0)" : "");
+                },
+                peer);
+            w.i32(0);
+            w.bytes(m.payload);
+        } catch (const Error &e) {
+            w.i32(e.code());
+            w.str(e.what());
+        }
+        got = w.take();
+    }
+    const std::string context = format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session);
+    rt.broadcast(*f.group, 0, &got, context);
+    PayloadReader status(got, "file-defined");
+    if (const int code = status.i32()) {
+        const std::string why = status.str();
+        throw Error(code, f.rank == 0 ? why : format("rank 0: %s", why.c_str()), f.rank != 0);
+    }
+    const std::vector<char> payload = status.bytes();
+    PayloadReader r(payload, "file-defined");
+    withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
+    f.writer_stamp = r.i64();
+    const bool to_all = r.i32() != 0;
+    const bool as_planned = r.i32() != 0; // the header of the plan recorded in the session stamped so
+    const int64_t planned = as_planned ? r.i64() : 0;
+    if (!as_planned) f.defined_header = r.bytes();
+    f.writer_ranks = r.ints(1 << 24);
+    f.matchers = r.ints(1 << 24);
+    f.inherited = r.i32();
+    if (to_all && f.rank != 0) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
@@ -211,6 +234,16 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                        f.plan->session, f.plan->path.c_str());
         }
     }
+    if (as_planned) {
+        if (!f.plan || f.plan->stamp != planned)
+            fail(DTF_ERR_PEER, "ncmpi_open of '%s' (session %d): component '%s' defined it as in the session it "
+                 "recorded its transfer pattern in (stamp %lld), which these reader ranks do not hold", f.path.c_str(),
+                 f.session, peer_name.c_str(), static_cast<long long>(planned));
+        f.defined_header = f.plan->defined_header;
+    }
+    if (model::Header::decode(f.defined_header.data(), f.defined_header.size(), &f.header) != NC_NOERR)
+        fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
+    f.header.set_read_only(true);
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
     // the writer wrote the session to the file system instead already (fallback=: read there). With
     // a plan of this very path, the writer ranks took its readers already (ReaderSide::assumed): only

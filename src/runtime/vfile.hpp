@@ -96,6 +96,7 @@ struct WriterPlan {
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
     std::vector<match::WriteReq> writes;
     std::vector<match::WriteReq> group_writes; // matcher: its work group's writes (the replayed epoch's)
+    std::vector<char> defined_header; // root: the header FileDefined carried (a session with the same one says so)
     struct Order {
         int reader;
         std::vector<match::Piece> pieces; // one data message to `reader`
@@ -111,6 +112,7 @@ struct ReaderPlan {
     mutable int found = 0; // sessions that found it since (under the runtime lock; for messages)
     std::vector<int> writer_ranks;
     int64_t numrecs = 0; // the record count of that session's final header
+    std::vector<char> defined_header; // the header its FileDefined carried (a later one may refer to it)
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
@@ -174,6 +176,7 @@ struct WriterSession {
     // root: the header FileDefined carried; whether the final header is that one with perhaps
     // another count (then HeaderFinal carries only the count)
     std::vector<char> defined_header;
+    bool defined_to_all = true; // FileDefined went to every rank of the reader components (else to the readers' root)
     bool final_as_defined = false;
     int64_t final_numrecs = 0;
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
