@@ -12,7 +12,9 @@
 //                                header (numrecs; only that when the rest is FileDefined's)
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
-//                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch
+//                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch (the
+//                                reader root for all ranks, at the close, in a replayed session
+//                                defined to it alone), and whether a reader left the replayed plan
 //                  Persisted     writer root (or its I/O server's root) -> every reader-component rank
 //                                (persist=1, fallback=): the session stamped so is in the file (a
 //                                session continuing it may write)

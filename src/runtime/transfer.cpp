@@ -385,6 +385,7 @@ void serve_request(Runtime &rt, WriterSession &ws, int reader, const Message &m)
     std::map<int, std::vector<match::Piece>> by_writer;
     for (const auto &p : pieces) by_writer[p.writer].push_back(p);
     for (auto &[writer, list] : by_writer) {
+        ws.ordered_self = ws.ordered_self || writer == ws.rank;
         PayloadWriter w;
         w.i32(reader);
         w.i32(reader_rank);
@@ -526,19 +527,28 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
             serve_request(rt, ws, side.component, *m);
         while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
             PayloadReader r(done->payload, "reader-done");
-            if (r.i32() != 0) ws.drop_plan = true; // that reader did not follow the replayed plan
-            ++side.done;
+            if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
+            const int ranks = r.i32(); // (the reader root says it for all of them: ReaderOpened's group)
+            if (ranks < 1 || static_cast<size_t>(ranks) > side.ranks.size() - side.done)
+                fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' said %d reader ranks done, with %zu of %zu done "
+                     "already", ws.path.c_str(), ws.session, rt.config().components[static_cast<size_t>(side.component)].c_str(),
+                     ranks, side.done, side.ranks.size());
+            side.done += static_cast<size_t>(ranks);
             any_done = true;
         }
     }
     if (any_done && std::all_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &side) {
             return side.known() && side.done == side.ranks.size();
         })) {
+        // (The matcher knows by itself, unless it sent itself orders this epoch: then its finish comes
+        // after them, on their tag, as the others'.)
         std::vector<int> group;
-        for (int x = ws.rank; x < std::min(ws.size, ws.rank + ws.workgroup); ++x) group.push_back(x);
+        for (int x = ws.ordered_self ? ws.rank : ws.rank + 1; x < std::min(ws.size, ws.rank + ws.workgroup); ++x)
+            group.push_back(x);
         PayloadWriter finish;
         finish.i32(ws.drop_plan ? 1 : 0);
-        ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
+        if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
+        if (!ws.ordered_self) ws.finished = true;
     }
 }
 
@@ -553,6 +563,7 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->serving = true;
     ws->replay = -1;
     ws->finished = false;
+    ws->ordered_self = false;
     for (ReaderSide &side : ws->readers) side.header_sent = false, side.done = 0;
     if (ws->rank == 0) { // (the root sends the final header)
         ws->final_header = header.encode();
@@ -1440,12 +1451,22 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf);
     if (vf.replay == 1 && vf.plan_batch < vf.plan->batches.size()) leave_plan(rt, vf);
     ++vf.epoch;
-    PayloadWriter done; // whether this rank left the replayed plan (then both sides drop it)
-    done.i32(vf.fell_back ? 1 : 0);
-    const std::vector<char> payload = done.take();
-    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, vf.epoch, vf.path, payload});
+    if (vf.done_deferred) { // a second dtf_transfer: the first one's ReaderDone is this rank's own after all
+        send_done(rt, vf, 1, vf.fell_back, 1);
+        vf.done_deferred = false;
+    }
+    if (vf.defined_to_root && vf.epoch == 1) vf.done_deferred = true; // the root says it at the close
+    else send_done(rt, vf, vf.epoch, vf.fell_back, 1);
     vf.done_sent = true;
     return rc;
+}
+
+void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, int ranks) {
+    PayloadWriter done; // whether a reader left the replayed plan (then both sides drop it), and for how many ranks
+    done.i32(left ? 1 : 0);
+    done.i32(ranks);
+    const std::vector<char> payload = done.take();
+    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
 }
 
 // Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
@@ -1453,6 +1474,10 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
 void end_reader_session(Runtime &rt, VirtualFile &vf) {
     int64_t any = vf.fell_back || vf.epoch != 1;
     rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
+    if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their root
+        if (vf.rank == 0) send_done(rt, vf, 1, any != 0, vf.size);
+        vf.done_deferred = false;
+    }
     auto &plans = rt.reader_plans();
     if (any) {
         plans.drop(vf.plan_key, vf.plan);

@@ -225,6 +225,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     f.matchers = r.ints(1 << 24);
     f.inherited = r.i32();
     if (to_all && f.rank != 0) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
+    f.defined_to_root = !to_all;
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
@@ -245,17 +246,16 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
     f.header.set_read_only(true);
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
-    // the writer wrote the session to the file system instead already (fallback=: read there). With
-    // a plan of this very path, the writer ranks took its readers already (ReaderSide::assumed): only
-    // their root hears it, to check.
+    // the writer wrote the session to the file system instead already (fallback=: read there). When
+    // it replays a plan of this very path, its ranks took their readers from it (ReaderSide::assumed,
+    // and FileDefined came to the root alone): only their root hears it, to check.
     if (f.rank == 0 && !rt.written(f.writer_stamp)) {
         PayloadWriter p;
         p.ints(f.ranks);
         p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
         p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
         std::vector<char> payload = p.take();
-        const bool exact = f.plan && f.plan->path == f.path;
-        for (size_t w = 0; w < (exact ? 1 : f.writer_ranks.size()); ++w)
+        for (size_t w = 0; w < (f.defined_to_root ? 1 : f.writer_ranks.size()); ++w)
             rt.send(peer, f.writer_ranks[w], Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
     }
     return finish_open(rt, std::move(vf), ncidp);

@@ -181,6 +181,7 @@ struct WriterSession {
     int64_t final_numrecs = 0;
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
+    bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
     std::vector<transport::Ticket> sends;   // every send of the epoch (served once all are done)
     std::vector<transport::Ticket> pushed_sends; // replay: the data messages to the readers, among `sends`
     std::unique_ptr<Error> error;     // a failure while serving in the background
@@ -306,6 +307,12 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
+    // The writer sent FileDefined to the reader root alone: it replays a plan of this very path, and
+    // takes this session's readers from it. Then the root's ReaderOpened goes to the writer root only,
+    // and the ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by
+    // their root at the close (`done_deferred` until then), with whether any left the plan.
+    bool defined_to_root = false;
+    bool done_deferred = false;
     // reader, fallback=: the writer wrote the session to the file system instead of sending it; this
     // rank reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
     bool from_file = false;
@@ -339,6 +346,9 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
+// Reader: ReaderDone of transfer `epoch` to every matcher, for `ranks` reader ranks (1: this one; the
+// group's size: the root for all), with whether one left the replayed plan.
+void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, int ranks);
 // Writer sessions (transfer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true
 // once the epoch is served); what it waits for (for timeout messages); close: the last epoch is
