@@ -10,6 +10,13 @@
 
 namespace dtf {
 
+// FNV-1a, 64 bits: a stable hash of a string (the same in every process and build).
+inline uint64_t fnv1a(const std::string &s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
 class ByteWriter {
 public:
     explicit ByteWriter(size_t reserve = 0) { out_.reserve(reserve); }

@@ -72,12 +72,6 @@ bool name_server_given() {
     return server && *server;
 }
 
-uint64_t fnv1a(const std::string &s) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
-
 std::string without_comments(const std::string &ini) {
     std::istringstream in(ini);
     std::string line, out;

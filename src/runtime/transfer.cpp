@@ -118,8 +118,8 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 // Writer side
 
 // FileDefined: to every rank of each reader component, since the writer does not know which ranks
-// will open the file (the reader root's ReaderOpened tells; the others drop theirs when withdrawn);
-// to the root of the plan's readers alone when the session replays a plan of this very path
+// will open the file (the readers' ReaderOpened tells; the others drop theirs when withdrawn); to the
+// leader of the plan's readers alone when the session replays a plan of this very path
 // (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it
 // is the one that plan's session had, which the readers kept with it.
 void announce_definition(Runtime &rt, VirtualFile &vf) {
@@ -148,7 +148,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
         p.i32(vf.inherited);
         Message m{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()};
         if (ws.defined_to_all) rt.notify(reader, std::move(m));
-        else rt.send(reader, assumed->ranks.front(), std::move(m));
+        else rt.send(reader, assumed->ranks[static_cast<size_t>(reader_leader(vf.path, static_cast<int>(assumed->ranks.size())))],
+                     std::move(m));
     }
 }
 
@@ -438,30 +439,24 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, co
                                                         "sending data"));
 }
 
-// The reader group of each reader component, once its root said who reads (ReaderOpened); whether
-// every one is known. FileDefined went to every rank of the reader components; the root withdraws
-// it from the others, which will never open this session (with its next FileDefined to them).
+// The reader group of each reader component, once its leader said who reads (ReaderOpened), or at
+// once (ReaderSide::assumed); whether every one is known. FileDefined went to every rank of the
+// reader components (unless assumed); the root withdraws it from the others, which will never open
+// this session (with its next FileDefined to them).
 bool learn_readers(Runtime &rt, WriterSession &ws) {
     bool all = true;
     for (ReaderSide &side : ws.readers) {
-        if (side.opened || (side.assumed && ws.rank != 0)) continue;
+        if (side.opened || side.assumed) continue;
         auto m = rt.take(for_session(ws, side.component, MessageKind::ReaderOpened));
         if (!m) {
-            all = all && side.assumed;
+            all = false;
             continue;
         }
         side.opened = true;
         PayloadReader r(m->payload, "reader-opened");
-        const std::vector<int> ranks = r.ints(1 << 24);
-        const int64_t plan = r.i64();
+        side.ranks = r.ints(1 << 24);
+        side.plan = r.i64();
         const int64_t stamp = r.i64();
-        if (side.assumed && (ranks != side.ranks || plan != side.plan))
-            fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, and the "
-                 "writers kept only the values that pattern reads; set replay_io=0 for this file", ws.path.c_str(),
-                 ws.session, ranks != side.ranks ? "other reader ranks opened it" : "its readers hold another plan",
-                 origin(*ws.plan, ws.plan_since).c_str());
-        side.ranks = ranks;
-        side.plan = plan;
         if (!ws.stamp_known) {
             ws.stamp = stamp;
             ws.stamp_known = true;
@@ -528,12 +523,19 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
         while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
             PayloadReader r(done->payload, "reader-done");
             if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
-            const int ranks = r.i32(); // (the reader root says it for all of them: ReaderOpened's group)
-            if (ranks < 1 || static_cast<size_t>(ranks) > side.ranks.size() - side.done)
-                fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' said %d reader ranks done, with %zu of %zu done "
-                     "already", ws.path.c_str(), ws.session, rt.config().components[static_cast<size_t>(side.component)].c_str(),
-                     ranks, side.done, side.ranks.size());
-            side.done += static_cast<size_t>(ranks);
+            if (r.i32() == 0) { // one reader rank
+                ++side.done;
+            } else { // the leader, for every reader rank: which ranks, and the plan they hold
+                const std::vector<int> ranks = r.ints(1 << 24);
+                const int64_t plan = r.i64();
+                if (ranks != side.ranks || plan != side.plan || side.done != 0)
+                    fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, "
+                         "and the writers kept only the values that pattern reads; set replay_io=0 for this file",
+                         ws.path.c_str(), ws.session,
+                         ranks != side.ranks ? "other reader ranks read it" : "its readers held another plan",
+                         ws.plan ? origin(*ws.plan, ws.plan_since).c_str() : "the last session");
+                side.done = side.ranks.size();
+            }
             any_done = true;
         }
     }
@@ -638,9 +640,7 @@ bool step(Runtime &rt, WriterSession &ws) {
         send_pieces(rt, ws, reader, reader_rank, match::decode_pieces(r.bytes()));
     }
     if (!ws.finished || !ws.local->done(ws.sends) ||
-        std::any_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &s) {
-            return !s.header_sent || (s.assumed && !s.opened && ws.rank == 0);
-        }))
+        std::any_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &s) { return !s.header_sent; }))
         return false;
     ws.serving = false;
     return true;
@@ -1452,19 +1452,23 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
     if (vf.replay == 1 && vf.plan_batch < vf.plan->batches.size()) leave_plan(rt, vf);
     ++vf.epoch;
     if (vf.done_deferred) { // a second dtf_transfer: the first one's ReaderDone is this rank's own after all
-        send_done(rt, vf, 1, vf.fell_back, 1);
+        send_done(rt, vf, 1, vf.fell_back, false);
         vf.done_deferred = false;
     }
-    if (vf.defined_to_root && vf.epoch == 1) vf.done_deferred = true; // the root says it at the close
-    else send_done(rt, vf, vf.epoch, vf.fell_back, 1);
+    if (vf.defined_to_leader && vf.epoch == 1) vf.done_deferred = true; // the leader says it at the close
+    else send_done(rt, vf, vf.epoch, vf.fell_back, false);
     vf.done_sent = true;
     return rc;
 }
 
-void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, int ranks) {
-    PayloadWriter done; // whether a reader left the replayed plan (then both sides drop it), and for how many ranks
+void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all) {
+    PayloadWriter done; // whether a reader left the replayed plan (then both sides drop it), for whom
     done.i32(left ? 1 : 0);
-    done.i32(ranks);
+    done.i32(for_all ? 1 : 0);
+    if (for_all) {
+        done.ints(vf.ranks);
+        done.i64(vf.plan ? vf.plan->stamp : 0);
+    }
     const std::vector<char> payload = done.take();
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
 }
@@ -1474,8 +1478,8 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, int ranks) {
 void end_reader_session(Runtime &rt, VirtualFile &vf) {
     int64_t any = vf.fell_back || vf.epoch != 1;
     rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
-    if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their root
-        if (vf.rank == 0) send_done(rt, vf, 1, any != 0, vf.size);
+    if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
+        if (vf.rank == reader_leader(vf.path, vf.size)) send_done(rt, vf, 1, any != 0, true);
         vf.done_deferred = false;
     }
     auto &plans = rt.reader_plans();

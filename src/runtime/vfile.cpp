@@ -179,11 +179,12 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     VirtualFile &f = *vf;
     const int peer = f.peer; // the writer
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
-    // The reader root waits for the writer's FileDefined and gives it to the other ranks (with its
-    // failure, if it failed): the writer sends it to the root of the readers alone when the session
-    // replays a plan of this very path; else every rank got a copy too, which it drops.
+    // The reader leader waits for the writer's FileDefined and gives it to the other ranks (with its
+    // failure, if it failed): the writer sends it to the leader alone when the session replays a plan
+    // of this very path; else every rank got a copy too, which it drops.
+    const int leader = reader_leader(f.path, f.size);
     std::vector<char> got;
-    if (f.rank == 0) {
+    if (f.rank == leader) {
         PayloadWriter w;
         try {
             Message m = rt.wait_message(
@@ -194,7 +195,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                     return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
                                   "(ncmpi_enddef)%s", f.path.c_str(), f.session, peer_name.c_str(),
                                   rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
-                                                   "replayed or recorded goes to the first reader rank of that session "
+                                                   "replayed or recorded goes to one reader rank of that session "
                                                    "only: if other ranks open it now, set replay_io=0)" : "");
                 },
                 peer);
@@ -207,11 +208,11 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         got = w.take();
     }
     const std::string context = format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session);
-    rt.broadcast(*f.group, 0, &got, context);
+    rt.broadcast(*f.group, leader, &got, context);
     PayloadReader status(got, "file-defined");
     if (const int code = status.i32()) {
         const std::string why = status.str();
-        throw Error(code, f.rank == 0 ? why : format("rank 0: %s", why.c_str()), f.rank != 0);
+        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
     }
     const std::vector<char> payload = status.bytes();
     PayloadReader r(payload, "file-defined");
@@ -224,8 +225,8 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     f.writer_ranks = r.ints(1 << 24);
     f.matchers = r.ints(1 << 24);
     f.inherited = r.i32();
-    if (to_all && f.rank != 0) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
-    f.defined_to_root = !to_all;
+    if (to_all && f.rank != leader) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
+    f.defined_to_leader = !to_all;
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
@@ -246,17 +247,16 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
     f.header.set_read_only(true);
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
-    // the writer wrote the session to the file system instead already (fallback=: read there). When
-    // it replays a plan of this very path, its ranks took their readers from it (ReaderSide::assumed,
-    // and FileDefined came to the root alone): only their root hears it, to check.
-    if (f.rank == 0 && !rt.written(f.writer_stamp)) {
+    // the writer wrote the session to the file system instead already (fallback=: read there), or it
+    // replays a plan of this very path, whose readers its ranks took (ReaderSide::assumed).
+    if (f.rank == leader && !f.defined_to_leader && !rt.written(f.writer_stamp)) {
         PayloadWriter p;
         p.ints(f.ranks);
         p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
         p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
         std::vector<char> payload = p.take();
-        for (size_t w = 0; w < (f.defined_to_root ? 1 : f.writer_ranks.size()); ++w)
-            rt.send(peer, f.writer_ranks[w], Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
+        for (int w : f.writer_ranks)
+            rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
     }
     return finish_open(rt, std::move(vf), ncidp);
 }

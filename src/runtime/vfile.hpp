@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/buffers.hpp"
+#include "common/bytes.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "match/plan.hpp"
@@ -86,6 +87,12 @@ struct ReadRecord {
 // finds the plan even when the file's name changes every cycle. A plan is identified by the session
 // it was recorded in (path and session number), which both sides compare before replaying it.
 std::string plan_key(const std::string &path, const std::vector<int> &ranks);
+
+// The rank of a reader group that speaks for it to the writer: it takes the FileDefined and gives it
+// to the others (the writer of a session replaying a plan of this very path sends it there alone),
+// says ReaderOpened, and the ReaderDone for all ranks of such a session. Spread by the path over the
+// group's ranks, so that a rank that reads many files does not speak for every one of them.
+inline int reader_leader(const std::string &path, int size) { return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size)); }
 
 struct WriterPlan {
     int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
@@ -139,10 +146,10 @@ struct ReaderSide {
     size_t done = 0;          // matcher: its ranks done with the epoch
     // A session replaying a plan of its very path takes the plan's reader ranks as the readers at
     // once: both sides kept that plan when it was last read (they keep or drop it alike), so its
-    // readers open the file again holding it. Their root's ReaderOpened then goes to the writer root
-    // only, which checks it when it comes (`opened`); the other writer ranks never see it.
+    // readers open the file again holding it. They send no ReaderOpened; their leader's ReaderDone
+    // names the readers and the plan, which the matcher checks.
     bool assumed = false;
-    bool opened = false;      // its root's ReaderOpened came (writer root, or any rank if not assumed)
+    bool opened = false;      // its leader's ReaderOpened came (not for an assumed one)
     bool known() const { return !ranks.empty(); }
 };
 
@@ -307,11 +314,12 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
-    // The writer sent FileDefined to the reader root alone: it replays a plan of this very path, and
-    // takes this session's readers from it. Then the root's ReaderOpened goes to the writer root only,
-    // and the ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by
-    // their root at the close (`done_deferred` until then), with whether any left the plan.
-    bool defined_to_root = false;
+    // The writer sent FileDefined to the reader leader alone (reader_leader): it replays a plan of
+    // this very path, and takes this session's readers from it. Then no ReaderOpened goes out, and the
+    // ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by their leader
+    // at the close (`done_deferred` until then), with whether any left the plan, the reader ranks and
+    // the plan they hold (which the writer checks there).
+    bool defined_to_leader = false;
     bool done_deferred = false;
     // reader, fallback=: the writer wrote the session to the file system instead of sending it; this
     // rank reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
@@ -346,9 +354,9 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
-// Reader: ReaderDone of transfer `epoch` to every matcher, for `ranks` reader ranks (1: this one; the
-// group's size: the root for all), with whether one left the replayed plan.
-void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, int ranks);
+// Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
+// for every reader rank, with whether one left the replayed plan.
+void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all);
 // Writer sessions (transfer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true
 // once the epoch is served); what it waits for (for timeout messages); close: the last epoch is
