@@ -67,6 +67,7 @@ template <class Plan> std::string origin(const Plan &plan, int since) {
 }
 
 bool learn_readers(Runtime &rt, WriterSession &ws);
+void send_finish(WriterSession &ws);
 
 // Whether the readers hold the writer's plan (same session, same reader ranks) and this rank knows
 // the session's stamp (the data messages' tag): known once their root's ReaderOpened came, or at
@@ -173,6 +174,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->pool = &rt.buffers();
     ws->runtime = &rt;
     ws->record = vf.rule->replay_io;
+    ws->quiet_end = !vf.rule->persist && !vf.rule->falls_back();
     ws->plan_key = plan_key(vf.path, vf.ranks);
     if (vf.rule->falls_back() && vf.rule->fallback_s != config::kFallbackWait)
         ws->give_up_after = std::max(vf.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
@@ -387,6 +389,7 @@ void serve_request(Runtime &rt, WriterSession &ws, int reader, const Message &m)
     for (const auto &p : pieces) by_writer[p.writer].push_back(p);
     for (auto &[writer, list] : by_writer) {
         ws.ordered_self = ws.ordered_self || writer == ws.rank;
+        ws.ordered_any = true;
         PayloadWriter w;
         w.i32(reader);
         w.i32(reader_rank);
@@ -542,16 +545,40 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
     if (any_done && std::all_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &side) {
             return side.known() && side.done == side.ranks.size();
         })) {
-        // (The matcher knows by itself, unless it sent itself orders this epoch: then its finish comes
-        // after them, on their tag, as the others'.)
-        std::vector<int> group;
-        for (int x = ws.ordered_self ? ws.rank : ws.rank + 1; x < std::min(ws.size, ws.rank + ws.workgroup); ++x)
-            group.push_back(x);
-        PayloadWriter finish;
-        finish.i32(ws.drop_plan ? 1 : 0);
-        if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
-        if (!ws.ordered_self) ws.finished = true;
+        ws.matcher_done = true;
+        if (!(ws.replay == 1 && ws.quiet_end)) send_finish(ws); // (else: end_quietly)
     }
+}
+
+// The matcher's finish to the ranks of its work group, after the orders on the same tag. (It knows by
+// itself, unless it sent itself orders this epoch: then its finish comes after them, as the others'.)
+void send_finish(WriterSession &ws) {
+    std::vector<int> group;
+    for (int x = ws.ordered_self ? ws.rank : ws.rank + 1; x < std::min(ws.size, ws.rank + ws.workgroup); ++x)
+        group.push_back(x);
+    PayloadWriter finish;
+    finish.i32(ws.drop_plan ? 1 : 0);
+    if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
+    if (!ws.ordered_self) ws.finished = true;
+}
+
+// The end of a replayed epoch (WriterSession::quiet_end): one collective over the writer ranks says
+// whether a reader left the plan, and whether a matcher sent orders (a reader that left it asked for
+// values), whose finish then follows them as in a matched epoch. No rank waits for it before the
+// close, which returns once the epoch's data is delivered.
+void end_quietly(WriterSession &ws) {
+    if (ws.finished || ws.quiet_done) return;
+    if (!ws.finish_op) {
+        if (!ws.finish_due || (ws.is_matcher() && !ws.matcher_done)) return;
+        const int64_t in[2] = {ws.drop_plan ? 1 : 0, ws.ordered_any ? 1 : 0};
+        ws.finish_op = ws.group->allreduce_max(in, ws.finish_result, 2);
+    }
+    if (!ws.finish_op->test()) return;
+    ws.finish_op.reset();
+    ws.quiet_done = true;
+    if (ws.finish_result[0] != 0) ws.drop_plan = true;
+    if (ws.finish_result[1] == 0) ws.finished = true;
+    else if (ws.is_matcher()) send_finish(ws);
 }
 
 } // namespace
@@ -565,7 +592,8 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->serving = true;
     ws->replay = -1;
     ws->finished = false;
-    ws->ordered_self = false;
+    ws->ordered_self = ws->ordered_any = false;
+    ws->finish_due = ws->matcher_done = ws->quiet_done = false;
     for (ReaderSide &side : ws->readers) side.header_sent = false, side.done = 0;
     if (ws->rank == 0) { // (the root sends the final header)
         ws->final_header = header.encode();
@@ -626,6 +654,7 @@ bool step(Runtime &rt, WriterSession &ws) {
             if (side.known() && !side.header_sent) send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
     if (ws.is_matcher() && ws.replay >= 0 && ws.meta_expected == 0) serve_requests(rt, ws);
+    if (ws.replay == 1 && ws.quiet_end) end_quietly(ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
         if (in->bytes.size() == sizeof(int32_t)) { // finish, and whether a reader left the replayed plan
             PayloadReader r(in->bytes, "finish");
@@ -752,6 +781,7 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
 // until every reader rank is done, or, in a replayed epoch, until its data is delivered.
 int serve(Runtime &rt, VirtualFile &vf) {
     announce_definition(rt, vf); // a file opened with NC_WRITE and not written to
+    vf.ws->finish_due = true;
     finish_epoch(rt, *vf.ws); // the previous epoch, completely
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);

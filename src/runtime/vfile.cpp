@@ -338,6 +338,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     } else {
         rt.barrier(*vf.group, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     }
+    if (vf.ws) vf.ws->finish_due = true; // (past the session's last collective: WriterSession::quiet_end)
     if (!vf.writer) {
         try {
             end_reading(rt, vf, !abort && !unserved);

@@ -189,6 +189,18 @@ struct WriterSession {
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
+    bool ordered_any = false;         // matcher: it sent orders this epoch
+    // The end of a replayed epoch of a file written at no rank's own time (`quiet_end`: no persist=1,
+    // no fallback=) is one collective over the writer ranks instead of the matcher's finish to each
+    // rank of its work group (end_quietly): started by every rank once the epoch is due to end
+    // (`finish_due`: past the close's collectives, or at the next dtf_transfer, which waits for it),
+    // by a matcher once its readers are done (`matcher_done`).
+    bool quiet_end = false;
+    bool finish_due = false;
+    bool matcher_done = false;
+    bool quiet_done = false;                   // that collective completed
+    std::unique_ptr<transport::Pending> finish_op;
+    int64_t finish_result[2] = {0, 0};         // whether a reader left the plan, whether a matcher sent orders
     std::vector<transport::Ticket> sends;   // every send of the epoch (served once all are done)
     std::vector<transport::Ticket> pushed_sends; // replay: the data messages to the readers, among `sends`
     std::unique_ptr<Error> error;     // a failure while serving in the background

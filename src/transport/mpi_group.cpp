@@ -12,7 +12,8 @@ namespace dtf::transport {
 namespace {
 
 // One nonblocking MPI operation; `then` may start the next step of a chain when it completes.
-// `keep`: memory the operation reads or writes, kept as long as it.
+// `keep`: memory the operation reads or writes, kept as long as it: also when its owner gives it up
+// before it completed (a collective some other rank never joined), since MPI may still write there.
 class MpiPending : public Pending {
 public:
     MpiPending(const char *call, std::function<int(MPI_Request *)> start,
@@ -20,6 +21,9 @@ public:
         : call_(call), then_(std::move(then)), keep_(std::move(keep)) {
         check_mpi(start(&req_), call_);
         counters::add(counters::Collectives, 0);
+    }
+    ~MpiPending() override {
+        if (req_ != MPI_REQUEST_NULL && keep_) new std::shared_ptr<void>(std::move(keep_)); // (never freed, see above)
     }
     bool test() override {
         for (;;) {
@@ -85,12 +89,18 @@ public:
     std::unique_ptr<Channel> channel() override { return mpi_channel(comm_, queue_); }
     MPI_Comm comm() const { return comm_; }
     std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
-        // MPI reads `in` when the operation progresses, so it is copied here.
-        auto copy = std::make_shared<std::vector<int64_t>>(in, in + n);
+        // MPI reads `in` and writes the result when the operation progresses: both in a buffer of the
+        // operation's own, the result copied to `out` once complete.
+        auto buf = std::make_shared<std::vector<int64_t>>(in, in + n);
+        buf->resize(2 * static_cast<size_t>(n));
         return std::make_unique<MpiPending>(
             "MPI_Iallreduce",
-            [=](MPI_Request *r) { return MPI_Iallreduce(copy->data(), out, n, MPI_INT64_T, MPI_MAX, comm_, r); },
-            nullptr, copy);
+            [=](MPI_Request *r) { return MPI_Iallreduce(buf->data(), buf->data() + n, n, MPI_INT64_T, MPI_MAX, comm_, r); },
+            [=] {
+                std::copy(buf->begin() + n, buf->end(), out);
+                return std::function<int(MPI_Request *)>();
+            },
+            buf);
     }
     std::unique_ptr<Pending> barrier() override {
         return std::make_unique<MpiPending>("MPI_Ibarrier", [=](MPI_Request *r) { return MPI_Ibarrier(comm_, r); });
