@@ -230,9 +230,30 @@ namespace {
 
 using Packing = WriterSession::Packing;
 
-// Send the plan's data message `o` (its bytes: packed, or gathered from the kept writes).
+// The bytes of the plan's data message `o`.
+size_t order_bytes(const WriterSession &ws, size_t o) {
+    size_t n = 0;
+    for (const auto &p : ws.plan->orders[o].pieces) n += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
+    return n;
+}
+
+// Whether the plan's data message `o` waits for the writers' agreement and carries their verdict.
+bool held(const WriterSession &ws, size_t o) {
+    return ws.readers.front().assumed && carries_verdict(order_bytes(ws, o));
+}
+
+// Send the plan's data message `o` (its bytes: packed, or gathered from the kept writes), with the
+// writers' verdict at its end if it carries one (after the agreement).
 void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> bytes, bool early) {
     phase::add_bytes(phase::Transfer, bytes.size());
+    if (held(ws, o)) {
+        ByteWriter verdict;
+        verdict.i64(ws.final_numrecs);
+        verdict.i32(ws.header_changed ? 1 : 0);
+        verdict.i32(0);
+        const std::vector<char> v = verdict.take();
+        bytes.insert(bytes.end(), v.begin(), v.end());
+    }
     if (ws.sent.size() <= o) ws.sent.resize(ws.plan->orders.size(), 0);
     ws.sent[o] = 1;
     const Ticket t = rt.peer_link(ws.readers.front().component)
@@ -252,7 +273,7 @@ void push_complete(Runtime &rt, WriterSession &ws) {
     for (size_t o = 0; o < orders.size(); ++o) {
         if (ws.sent.size() > o && ws.sent[o]) continue;
         if (std::find(blocked.begin(), blocked.end(), orders[o].reader) != blocked.end()) continue;
-        if (ws.missing[o] > 0) blocked.push_back(orders[o].reader);
+        if (ws.missing[o] > 0 || held(ws, o)) blocked.push_back(orders[o].reader);
         else push_order(rt, ws, o, std::move(ws.pushed[o]), true);
     }
 }
@@ -508,7 +529,10 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
         if (ws.final_as_defined) p.i64(ws.final_numrecs);
         else p.bytes(ws.final_header);
         const std::vector<char> payload = p.take();
-        for (int r : side.ranks)
+        // A replayed epoch whose header did not change: the data messages carry the verdict (held()),
+        // so it goes only to the readers that get none of them.
+        const bool verdicts = replayed && side.assumed && !ws.header_changed;
+        for (int r : verdicts ? replayed->needs_final : side.ranks)
             rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
     }
     side.header_sent = true;
@@ -526,8 +550,9 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
         while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
             PayloadReader r(done->payload, "reader-done");
             if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
-            if (r.i32() == 0) { // one reader rank
+            if (r.i32() == 0) { // one reader rank, and whether it would get no verdict with its data (held())
                 ++side.done;
+                if (r.i32() != 0) ws.needs_final_log.push_back(done->source);
             } else { // the leader, for every reader rank: which ranks, and the plan they hold
                 const std::vector<int> ranks = r.ints(1 << 24);
                 const int64_t plan = r.i64();
@@ -595,14 +620,12 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     ws->ordered_self = ws->ordered_any = false;
     ws->finish_due = ws->matcher_done = ws->quiet_done = false;
     for (ReaderSide &side : ws->readers) side.header_sent = false, side.done = 0;
-    if (ws->rank == 0) { // (the root sends the final header)
-        ws->final_header = header.encode();
-        ws->final_numrecs = header.numrecs();
-        // Usually only the record count changed since FileDefined: then that is all HeaderFinal says
-        // (a few bytes to each reader rank instead of the header, which is above MPI's eager limit
-        // for files of many variables, so that each of those messages waited for its receiver).
-        ws->final_as_defined = model::Header::same_but_numrecs(ws->final_header, ws->defined_header);
-    }
+    ws->final_numrecs = header.numrecs();
+    // Usually only the record count changed since FileDefined (agree_numrecs): then that is all the
+    // final header says (a few bytes to each reader rank instead of the header, which is above MPI's
+    // eager limit for files of many variables, so that each of those messages waited for its receiver).
+    ws->final_as_defined = !ws->header_changed;
+    if (ws->rank == 0 && ws->header_changed) ws->final_header = header.encode(); // (the root sends it)
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
     if (ws->replay_candidate) {
@@ -743,8 +766,13 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     WriterSession &ws = *vf.ws;
     // [3]: the root's stamp, which the other ranks learn here if no ReaderOpened brought it before;
     // [4], [5]: the plan's stamp and its negation (every rank holds the same plan if they agree)
+    // [6]: whether the header changed since FileDefined but for the record count (the root's view)
     const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
-    int64_t mine[6] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp}, all[6];
+    int64_t mine[7] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
+    if (vf.rank == 0) {
+        ws.final_header = vf.header.encode();
+        mine[6] = !model::Header::same_but_numrecs(ws.final_header, ws.defined_header);
+    }
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
@@ -754,9 +782,10 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
     mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
-    std::copy(mine, mine + 6, all);
-    rt.allreduce_max(*vf.group, all, 6, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
+    std::copy(mine, mine + 7, all);
+    rt.allreduce_max(*vf.group, all, 7, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
     vf.header.set_numrecs(all[0]);
+    ws.header_changed = all[6] != 0;
     ws.stamp = all[3];
     ws.stamp_known = true;
     const bool differ = all[1] != 0 || all[4] != -all[5];
@@ -883,6 +912,8 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->ranks = ws.ranks;
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     plan->defined_header = std::move(ws.defined_header);
+    plan->needs_final = std::move(ws.needs_final_log);
+    std::sort(plan->needs_final.begin(), plan->needs_final.end());
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);
@@ -1005,66 +1036,6 @@ void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
     vf.file_ncid = -1;
 }
 
-void wait_header_final(Runtime &rt, VirtualFile &vf) {
-    if (vf.header_final) return;
-    std::optional<Message> got;
-    try {
-        got = wait_writer(rt, vf, header_final_of(vf), [&] {
-            return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
-                          "with the number of records, comes with it)",
-                          vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-        });
-    } catch (const WentToFile &) {
-        return switch_to_file(rt, vf);
-    }
-    const Message &m = *got;
-    PayloadReader r(m.payload, "header-final");
-    r.i64(); // (the session's stamp: header_final_of)
-    const int64_t replayed = r.i64();
-    const int replayed_session = r.i32();
-    const std::string replayed_path = r.str();
-    // The final header replaces the definitions (FileDefined's with the final record count, or one
-    // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
-    // read that needed the final header).
-    const bool as_defined = r.i32() == 0;
-    const int64_t final_numrecs = as_defined ? r.i64() : 0;
-    std::vector<char> sent;
-    if (!as_defined) sent = r.bytes();
-    const std::vector<char> &header = as_defined ? vf.defined_header : sent;
-    const bool indep = vf.header.in_indep_mode();
-    int rc = model::Header::decode(header.data(), header.size(), &vf.header);
-    if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
-    if (as_defined) vf.header.set_numrecs(final_numrecs);
-    if (indep) vf.header.begin_indep_data();
-    vf.header_final = true;
-    vf.header_final_epoch = m.epoch;
-    // Gets on record variables were checked against the plan's record count: they stand if the final
-    // count gives each of them the same answer (all accepted, and the records they read exist).
-    const int64_t numrecs = vf.header.numrecs();
-    if (vf.ahead_numrecs >= 0 && numrecs != vf.ahead_numrecs && (vf.ahead_refused || numrecs < vf.ahead_records_read))
-        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
-             "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
-             "%lld records this time (%s); set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(),
-             vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
-             static_cast<long long>(numrecs),
-             vf.ahead_refused ? "a get this rank was refused might have been accepted"
-                              : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
-    if (vf.replay >= 0) return; // decided at the first epoch
-    if (replayed < 0)
-        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
-             "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
-             "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-    vf.replay = replayed != 0;
-    // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
-    // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
-    if (vf.replay && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
-        fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
-             "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
-             rt.component_rank());
-}
-
 // The plan the writers may replay to this rank, before their final header says whether they do.
 static const ReaderPlan *undecided_plan(const VirtualFile &vf) {
     if (!vf.rule->replay_io || vf.epoch != 0 || vf.replay >= 0 || vf.header_final || !vf.plan ||
@@ -1110,6 +1081,97 @@ std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<mat
     return bytes;
 }
 
+// Whether a replayed data message of `n` bytes ends with the writers' verdict (kVerdictMax): in a
+// session the writer defined to the reader leader alone.
+bool with_verdict(const VirtualFile &vf, size_t n) { return vf.defined_to_leader && carries_verdict(n); }
+
+// Whether this rank gets no verdict with the data of the plan's first batch `pieces` (its ReaderDone
+// says so when the plan is recorded; the writer root sends it the final header then).
+bool needs_final(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
+    for (const auto &[writer, n] : message_sizes(vf, pieces))
+        if (carries_verdict(n)) return false;
+    return true;
+}
+
+} // namespace
+
+struct PostedBatch {
+    struct Part {
+        ReadRecord *record;
+        size_t index;
+    };
+    std::vector<ReadRecord *> records; // posted ahead: the gets, in batch order
+    std::vector<match::Piece> pieces;
+    std::map<uint64_t, Part> by_id;
+    std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`
+    std::map<int, std::vector<char>> data; // pieces that overlap: each writer's message, unpacked in writer order
+    std::vector<Ticket> recvs;
+    std::vector<Part> uncovered; // parts some of whose elements no piece covers
+    // The writers' verdict at the end of the messages that carry one (with_verdict), by writer, with
+    // the receive that brings it.
+    std::map<int, std::pair<Ticket, std::vector<char>>> verdicts;
+};
+
+namespace {
+
+// The writers' verdict of a batch of the replayed plan, once one of its messages that carry one came:
+// the final record count and whether the header changed (then the final header comes too).
+struct Verdict {
+    int64_t numrecs;
+    bool header_changed;
+};
+std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const PostedBatch &posted) {
+    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    for (const auto &[writer, v] : posted.verdicts)
+        if (channel.done(v.first)) {
+            ByteReader r(v.second.data(), v.second.size());
+            int64_t numrecs = 0;
+            int32_t changed = 0;
+            if (!r.i64(&numrecs) || !r.i32(&changed) || numrecs < 0)
+                fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", vf.path.c_str(), vf.session,
+                     writer);
+            return Verdict{numrecs, changed != 0};
+        }
+    return std::nullopt;
+}
+
+// The plan's next batch, received into dtf's buffers before its gets came, because this rank needed
+// the writers' verdict before (its record count, say): each writer's message whole, and its verdict.
+// None if no message of that batch carries a verdict.
+std::shared_ptr<PostedBatch> prefetch(Runtime &rt, VirtualFile &vf, const ReaderPlan &plan) {
+    if (vf.plan_batch >= plan.batches.size()) return nullptr;
+    const auto sizes = message_sizes(vf, plan.batches[vf.plan_batch].pieces);
+    if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(vf, w.second); })) return nullptr;
+    auto pre = std::make_shared<PostedBatch>();
+    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
+    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
+    for (const auto &[writer, n] : sizes) {
+        std::vector<char> &buf = pre->data[writer];
+        buf = rt.buffers().take(n);
+        std::vector<transport::Span> spans{{buf.data(), n}};
+        if (with_verdict(vf, n)) {
+            auto &v = pre->verdicts[writer].second;
+            v.assign(kVerdictBytes, 0);
+            spans.push_back({v.data(), v.size()});
+        }
+        pre->recvs.push_back(data.fetch(writer, tag, spans, "receiving replayed data"));
+        if (with_verdict(vf, n)) pre->verdicts[writer].first = pre->recvs.back();
+    }
+    return pre;
+}
+
+// Cancel the receives of a batch posted ahead or prefetched that will not be used; MPI may still fill
+// one it had begun, so its buffers stay allocated until dtf_finalize.
+void drop_posted(Runtime &rt, VirtualFile &vf, std::shared_ptr<PostedBatch> &posted) {
+    if (!posted) return;
+    rt.peer_link(vf.peer).channel->cancel(posted->recvs);
+    for (auto &[writer, buf] : posted->data) rt.keep_until_finalize(std::move(buf));
+    for (auto &[writer, v] : posted->verdicts) rt.keep_until_finalize(std::move(v.second));
+    for (auto *r : posted->records)
+        if (!r->direct) rt.keep_until_finalize(std::move(r->staging));
+    posted.reset();
+}
+
 // The reader left the replayed plan: take the data the writer pushed for the plan's remaining
 // batches (so that no message is left in flight), then match the rest as without replay.
 void leave_plan(Runtime &rt, VirtualFile &vf) {
@@ -1120,10 +1182,16 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     std::vector<std::vector<char>> scratch;
     std::vector<Ticket> recvs;
-    for (size_t b = vf.plan_batch; b < vf.plan->batches.size(); ++b)
+    std::shared_ptr<PostedBatch> pre = std::move(vf.prefetched); // (the plan's next batch, posted already)
+    if (pre) {
+        recvs = pre->recvs;
+        for (auto &[writer, buf] : pre->data) scratch.push_back(std::move(buf));
+        for (auto &[writer, v] : pre->verdicts) scratch.push_back(std::move(v.second));
+    }
+    for (size_t b = vf.plan_batch + (pre ? 1 : 0); b < vf.plan->batches.size(); ++b)
         for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
-            scratch.push_back(rt.buffers().take(n));
-            recvs.push_back(data.fetch(writer, tag, {{scratch.back().data(), n}}, "receiving replayed data"));
+            scratch.push_back(rt.buffers().take(n + (with_verdict(vf, n) ? kVerdictBytes : 0)));
+            recvs.push_back(data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
     vf.plan_batch = vf.plan->batches.size();
     wait_receives(
@@ -1135,6 +1203,107 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
         });
     for (auto &b : scratch) rt.buffers().give(std::move(b));
 }
+
+} // namespace
+
+namespace {
+
+// The writers' final word on the session's transfer `epoch`: whether they replayed the plan recorded
+// in the session stamped `replayed` (0: no, -1: they cannot), the record count, and the header when
+// it changed since FileDefined (else nullptr: FileDefined's with that count). From their root's
+// HeaderFinal, or from a data message's verdict.
+void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int replayed_session,
+                  const std::string &replayed_path, int64_t final_numrecs, const std::vector<char> *sent) {
+    // The final header replaces the definitions (FileDefined's with the final record count, or one
+    // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
+    // read that needed the final header).
+    const std::vector<char> &header = sent ? *sent : vf.defined_header;
+    const bool indep = vf.header.in_indep_mode();
+    int rc = model::Header::decode(header.data(), header.size(), &vf.header);
+    if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    if (!sent) vf.header.set_numrecs(final_numrecs);
+    if (indep) vf.header.begin_indep_data();
+    vf.header_final = true;
+    vf.header_final_epoch = epoch;
+    // Gets on record variables were checked against the plan's record count: they stand if the final
+    // count gives each of them the same answer (all accepted, and the records they read exist).
+    const int64_t numrecs = vf.header.numrecs();
+    if (vf.ahead_numrecs >= 0 && numrecs != vf.ahead_numrecs && (vf.ahead_refused || numrecs < vf.ahead_records_read))
+        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
+             "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
+             "%lld records this time (%s); set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(),
+             vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+             static_cast<long long>(numrecs),
+             vf.ahead_refused ? "a get this rank was refused might have been accepted"
+                              : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
+    if (vf.replay >= 0) return; // decided at the first epoch
+    if (replayed < 0)
+        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
+             "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
+             "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+    vf.replay = replayed != 0;
+    // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
+    // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
+    if (vf.replay && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
+        fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
+             "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
+             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
+             rt.component_rank());
+}
+
+void take_final(Runtime &rt, VirtualFile &vf, const Message &m) {
+    PayloadReader r(m.payload, "header-final");
+    r.i64(); // (the session's stamp: header_final_of)
+    const int64_t replayed = r.i64();
+    const int replayed_session = r.i32();
+    const std::string replayed_path = r.str();
+    const bool as_defined = r.i32() == 0;
+    const int64_t final_numrecs = as_defined ? r.i64() : 0;
+    std::vector<char> sent;
+    if (!as_defined) sent = r.bytes();
+    accept_final(rt, vf, m.epoch, replayed, replayed_session, replayed_path, final_numrecs, as_defined ? nullptr : &sent);
+}
+
+// Wait for the writers' word on the first transfer: their root's final header, or, where this rank
+// has messages of the replayed plan posted that carry the verdict (`posted`), the first of those.
+void decide(Runtime &rt, VirtualFile &vf, const PostedBatch *posted) {
+    if (vf.header_final) return;
+    std::optional<Message> got;
+    std::optional<Verdict> verdict;
+    try {
+        rt.wait_until([&] {
+            check_written(rt, vf);
+            if ((got = rt.take(header_final_of(vf)))) return true;
+            if (posted && !verdict) verdict = verdict_of(rt, vf, *posted);
+            return verdict && !verdict->header_changed; // (else the final header comes with the header)
+        }, [&] {
+            return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
+                          "with the number of records, comes with it%s)", vf.path.c_str(), vf.session,
+                          rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                          posted && !posted->verdicts.empty() ? ", or with the data of the replayed pattern" : "");
+        }, vf.peer);
+    } catch (const WentToFile &) {
+        return switch_to_file(rt, vf);
+    }
+    if (got) return take_final(rt, vf, *got);
+    accept_final(rt, vf, 1, vf.plan->stamp, vf.plan->session, vf.plan->path, verdict->numrecs, nullptr);
+}
+
+} // namespace
+
+void wait_header_final(Runtime &rt, VirtualFile &vf) {
+    if (vf.header_final) return;
+    if (vf.ahead) return decide(rt, vf, vf.ahead.get());
+    // Before the batch's gets came: where the plan's next batch brings the verdict, receive it now.
+    if (!vf.prefetched && vf.defined_to_leader)
+        if (const ReaderPlan *plan = undecided_plan(vf)) vf.prefetched = prefetch(rt, vf, *plan);
+    decide(rt, vf, vf.prefetched.get());
+    if (vf.replay == 0) drop_posted(rt, vf, vf.prefetched); // (nothing comes for it)
+}
+
+
+namespace {
 
 // The pieces of a batch: from the replayed plan when the batch is the plan's next one, else from
 // the matchers (ReadRequest -> ReadPlan).
@@ -1172,24 +1341,6 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
     return pieces;
 }
 
-} // namespace
-
-struct PostedBatch {
-    struct Part {
-        ReadRecord *record;
-        size_t index;
-    };
-    std::vector<ReadRecord *> records; // posted ahead: the gets, in batch order
-    std::vector<match::Piece> pieces;
-    std::map<uint64_t, Part> by_id;
-    std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`
-    std::map<int, std::vector<char>> data; // pieces that overlap: each writer's message, unpacked in writer order
-    std::vector<Ticket> recvs;
-    std::vector<Part> uncovered; // parts some of whose elements no piece covers
-};
-
-namespace {
-
 // Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
 // (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
 // staging buffer. Where pieces overlap (writes of several ranks to one element), messages go to
@@ -1197,7 +1348,7 @@ namespace {
 // whatever the order they arrive in. `ahead`: only if every element of every get is covered by a
 // piece (nothing but the writers' data is written into the user's buffers); false if not.
 bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch,
-                std::vector<match::Piece> pieces, bool ahead, PostedBatch &out) {
+                std::vector<match::Piece> pieces, bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     // A get into the user's buffer itself (direct): elements no piece covers get the fill value
     // first, before any data can land there.
     std::map<uint64_t, std::vector<match::Box>> regions;
@@ -1211,7 +1362,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             const int64_t covered = match::covered_count(box, mine);
             int64_t sum = 0;
             for (const auto &g : mine) sum += g.size();
-            overlap = overlap || sum != covered;
+            overlap = overlap || sum != covered || from;
             if (covered == box.size()) continue;
             if (ahead) return false;
             out.uncovered.push_back(PostedBatch::Part{r, i});
@@ -1247,13 +1398,29 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             });
         }
         phase::add_bytes(phase::Transfer, n);
-        if (!overlap) {
-            out.recvs.push_back(data.fetch(writer, tag, spans, "receiving data"));
+        if (from) { // (received already: the batch was prefetched)
+            out.data[writer] = std::move(from->data.at(writer));
             continue;
         }
-        std::vector<char> &buf = out.data[writer];
-        buf = rt.buffers().take(n);
-        out.recvs.push_back(data.fetch(writer, tag, {{buf.data(), n}}, "receiving data"));
+        if (overlap) {
+            std::vector<char> &buf = out.data[writer];
+            buf = rt.buffers().take(n);
+            spans = {{buf.data(), n}};
+        }
+        // A batch of the replayed plan (or posted before the writers said whether they replay it):
+        // its messages that carry the writers' verdict end with it (with_verdict).
+        const bool verdict = replayed && with_verdict(vf, n);
+        if (verdict) {
+            auto &v = out.verdicts[writer].second;
+            v.assign(kVerdictBytes, 0);
+            spans.push_back({v.data(), v.size()});
+        }
+        out.recvs.push_back(data.fetch(writer, tag, spans, "receiving data"));
+        if (verdict) out.verdicts[writer].first = out.recvs.back();
+    }
+    if (from) {
+        out.recvs = std::move(from->recvs);
+        out.verdicts = std::move(from->verdicts);
     }
     return true;
 }
@@ -1262,6 +1429,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
 // buffers stay allocated until dtf_finalize.
 void keep_buffers(Runtime &rt, PostedBatch &posted, const std::vector<ReadRecord *> &batch) {
     for (auto &[writer, buf] : posted.data) rt.keep_until_finalize(std::move(buf));
+    for (auto &[writer, v] : posted.verdicts) rt.keep_until_finalize(std::move(v.second));
     for (auto *r : batch)
         if (!r->direct) rt.keep_until_finalize(std::move(r->staging));
 }
@@ -1270,7 +1438,7 @@ void keep_buffers(Runtime &rt, PostedBatch &posted, const std::vector<ReadRecord
 
 void post_ahead(Runtime &rt, VirtualFile &vf) {
     const ReaderPlan *plan = undecided_plan(vf);
-    if (vf.ahead || !plan || plan->batches.size() <= vf.plan_batch || vf.pending.empty()) return;
+    if (vf.ahead || vf.prefetched || !plan || plan->batches.size() <= vf.plan_batch || vf.pending.empty()) return;
     const auto &want = plan->batches[vf.plan_batch].reads;
     // Read ids grow with every get: the pending gets can be the batch only once the newest is its last.
     const auto &newest = vf.pending.rbegin()->second->parts;
@@ -1283,7 +1451,7 @@ void post_ahead(Runtime &rt, VirtualFile &vf) {
     }
     if (reqs != want) return;
     auto posted = std::make_shared<PostedBatch>();
-    if (!post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, *posted)) return;
+    if (!post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, true, *posted)) return;
     posted->records = std::move(batch);
     vf.ahead = std::move(posted);
 }
@@ -1293,7 +1461,7 @@ void settle_ahead(Runtime &rt, VirtualFile &vf) {
     std::shared_ptr<PostedBatch> posted = std::move(vf.ahead);
     transport::Channel &channel = *rt.peer_link(vf.peer).channel;
     try {
-        wait_header_final(rt, vf);
+        decide(rt, vf, posted.get());
         if (vf.replay == 1) { // the writers send this batch's messages: take them (the plan's batch is used up)
             rt.wait_until([&] { return channel.done(posted->recvs); }, [&] {
                 return format("'%s' (session %d): reader rank %d waited for %zu bytes the writers had already sent",
@@ -1323,10 +1491,8 @@ bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids) {
 }
 
 void drop_ahead(Runtime &rt, VirtualFile &vf) {
-    if (!vf.ahead) return;
-    rt.peer_link(vf.peer).channel->cancel(vf.ahead->recvs);
-    keep_buffers(rt, *vf.ahead, vf.ahead->records);
-    vf.ahead.reset();
+    drop_posted(rt, vf, vf.ahead);
+    drop_posted(rt, vf, vf.prefetched);
 }
 
 // The writers' data of a batch of gets: ask every matcher, receive the plans and the data, unpack
@@ -1341,7 +1507,11 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
     // ahead (as soon as their puts complete a message, while the program computes) lands in place at
     // once. They send ahead only what they replay: if they do not, nothing came for these receives.
     bool ahead = false, ready = false;
-    if (vf.ahead && vf.ahead->records == batch) {
+    if (vf.prefetched && vf.plan_batch < vf.plan->batches.size() && vf.plan->batches[vf.plan_batch].reads == reqs) {
+        post_batch(rt, vf, batch, vf.plan->batches[vf.plan_batch].pieces, false, true, posted, vf.prefetched.get());
+        vf.prefetched.reset();
+        ahead = true;
+    } else if (vf.ahead && vf.ahead->records == batch) {
         posted = std::move(*vf.ahead);
         vf.ahead.reset();
         ahead = true;
@@ -1349,11 +1519,11 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
         settle_ahead(rt, vf);
     } else if (const ReaderPlan *plan = undecided_plan(vf)) {
         ahead = plan->batches.size() > vf.plan_batch && plan->batches[vf.plan_batch].reads == reqs &&
-                post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, posted);
+                post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, true, posted);
     }
     if (ahead) {
         try {
-            wait_header_final(rt, vf);
+            decide(rt, vf, &posted);
         } catch (...) {
             channel.cancel(posted.recvs);
             keep();
@@ -1370,7 +1540,14 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
             posted = PostedBatch{};
         }
     }
-    if (!ready) post_batch(rt, vf, batch, plan_batch(rt, vf, reqs), false, posted);
+    if (!ready) {
+        // (Waiting for the writers' word there may have received the plan batch it takes into dtf's
+        // buffers already: prefetched.)
+        std::vector<match::Piece> pieces = plan_batch(rt, vf, reqs);
+        const bool replayed = vf.replay == 1 && !vf.fell_back;
+        std::shared_ptr<PostedBatch> pre = replayed ? std::move(vf.prefetched) : nullptr;
+        post_batch(rt, vf, batch, std::move(pieces), false, replayed, posted, pre.get());
+    }
     if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
     wait_receives(rt, vf, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
@@ -1498,6 +1675,8 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
     if (for_all) {
         done.ints(vf.ranks);
         done.i64(vf.plan ? vf.plan->stamp : 0);
+    } else { // (and whether a replay of this session would bring this rank no verdict with its data)
+        done.i32(needs_final(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));
     }
     const std::vector<char> payload = done.take();
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});

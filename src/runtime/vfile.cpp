@@ -345,6 +345,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         } catch (const Error &) {
             unserved = std::current_exception();
         }
+        drop_ahead(rt, vf); // (receives posted for data that did not come: a failed session's)
     }
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);

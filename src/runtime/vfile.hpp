@@ -88,6 +88,17 @@ struct ReadRecord {
 // it was recorded in (path and session number), which both sides compare before replaying it.
 std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 
+// A session replaying a plan of its very path (ReaderSide::assumed; the reader's FileDefined came to
+// its leader alone): each data message of at most kVerdictMax bytes leaves once the writers agreed at
+// dtf_transfer and ends with their verdict (kVerdictBytes: the final record count, whether the header
+// changed since FileDefined), so that a reader that has one in the plan's first batch needs no final
+// header: the data itself says the session was replayed. Larger messages leave as soon as their puts
+// complete them (the readers receive them while the writers compute), and their readers, and those
+// that get no data, get the final header.
+constexpr size_t kVerdictMax = 256 * 1024;
+constexpr size_t kVerdictBytes = 16;
+inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
+
 // The rank of a reader group that speaks for it to the writer: it takes the FileDefined and gives it
 // to the others (the writer of a session replaying a plan of this very path sends it there alone),
 // says ReaderOpened, and the ReaderDone for all ranks of such a session. Spread by the path over the
@@ -104,6 +115,7 @@ struct WriterPlan {
     std::vector<match::WriteReq> writes;
     std::vector<match::WriteReq> group_writes; // matcher: its work group's writes (the replayed epoch's)
     std::vector<char> defined_header; // root: the header FileDefined carried (a session with the same one says so)
+    std::vector<int> needs_final;     // root: the reader ranks that get no verdict with their data (kVerdictMax)
     struct Order {
         int reader;
         std::vector<match::Piece> pieces; // one data message to `reader`
@@ -185,7 +197,9 @@ struct WriterSession {
     std::vector<char> defined_header;
     bool defined_to_all = true; // FileDefined went to every rank of the reader components (else to the readers' root)
     bool final_as_defined = false;
+    bool header_changed = false;      // the header changed since FileDefined but for the record count (agreed)
     int64_t final_numrecs = 0;
+    std::vector<int> needs_final_log; // matcher: reader ranks whose first batch carries no verdict (for a new plan)
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
@@ -352,6 +366,9 @@ struct VirtualFile {
     bool ahead_refused = false;     // one of them was refused
     std::shared_ptr<PostedBatch> ahead; // the plan's next batch, posted at the nonblocking get that
                                         // completed it (post_ahead), before the writers' final header
+    // The plan's next batch, received into dtf's buffers before its gets came, since this rank needed
+    // the writers' verdict first (kVerdictMax; e.g. the record count); its gets unpack it from there.
+    std::shared_ptr<PostedBatch> prefetched;
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
     std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };
@@ -457,7 +474,8 @@ void post_ahead(Runtime &rt, VirtualFile &vf);
 void settle_ahead(Runtime &rt, VirtualFile &vf);
 // Whether the batch posted ahead has any of the nonblocking requests `ids`.
 bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids);
-// ncmpi_abort: cancel the receives of the batch posted ahead, without waiting.
+// ncmpi_abort, or a close that leaves them unused: cancel the receives of the batch posted ahead or
+// prefetched, without waiting.
 void drop_ahead(Runtime &rt, VirtualFile &vf);
 
 } // namespace dtf::runtime

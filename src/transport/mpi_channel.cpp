@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <list>
 
 #include "common/counters.hpp"
@@ -219,24 +220,30 @@ bool MpiQueue::progress() {
     const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices.data(), statuses.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) check_mpi(rc, "MPI_Testsome");
     if (n == MPI_UNDEFINED || n == 0) return false;
-    for (int k = 0; k < n; ++k) {
+    // (A failure is thrown once the completed requests are dropped below: MPI freed them already.)
+    std::exception_ptr failed;
+    for (int k = 0; k < n && !failed; ++k) {
         const Op &op = ops_[static_cast<size_t>(indices[static_cast<size_t>(k)])];
         const MPI_Status &st = statuses[static_cast<size_t>(k)];
         if (op.cancelled) continue;
-        if (rc == MPI_ERR_IN_STATUS) check_mpi(st.MPI_ERROR, op.what);
-        if (op.receive) {
+        try {
+            if (rc == MPI_ERR_IN_STATUS) check_mpi(st.MPI_ERROR, op.what);
+            if (!op.receive) continue;
             int got = 0;
             MPI_Get_count(&st, MPI_BYTE, &got);
             if (static_cast<size_t>(got) != op.size)
                 fail(DTF_ERR_PEER, "%s: expected %zu bytes from rank %d, got a message of %d", op.what, op.size,
                      st.MPI_SOURCE, got);
-            counters::message(false, op.data, op.size);
-            trace_message(false, st.MPI_TAG, st.MPI_SOURCE, op.size, op.what);
-            const char *from = op.buffer ? op.buffer->data() : nullptr;
-            for (const Span &s : op.scatter) {
-                std::memcpy(s.data, from, s.size);
-                from += s.size;
-            }
+        } catch (const Error &) {
+            failed = std::current_exception();
+            continue;
+        }
+        counters::message(false, op.data, op.size);
+        trace_message(false, st.MPI_TAG, st.MPI_SOURCE, op.size, op.what);
+        const char *from = op.buffer ? op.buffer->data() : nullptr;
+        for (const Span &s : op.scatter) {
+            std::memcpy(s.data, from, s.size);
+            from += s.size;
         }
     }
     // Drop the completed requests (MPI set them to MPI_REQUEST_NULL), keeping the order of the rest.
@@ -256,6 +263,7 @@ bool MpiQueue::progress() {
     }
     requests_.resize(out);
     ops_.resize(out);
+    if (failed) std::rethrow_exception(failed);
     return true;
 }
 
