@@ -1,6 +1,7 @@
 // transport::Group over an MPI communicator (group.hpp).
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <iterator>
 
 #include "common/counters.hpp"
@@ -105,16 +106,33 @@ public:
     std::unique_ptr<Pending> barrier() override {
         return std::make_unique<MpiPending>("MPI_Ibarrier", [=](MPI_Request *r) { return MPI_Ibarrier(comm_, r); });
     }
+    // One round for up to kFirst bytes (the size travels with them), a second for the rest.
     std::unique_ptr<Pending> broadcast(int root, std::vector<char> *bytes) override {
-        auto size = std::make_shared<int64_t>(static_cast<int64_t>(bytes->size()));
+        constexpr size_t kFirst = 248;
+        auto first = std::make_shared<std::vector<char>>(sizeof(int64_t) + kFirst);
+        if (rank_ == root) {
+            const int64_t n = static_cast<int64_t>(bytes->size());
+            std::memcpy(first->data(), &n, sizeof n);
+            std::memcpy(first->data() + sizeof n, bytes->data(), std::min(bytes->size(), kFirst));
+        }
         return std::make_unique<MpiPending>(
-            "MPI_Ibcast", [=](MPI_Request *r) { return MPI_Ibcast(size.get(), 1, MPI_INT64_T, root, comm_, r); },
+            "MPI_Ibcast",
+            [=](MPI_Request *r) { return MPI_Ibcast(first->data(), static_cast<int>(first->size()), MPI_BYTE, root, comm_, r); },
             [=]() -> std::function<int(MPI_Request *)> {
-                if (*size > INT_MAX) fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(*size));
-                bytes->resize(static_cast<size_t>(*size));
-                return [=](MPI_Request *r) { return MPI_Ibcast(bytes->data(), static_cast<int>(*size), MPI_BYTE, root, comm_, r); };
+                int64_t n = 0;
+                std::memcpy(&n, first->data(), sizeof n);
+                if (n < 0 || n > INT_MAX) fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(n));
+                if (rank_ != root) {
+                    bytes->resize(static_cast<size_t>(n));
+                    std::memcpy(bytes->data(), first->data() + sizeof n, std::min(static_cast<size_t>(n), kFirst));
+                }
+                if (static_cast<size_t>(n) <= kFirst) return nullptr;
+                return [=](MPI_Request *r) {
+                    return MPI_Ibcast(bytes->data() + kFirst, static_cast<int>(n - static_cast<int64_t>(kFirst)), MPI_BYTE,
+                                      root, comm_, r);
+                };
             },
-            size);
+            first);
     }
 
 private:
