@@ -68,6 +68,13 @@ template <class Plan> std::string origin(const Plan &plan, int since) {
 
 bool learn_readers(Runtime &rt, WriterSession &ws);
 void send_finish(WriterSession &ws);
+void take_done(Runtime &rt, WriterSession &ws);
+
+// A replayed epoch of a session with a writer leader (WriterSession::leader): the readers' leader
+// says ReaderDone for all of them to the writer leader.
+bool led_epoch(const WriterSession &ws) {
+    return ws.replay == 1 && ws.quiet_end && !ws.readers.empty() && ws.readers.front().assumed;
+}
 
 // Whether the readers hold the writer's plan (same session, same reader ranks) and this rank knows
 // the session's stamp (the data messages' tag): known once their root's ReaderOpened came, or at
@@ -126,8 +133,13 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
-    if (vf.rank != 0) return;
     WriterSession &ws = *vf.ws;
+    // (Every rank of a session that may record a plan keeps the header, which the plan keeps: the
+    // leader of a session replaying it compares its own with it.)
+    if (vf.rank != ws.leader) {
+        if (ws.record && !ws.readers.empty() && !ws.readers.front().assumed) ws.defined_header = vf.header.encode();
+        return;
+    }
     std::vector<int> matchers;
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
@@ -149,7 +161,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
         p.i32(vf.inherited);
         Message m{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()};
         if (ws.defined_to_all) rt.notify(reader, std::move(m));
-        else rt.send(reader, assumed->ranks[static_cast<size_t>(reader_leader(vf.path, static_cast<int>(assumed->ranks.size())))],
+        else rt.send(reader, assumed->ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(assumed->ranks.size())))],
                      std::move(m));
     }
 }
@@ -178,11 +190,6 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     ws->plan_key = plan_key(vf.path, vf.ranks);
     if (vf.rule->falls_back() && vf.rule->fallback_s != config::kFallbackWait)
         ws->give_up_after = std::max(vf.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
-    // The other ranks learn the stamp from the numrecs agreement at the first dtf_transfer, or, since
-    // it names the tag of the data messages they may send before (replay_io=1), from the readers'
-    // ReaderOpened, which confirms the plan those messages need (the readers have it from FileDefined).
-    if (vf.rank == 0) ws->stamp = rt.new_stamp();
-    ws->stamp_known = vf.rank == 0;
     // Sessions of this pattern may still be served (a replayed epoch returns once its data is
     // delivered), and the end of one may change the replay plan this one starts from, which every
     // writer rank must find alike: wait for those. Given a plan of this very path, only a session
@@ -215,6 +222,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
             side.ranks = ws->plan->reader_ranks;
             side.plan = ws->plan->stamp;
             side.assumed = true;
+            if (ws->quiet_end) ws->leader = leader_of(vf.path, vf.size);
         }
         if (ws->plan) {
             ws->plan_since = ++ws->plan->found;
@@ -223,6 +231,12 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
                        ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
         }
     }
+    // The leader makes the stamp; the other ranks learn it from the numrecs agreement at the first
+    // dtf_transfer, or, since it names the tag of the data messages they may send before
+    // (replay_io=1), from the readers' ReaderOpened, which confirms the plan those messages need (the
+    // readers have it from FileDefined).
+    if (vf.rank == ws->leader) ws->stamp = rt.new_stamp();
+    ws->stamp_known = vf.rank == ws->leader;
     return ws;
 }
 
@@ -484,7 +498,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
         if (!ws.stamp_known) {
             ws.stamp = stamp;
             ws.stamp_known = true;
-        } else if (ws.rank == 0 && stamp != ws.stamp) {
+        } else if (ws.rank == ws.leader && stamp != ws.stamp) {
             fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' opened another session of it (stamp %lld, not %lld)",
                  ws.path.c_str(), ws.session, rt.config().components[static_cast<size_t>(side.component)].c_str(),
                  static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
@@ -519,7 +533,7 @@ void collect_metadata(WriterSession &ws) {
 // -1: the writers cannot replay to these readers) and, for messages, its session and path; then the
 // header with the final record count.
 void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed, bool cannot = false) {
-    if (ws.rank == 0) {
+    if (ws.rank == ws.leader) {
         PayloadWriter p;
         p.i64(ws.stamp);
         p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
@@ -542,11 +556,20 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
 // as they come; once every rank of every reader is done it tells its group (after the orders, on
 // the same tag, so they arrive first).
 void serve_requests(Runtime &rt, WriterSession &ws) {
-    bool any_done = false;
     for (ReaderSide &side : ws.readers) {
         if (!side.known()) continue;
         while (auto m = rt.take(for_session(ws, side.component, MessageKind::ReadRequest)))
             serve_request(rt, ws, side.component, *m);
+    }
+    if (!led_epoch(ws)) take_done(rt, ws);
+}
+
+// The readers' ReaderDone of the epoch, on a matcher or (led_epoch) the writer leader: once every
+// rank of every reader is done, the epoch ends (send_finish, or end_quietly).
+void take_done(Runtime &rt, WriterSession &ws) {
+    bool any_done = false;
+    for (ReaderSide &side : ws.readers) {
+        if (!side.known()) continue;
         while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
             PayloadReader r(done->payload, "reader-done");
             if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
@@ -577,12 +600,17 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
 
 // The matcher's finish to the ranks of its work group, after the orders on the same tag. (It knows by
 // itself, unless it sent itself orders this epoch: then its finish comes after them, as the others'.)
+// With it, in a session that records a plan, the reader ranks that get no verdict with their data
+// (ReaderDone said so), which the plan keeps on every writer rank (the leader of a later session
+// sends them the final header).
 void send_finish(WriterSession &ws) {
     std::vector<int> group;
     for (int x = ws.ordered_self ? ws.rank : ws.rank + 1; x < std::min(ws.size, ws.rank + ws.workgroup); ++x)
         group.push_back(x);
     PayloadWriter finish;
+    finish.i32(-1); // (orders begin with the reader component)
     finish.i32(ws.drop_plan ? 1 : 0);
+    finish.ints(ws.needs_final_log);
     if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
     if (!ws.ordered_self) ws.finished = true;
 }
@@ -594,7 +622,8 @@ void send_finish(WriterSession &ws) {
 void end_quietly(WriterSession &ws) {
     if (ws.finished || ws.quiet_done) return;
     if (!ws.finish_op) {
-        if (!ws.finish_due || (ws.is_matcher() && !ws.matcher_done)) return;
+        const bool knows = led_epoch(ws) ? ws.rank == ws.leader : ws.is_matcher(); // (who takes ReaderDone)
+        if (!ws.finish_due || (knows && !ws.matcher_done)) return;
         const int64_t in[2] = {ws.drop_plan ? 1 : 0, ws.ordered_any ? 1 : 0};
         ws.finish_op = ws.group->allreduce_max(in, ws.finish_result, 2);
     }
@@ -625,7 +654,7 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
     // final header says (a few bytes to each reader rank instead of the header, which is above MPI's
     // eager limit for files of many variables, so that each of those messages waited for its receiver).
     ws->final_as_defined = !ws->header_changed;
-    if (ws->rank == 0 && ws->header_changed) ws->final_header = header.encode(); // (the root sends it)
+    if (ws->rank == ws->leader && ws->header_changed) ws->final_header = header.encode(); // (the leader sends it)
     ws->elsize.clear();
     for (const auto &v : header.vars()) ws->elsize.push_back(types::type_size(v.type));
     if (ws->replay_candidate) {
@@ -677,16 +706,18 @@ bool step(Runtime &rt, WriterSession &ws) {
             if (side.known() && !side.header_sent) send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
     if (ws.is_matcher() && ws.replay >= 0 && ws.meta_expected == 0) serve_requests(rt, ws);
+    if (led_epoch(ws) && ws.rank == ws.leader) take_done(rt, ws);
     if (ws.replay == 1 && ws.quiet_end) end_quietly(ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
-        if (in->bytes.size() == sizeof(int32_t)) { // finish, and whether a reader left the replayed plan
-            PayloadReader r(in->bytes, "finish");
+        PayloadReader r(in->bytes, "orders");
+        const int reader = r.i32();
+        if (reader < 0) { // finish: whether a reader left the replayed plan, and who needs the final header
             if (r.i32() != 0) ws.drop_plan = true;
+            ws.needs_final_log = r.ints(1 << 24);
             ws.finished = true;
             continue;
         }
-        PayloadReader r(in->bytes, "orders");
-        const int reader = r.i32(), reader_rank = r.i32();
+        const int reader_rank = r.i32();
         if (std::none_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &s) { return s.component == reader; }))
             fail(DTF_ERR_INTERNAL, "'%s': orders for component %d, which does not read it", ws.path.c_str(), reader);
         send_pieces(rt, ws, reader, reader_rank, match::decode_pieces(r.bytes()));
@@ -769,7 +800,7 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     // [6]: whether the header changed since FileDefined but for the record count (the root's view)
     const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
     int64_t mine[7] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
-    if (vf.rank == 0) {
+    if (vf.rank == ws.leader) {
         ws.final_header = vf.header.encode();
         mine[6] = !model::Header::same_but_numrecs(ws.final_header, ws.defined_header);
     }
@@ -1662,7 +1693,7 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
         send_done(rt, vf, 1, vf.fell_back, false);
         vf.done_deferred = false;
     }
-    if (vf.defined_to_leader && vf.epoch == 1) vf.done_deferred = true; // the leader says it at the close
+    if (vf.defined_to_leader && vf.epoch == 1 && vf.replay == 1) vf.done_deferred = true; // the leader says it at the close
     else send_done(rt, vf, vf.epoch, vf.fell_back, false);
     vf.done_sent = true;
     return rc;
@@ -1679,6 +1710,11 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
         done.i32(needs_final(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));
     }
     const std::vector<char> payload = done.take();
+    if (for_all && vf.quiet_writer) { // to the writer leader (WriterSession::leader)
+        const int leader = vf.writer_ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())))];
+        rt.send(vf.peer, leader, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
+        return;
+    }
     for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
 }
 
@@ -1688,7 +1724,7 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
     int64_t any = vf.fell_back || vf.epoch != 1;
     rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
-        if (vf.rank == reader_leader(vf.path, vf.size)) send_done(rt, vf, 1, any != 0, true);
+        if (vf.rank == leader_of(vf.path, vf.size)) send_done(rt, vf, 1, any != 0, true);
         vf.done_deferred = false;
     }
     auto &plans = rt.reader_plans();

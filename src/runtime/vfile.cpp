@@ -182,7 +182,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     // The reader leader waits for the writer's FileDefined and gives it to the other ranks (with its
     // failure, if it failed): the writer sends it to the leader alone when the session replays a plan
     // of this very path; else every rank got a copy too, which it drops.
-    const int leader = reader_leader(f.path, f.size);
+    const int leader = leader_of(f.path, f.size);
     std::vector<char> got;
     if (f.rank == leader) {
         PayloadWriter w;
@@ -227,6 +227,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     f.inherited = r.i32();
     if (to_all && f.rank != leader) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
     f.defined_to_leader = !to_all;
+    f.quiet_writer = f.defined_to_leader && !rule.persist && !rule.falls_back();
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
         f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);

@@ -100,11 +100,14 @@ constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16;
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
 
-// The rank of a reader group that speaks for it to the writer: it takes the FileDefined and gives it
-// to the others (the writer of a session replaying a plan of this very path sends it there alone),
-// says ReaderOpened, and the ReaderDone for all ranks of such a session. Spread by the path over the
-// group's ranks, so that a rank that reads many files does not speak for every one of them.
-inline int reader_leader(const std::string &path, int size) { return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size)); }
+// The rank of a group that speaks for it to the other component (leader_of(path, size)), spread by
+// the path over the group's ranks so that a rank that reads or writes many files does not speak for
+// every one of them. A reader group's leader takes the FileDefined and gives it to the others (the
+// writer of a session replaying a plan of this very path sends it there alone), says ReaderOpened,
+// and the ReaderDone for all ranks of such a session. In such a session of a file written at no
+// rank's own time (WriterSession::quiet_end) the writer group has a leader too: it makes the stamp,
+// sends the FileDefined and the final header, and takes the readers' ReaderDone; else rank 0 does.
+inline int leader_of(const std::string &path, int size) { return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size)); }
 
 struct WriterPlan {
     int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
@@ -211,6 +214,7 @@ struct WriterSession {
     // (`finish_due`: past the close's collectives, or at the next dtf_transfer, which waits for it),
     // by a matcher once its readers are done (`matcher_done`).
     bool quiet_end = false;
+    int leader = 0;           // the writer leader (leader_of; rank 0 but in a quiet replay of this very path)
     bool finish_due = false;
     bool matcher_done = false;
     bool quiet_done = false;                   // that collective completed
@@ -341,13 +345,15 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
-    // The writer sent FileDefined to the reader leader alone (reader_leader): it replays a plan of
-    // this very path, and takes this session's readers from it. Then no ReaderOpened goes out, and the
+    // The writer sent FileDefined to the reader leader alone (leader_of): it replays a plan of this
+    // very path, and takes this session's readers from it. Then no ReaderOpened goes out, and the
     // ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by their leader
     // at the close (`done_deferred` until then), with whether any left the plan, the reader ranks and
-    // the plan they hold (which the writer checks there).
+    // the plan they hold (which the writer checks there): to the writer leader where the writer has
+    // one (quiet_writer), else to every matcher.
     bool defined_to_leader = false;
     bool done_deferred = false;
+    bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined to the leader, quiet_end
     // reader, fallback=: the writer wrote the session to the file system instead of sending it; this
     // rank reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
     bool from_file = false;
