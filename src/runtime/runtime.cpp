@@ -517,8 +517,9 @@ void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
                               trace::quote(config_.components[static_cast<size_t>(peer)]).c_str(), ranks.size(),
                               ranks.empty() ? -1 : ranks[0], message.session, message.epoch,
                               trace::quote(message.path).c_str()));
-    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)), "sending a control message");
     stats_.notices_sent += static_cast<long>(ranks.size());
+    stats_.sent_by_kind[static_cast<size_t>(message.kind)] += static_cast<long>(ranks.size());
+    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)), "sending a control message");
 }
 
 void Runtime::notify(int peer, Message message) {

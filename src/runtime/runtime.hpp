@@ -177,6 +177,7 @@ struct Stats {
     double persist_s = 0;     // persist=1: seconds this rank spent writing files (with aggregators=: gathering too)
     long fallbacks = 0;       // fallback=: sessions whose file was written because the readers were lost or late
     long definitions_dropped = 0; // at dtf_finalize: FileDefined of sessions other ranks read, not withdrawn yet
+    long sent_by_kind[kMessageKindLast + 1] = {}; // control messages sent (to each rank), by MessageKind
 };
 
 class Runtime {

@@ -3,7 +3,8 @@
 // in-process channels and groups of transport::LoopbackNet. Each rank makes the PnetCDF calls a
 // program would (through vfile_call, as the dispatcher does), and the values read are checked
 // element by element against the values written. Cases: an M x N transfer matched every cycle, a
-// replayed one (no requests after the first cycle, data pushed before dtf_transfer), a pattern change
+// replayed one (no requests after the first cycle, data pushed before dtf_transfer), one replayed
+// file of one name (what a replayed cycle costs, by message kind), a pattern change
 // under replay on either side (re-matched when the writers still hold the data, a clear error when
 // they do not), two files in flight at once, a writer that never comes (a timeout that says who
 // waited for what, and only one), a file opened again with NC_WRITE and written back, and one file
@@ -11,6 +12,7 @@
 // every message sent received and used.
 #include <pnetcdf.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -307,6 +309,46 @@ void test_replayed_cycles() {
     CHECK(w.all_used());
 }
 
+// replay_io=1 with the same file every cycle (a plan of its very path): from the second cycle on
+// the writers take the plan's readers at once, and a cycle costs one FileDefined (writer leader to
+// reader leader, the header left out) and one ReaderDone (reader leader to writer leader): no
+// ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
+// no finish (a collective). Every value checked.
+void test_replayed_same_file() {
+    World w({2, 3});
+    using Counts = std::array<long, kMessageKindLast + 1>;
+    auto sent = [&](int c, int ranks) {
+        Counts n{};
+        for (int r = 0; r < ranks; ++r)
+            for (size_t k = 0; k < n.size(); ++k) n[k] += w.rt(c, r).stats().sent_by_kind[k];
+        return n;
+    };
+    auto cycles = [&](int first, int last) {
+        w.run([&](int c, int r, Runtime &rt) {
+            for (int cycle = first; cycle <= last; ++cycle) {
+                if (c == kWriter) write_cycle(w, rt, r, 2, "/run/replayed.nc", cycle);
+                else CHECK(read_cycle(w, rt, r, 3, "/run/replayed.nc", cycle).empty());
+            }
+        });
+    };
+    cycles(1, 1); // records the plan
+    const Counts writer1 = sent(kWriter, 2), reader1 = sent(kReader, 3);
+    cycles(2, 5);
+    Counts writer = sent(kWriter, 2), reader = sent(kReader, 3);
+    for (size_t k = 0; k < writer.size(); ++k) writer[k] -= writer1[k], reader[k] -= reader1[k];
+    auto kind = [](MessageKind k) { return static_cast<size_t>(k); };
+    CHECK(writer[kind(MessageKind::FileDefined)] == 4);
+    CHECK(writer[kind(MessageKind::HeaderFinal)] == 0);
+    CHECK(writer[kind(MessageKind::ReadPlan)] == 0);
+    CHECK(reader[kind(MessageKind::ReaderOpened)] == 0);
+    CHECK(reader[kind(MessageKind::ReadRequest)] == 0);
+    CHECK(reader[kind(MessageKind::ReaderDone)] == 4);
+    long replayed = 0;
+    for (int r = 0; r < 3; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
+    CHECK(replayed == 4 * 3 * 2); // every batch of cycles 2..5
+    CHECK(w.all_used());
+}
+
 // Under replay the writers change their decomposition in cycle 3, before they dropped any value:
 // the session is matched again (right values), and cycle 4 replays the new pattern. Then the readers
 // change theirs in cycle 5, after the writers kept only what the plan reads: a clear error on the
@@ -535,6 +577,7 @@ int main() {
     test_matched_cycles();
     test_two_readers();
     test_replayed_cycles();
+    test_replayed_same_file();
     test_replay_pattern_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();

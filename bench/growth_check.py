@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The test of growth (issue 31): dtf's control messages in replayed cycles of the LETKF pattern, by count.
+
+usage: bench/growth_check.py BUILD_DIR [--members 1,4,16] [--cycles 6] [--out DIR]
+
+Launches bench/letkf_io in one MPMD launch (dtfrun --mpmd) with M members of one rank per component
+(the sweep growth of bench/letkf.py, 16x16x4 points per rank), mode transfer-replay, for each M,
+every value checked by the programs, and reads dtf's message counters of every cycle
+(dtf_counters_read; letkf_io's msg.control rows). From cycle 2 on every file replays a plan of its
+own path (cycle 0 records the plans, cycle 1 replays them for the first time), and each of the 3 M
+files of a cycle (M history, M analysis, M written back) may cost at most its FileDefined (writer
+leader -> reader leader) and one ReaderDone (reader leader -> writer leader): no ReaderOpened, no
+request, plan or final header (the data carries the writers' verdict), no finish (a collective).
+Checks, and exits 1 if one fails:
+  - the control messages of all ranks in cycles 2 .. C-2 are at most 2 per file and cycle (and 2
+    more: a message sent as a cycle's counters are read counts in the next one);
+  - the busiest rank's control messages per cycle (median over those cycles) at the largest M are at
+    most 3 times those at the smallest: they grow with the files a rank leads, spread by path over
+    the ranks, not with the number of members.
+Counts, not times: the runs are oversubscribed (32 processes at 16 members on this machine's cores).
+"""
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(build, out, members, cycles):
+    """One launch; returns {component: {cycle: {agg: control count}}} over the cycles."""
+    files = os.path.join(out, f"m{members}")
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(os.path.join(files, "files"))
+    ini = os.path.join(files, "letkf.ini")
+    with open(os.path.join(HERE, "letkf.ini")) as f:  # (without persist=1: no file is written)
+        text = "".join(line for line in f if not line.startswith("persist=1"))
+    with open(ini, "w") as f:
+        f.write(text)
+    args = ["--members", members, "--px", 1, "--py", 1, "--grid", 16, 16, 4, "--reps", 1, "--cycles", cycles,
+            "--dir", os.path.join(files, "files"), "--config", ini, "--label", "growth", "--modes", "transfer-replay"]
+    args = [str(a) for a in args]
+    exe = os.path.join(build, "bench", "letkf_io")
+    cmd = [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60", "--walltime", "240", "--mpmd",
+           "--name", "model", "-n", str(members), exe, "--role", "model", *args,
+           "--csv", os.path.join(files, "model.csv"),
+           ":", "--name", "assim", "-n", str(members), exe, "--role", "assim", *args,
+           "--csv", os.path.join(files, "assim.csv")]
+    print("$ " + " ".join(cmd).replace(build, "BUILD"), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout + proc.stderr)
+        sys.exit(f"growth_check: the run with {members} members failed (status {proc.returncode})")
+    counts = {}
+    for comp in ("model", "assim"):
+        with open(os.path.join(files, f"{comp}.csv")) as f:
+            for r in csv.DictReader(f):
+                if r["phase"] == "msg.control":
+                    counts.setdefault(comp, {}).setdefault(int(r["cycle"]), {})[r["agg"]] = float(r["seconds"])
+    return counts
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("build", metavar="BUILD_DIR")
+    p.add_argument("--members", default="1,4,16")
+    p.add_argument("--cycles", type=int, default=6)
+    p.add_argument("--out", help="work directory (default: BUILD_DIR/growth-check)")
+    a = p.parse_args()
+    build = os.path.abspath(a.build)
+    out = os.path.abspath(a.out or os.path.join(build, "growth-check"))
+    if a.cycles < 4:
+        sys.exit("growth_check: --cycles must be at least 4 (cycles 2 .. C-2 are judged)")
+    steady = range(2, a.cycles - 1)  # (the last cycle's messages may end after its counters were read)
+    failures, busiest = [], {}
+    for m in [int(x) for x in a.members.split(",")]:
+        counts = run(build, out, m, a.cycles)
+        # Each message counts once where it is sent and once where it is received: the mean over a
+        # component's m ranks times m, over both components, is twice the messages.
+        messages = sum(counts[c][cyc]["mean"] * m for c in counts for cyc in steady) / 2
+        allowed = 2 * 3 * m * len(steady) + 2
+        busiest[m] = statistics.median(max(counts[c][cyc]["max"] for c in counts) for cyc in steady)
+        print(f"{m} members: {messages:g} control messages in cycles {steady.start}..{steady.stop - 1} "
+              f"(at most {allowed} allowed: 2 per file, and 2), busiest rank {busiest[m]:g} per cycle", flush=True)
+        if messages > allowed:
+            failures.append(f"{m} members: {messages:g} control messages in the replayed cycles, more than the "
+                            f"{allowed} of a FileDefined and a ReaderDone per file")
+    lo, hi = min(busiest), max(busiest)
+    if hi > lo and busiest[hi] > 3 * busiest[lo]:
+        failures.append(f"the busiest rank's control messages per cycle grew from {busiest[lo]:g} ({lo} members) to "
+                        f"{busiest[hi]:g} ({hi} members): more than 3 times")
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    print("growth_check: ok")
+
+
+if __name__ == "__main__":
+    main()
