@@ -3,18 +3,23 @@
 // of a crash and the decoder can be unit-tested and fuzzed.
 //
 //   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
-//   transfer mode  FileDefined   writer root -> every reader-component rank (or the root of the readers of a
-//                                plan of this path it replays): the sessions it withdraws, stamp, header
-//                                (or "the plan's") + writer ranks + matchers
-//                  ReaderOpened  reader root -> every writer-file rank: the reader ranks of the session,
-//                                the replay plan they hold, and the session's stamp (FileDefined's)
-//                  HeaderFinal   writer root -> reader-file ranks at dtf_transfer: the session's stamp, final
-//                                header (numrecs; only that when the rest is FileDefined's)
+//   transfer mode  FileDefined   writer root -> every reader-component rank (replaying a plan of this
+//                                very path: writer leader -> the reader leader alone): the sessions it
+//                                withdraws, stamp, header (or "the plan's") + writer ranks + matchers
+//                  ReaderOpened  reader leader -> every writer-file rank (not when replaying a plan of
+//                                this very path): the reader ranks of the session, the replay plan they
+//                                hold, and the session's stamp (FileDefined's)
+//                  HeaderFinal   writer root (or leader) -> reader-file ranks at dtf_transfer: the
+//                                session's stamp, final header (numrecs; only that when the rest is
+//                                FileDefined's); replaying a plan of this very path, only to the
+//                                readers whose data does not end with the writers' verdict
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
-//                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch (the
-//                                reader root for all ranks, at the close, in a replayed session
-//                                defined to it alone), and whether a reader left the replayed plan
+//                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch,
+//                                whether a reader left the replayed plan (and whether a replay would
+//                                bring it no verdict with its data); replaying a plan of this very
+//                                path, the reader leader for all ranks at the close (with their ranks
+//                                and plan) -> the writer leader, or the matchers
 //                  Persisted     writer root (or its I/O server's root) -> every reader-component rank
 //                                (persist=1, fallback=): the session stamped so is in the file (a
 //                                session continuing it may write)

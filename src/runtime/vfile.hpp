@@ -7,11 +7,12 @@
 // several reader components: the writer does its part below with each of them on its own (its final
 // header as soon as that reader opened, its requests as they come), and an epoch is served once
 // every rank of every reader is done.
-//   writer enddef      rank 0: FileDefined(withdrawals, header, writer ranks, matchers) -> every reader-component rank
-//                      (a writer that opened the file with NC_WRITE continues the last session's
-//                      header: FileDefined at its first enddef, put or dtf_transfer; vfile.cpp)
-//   reader open        waits for FileDefined; reader root: ReaderOpened(reader ranks, plan, stamp) ->
-//                      writer-file ranks
+//   writer enddef      rank 0: FileDefined(withdrawals, stamp, header, writer ranks, matchers) -> every
+//                      reader-component rank (a writer that opened the file with NC_WRITE continues
+//                      the last session's header: FileDefined at its first enddef, put or
+//                      dtf_transfer; vfile.cpp)
+//   reader open        the reader leader (leader_of) waits for FileDefined and broadcasts it to the
+//                      group; leader: ReaderOpened(reader ranks, plan, stamp) -> writer-file ranks
 //   writer transfer    waits for ReaderOpened; root: withdraws FileDefined from the reader-component ranks
 //                      outside the reader group (with its next FileDefined to them; what is left is
 //                      dropped at dtf_finalize); numrecs agreed; root: HeaderFinal -> reader-file ranks;
@@ -26,6 +27,12 @@
 //   close              writer: serves first if it never transferred since its last put;
 //                      reader: transfers first if it has pending gets or has not said done;
 //                      both: messages left about the session are dropped (Runtime::session_closed)
+// Replaying a plan of the file's very path (ReaderSide::assumed), a cycle is its data and two control
+// messages: FileDefined writer leader -> reader leader (the header left out when it is the plan's),
+// the data (messages of at most kVerdictMax bytes after the writers' agreement, ending with their
+// verdict; HeaderFinal only to the readers without one), and ReaderDone reader leader -> writer
+// leader (or the matchers) at the readers' close for all of them; the writers end the epoch with one
+// collective instead of the matcher's finish (end_quietly). docs/ARCHITECTURE.md, "Replay".
 #pragma once
 
 #include <mpi.h>
