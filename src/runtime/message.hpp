@@ -12,7 +12,8 @@
 //                  HeaderFinal   writer root (or leader) -> reader-file ranks at dtf_transfer: the
 //                                session's stamp, final header (numrecs; only that when the rest is
 //                                FileDefined's); replaying a plan of this very path, only to the
-//                                readers whose data does not end with the writers' verdict
+//                                readers whose data does not end with the writers' verdict, each from
+//                                the writer rank of its first data
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests
 //                  ReadPlan      matcher -> reader rank: the pieces of that batch its writers will send
 //                  ReaderDone    reader rank -> each matcher: no more requests in this transfer epoch,

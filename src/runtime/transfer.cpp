@@ -529,27 +529,36 @@ void collect_metadata(WriterSession &ws) {
     }
 }
 
-// Root: HeaderFinal to every rank of reader component `side`: the replayed plan's stamp (0: none,
-// -1: the writers cannot replay to these readers) and, for messages, its session and path; then the
-// header with the final record count.
+// HeaderFinal to every rank of reader component `side`, from the writer leader (rank 0 but in a
+// replay of a plan of this very path): the replayed plan's stamp (0: none, -1: the writers cannot
+// replay to these readers) and, for messages, its session and path; then the header with the final
+// record count. In a replayed epoch of a plan of this very path whose header did not change, the data
+// messages carry the verdict (held()): it goes only to the readers that have none of them in the
+// plan's first batch, each from the writer rank that sends it its first data (the plan's
+// `needs_final`), so that no rank sends it to every reader.
 void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed, bool cannot = false) {
-    if (ws.rank == ws.leader) {
-        PayloadWriter p;
-        p.i64(ws.stamp);
-        p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
-        p.i32(replayed ? replayed->session : 0);
-        p.str(replayed ? replayed->path : std::string());
-        p.i32(ws.final_as_defined ? 0 : 1); // 0: FileDefined's header with this record count; 1: the header
-        if (ws.final_as_defined) p.i64(ws.final_numrecs);
-        else p.bytes(ws.final_header);
-        const std::vector<char> payload = p.take();
-        // A replayed epoch whose header did not change: the data messages carry the verdict (held()),
-        // so it goes only to the readers that get none of them.
-        const bool verdicts = replayed && side.assumed && !ws.header_changed;
-        for (int r : verdicts ? replayed->needs_final : side.ranks)
-            rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
-    }
     side.header_sent = true;
+    const bool verdicts = replayed && side.assumed && !ws.header_changed;
+    const int me = ws.ranks[static_cast<size_t>(ws.rank)];
+    std::vector<int> to;
+    if (verdicts) {
+        const std::vector<int> &pairs = replayed->needs_final; // (reader, writer) component ranks
+        for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+            if (pairs[i + 1] == me) to.push_back(pairs[i]);
+    } else if (ws.rank == ws.leader) {
+        to = side.ranks;
+    }
+    if (to.empty()) return;
+    PayloadWriter p;
+    p.i64(ws.stamp);
+    p.i64(cannot ? -1 : replayed ? replayed->stamp : 0);
+    p.i32(replayed ? replayed->session : 0);
+    p.str(replayed ? replayed->path : std::string());
+    p.i32(ws.final_as_defined ? 0 : 1); // 0: FileDefined's header with this record count; 1: the header
+    if (ws.final_as_defined) p.i64(ws.final_numrecs);
+    else p.bytes(ws.final_header);
+    const std::vector<char> payload = p.take();
+    for (int r : to) rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
 }
 
 // The matcher serves the requests of the epoch of every reader component that opened the file, each
@@ -575,7 +584,8 @@ void take_done(Runtime &rt, WriterSession &ws) {
             if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
             if (r.i32() == 0) { // one reader rank, and whether it would get no verdict with its data (held())
                 ++side.done;
-                if (r.i32() != 0) ws.needs_final_log.push_back(done->source);
+                const int from = r.i32(); // (-1: its data brings it)
+                if (from >= 0) ws.needs_final_log.insert(ws.needs_final_log.end(), {done->source, from});
             } else { // the leader, for every reader rank: which ranks, and the plan they hold
                 const std::vector<int> ranks = r.ints(1 << 24);
                 const int64_t plan = r.i64();
@@ -944,7 +954,6 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     plan->defined_header = std::move(ws.defined_header);
     plan->needs_final = std::move(ws.needs_final_log);
-    std::sort(plan->needs_final.begin(), plan->needs_final.end());
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);
@@ -1116,12 +1125,16 @@ std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<mat
 // session the writer defined to the reader leader alone.
 bool with_verdict(const VirtualFile &vf, size_t n) { return vf.defined_to_leader && carries_verdict(n); }
 
-// Whether this rank gets no verdict with the data of the plan's first batch `pieces` (its ReaderDone
-// says so when the plan is recorded; the writer root sends it the final header then).
-bool needs_final(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
-    for (const auto &[writer, n] : message_sizes(vf, pieces))
-        if (carries_verdict(n)) return false;
-    return true;
+// Who sends this rank the final header of a replay of the plan whose first batch is `pieces`, when no
+// data message of it brings the writers' verdict (carries_verdict): the writer of its first data, or,
+// with no data, the writer leader; -1 when one does. Its ReaderDone says so when the plan is recorded.
+int final_from(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
+    const auto sizes = message_sizes(vf, pieces);
+    for (const auto &[writer, n] : sizes)
+        if (carries_verdict(n)) return -1;
+    if (!sizes.empty()) return sizes.begin()->first;
+    const bool led = !vf.rule->persist && !vf.rule->falls_back(); // (WriterSession::leader)
+    return vf.writer_ranks[static_cast<size_t>(led ? leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())) : 0)];
 }
 
 } // namespace
@@ -1707,7 +1720,7 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
         done.ints(vf.ranks);
         done.i64(vf.plan ? vf.plan->stamp : 0);
     } else { // (and whether a replay of this session would bring this rank no verdict with its data)
-        done.i32(needs_final(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));
+        done.i32(final_from(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));
     }
     const std::vector<char> payload = done.take();
     if (for_all && vf.quiet_writer) { // to the writer leader (WriterSession::leader)

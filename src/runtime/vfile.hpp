@@ -30,9 +30,10 @@
 // Replaying a plan of the file's very path (ReaderSide::assumed), a cycle is its data and two control
 // messages: FileDefined writer leader -> reader leader (the header left out when it is the plan's),
 // the data (messages of at most kVerdictMax bytes after the writers' agreement, ending with their
-// verdict; HeaderFinal only to the readers without one), and ReaderDone reader leader -> writer
-// leader (or the matchers) at the readers' close for all of them; the writers end the epoch with one
-// collective instead of the matcher's finish (end_quietly). docs/ARCHITECTURE.md, "Replay".
+// verdict; HeaderFinal only to the readers without one, from their first writer), and ReaderDone
+// reader leader -> writer leader (or the matchers) at the readers' close for all of them; the writers
+// end the epoch with one collective instead of the matcher's finish (end_quietly).
+// docs/ARCHITECTURE.md, "Replay".
 #pragma once
 
 #include <mpi.h>
@@ -101,7 +102,8 @@ std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 // changed since FileDefined), so that a reader that has one in the plan's first batch needs no final
 // header: the data itself says the session was replayed. Larger messages leave as soon as their puts
 // complete them (the readers receive them while the writers compute), and their readers, and those
-// that get no data, get the final header. 64 KiB move in about the time a control message takes
+// that get no data, get the final header from the writer rank of their first data (or the leader):
+// WriterPlan::needs_final. 64 KiB move in about the time a control message takes
 // (held back, 256 KiB cost a 16x16x20 LETKF cycle with a core per rank 0.42 -> 0.49-0.55 ms).
 constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16;
@@ -126,7 +128,9 @@ struct WriterPlan {
     std::vector<match::WriteReq> writes;
     std::vector<match::WriteReq> group_writes; // matcher: its work group's writes (the replayed epoch's)
     std::vector<char> defined_header; // root: the header FileDefined carried (a session with the same one says so)
-    std::vector<int> needs_final;     // root: the reader ranks that get no verdict with their data (kVerdictMax)
+    // The reader ranks that get no verdict with their data (kVerdictMax), each with the writer rank
+    // that sends it the final header: (reader, writer) component ranks, flat.
+    std::vector<int> needs_final;
     struct Order {
         int reader;
         std::vector<match::Piece> pieces; // one data message to `reader`
@@ -210,7 +214,7 @@ struct WriterSession {
     bool final_as_defined = false;
     bool header_changed = false;      // the header changed since FileDefined but for the record count (agreed)
     int64_t final_numrecs = 0;
-    std::vector<int> needs_final_log; // matcher: reader ranks whose first batch carries no verdict (for a new plan)
+    std::vector<int> needs_final_log; // matcher: WriterPlan::needs_final of this session (for a new plan)
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
