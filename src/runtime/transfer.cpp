@@ -587,13 +587,13 @@ void take_done(Runtime &rt, WriterSession &ws) {
                 const int from = r.i32(); // (-1: its data brings it)
                 if (from >= 0) ws.needs_final_log.insert(ws.needs_final_log.end(), {done->source, from});
             } else { // the leader, for every reader rank: which ranks, and the plan they hold
-                const std::vector<int> ranks = r.ints(1 << 24);
+                const bool same_ranks = static_cast<uint64_t>(r.i64()) == ranks_hash(side.ranks);
                 const int64_t plan = r.i64();
-                if (ranks != side.ranks || plan != side.plan || side.done != 0)
+                if (!same_ranks || plan != side.plan || side.done != 0)
                     fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, "
                          "and the writers kept only the values that pattern reads; set replay_io=0 for this file",
                          ws.path.c_str(), ws.session,
-                         ranks != side.ranks ? "other reader ranks read it" : "its readers held another plan",
+                         !same_ranks ? "other reader ranks read it" : "its readers held another plan",
                          ws.plan ? origin(*ws.plan, ws.plan_since).c_str() : "the last session");
                 side.done = side.ranks.size();
             }
@@ -1717,7 +1717,7 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
     done.i32(left ? 1 : 0);
     done.i32(for_all ? 1 : 0);
     if (for_all) {
-        done.ints(vf.ranks);
+        done.i64(static_cast<int64_t>(ranks_hash(vf.ranks))); // (a hash: the list would be 4 bytes per reader)
         done.i64(vf.plan ? vf.plan->stamp : 0);
     } else { // (and whether a replay of this session would bring this rank no verdict with its data)
         done.i32(final_from(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));

@@ -109,6 +109,11 @@ constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16;
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
 
+// A hash of a list of ranks (ReaderDone names the reader group by it).
+inline uint64_t ranks_hash(const std::vector<int> &ranks) {
+    return fnv1a(std::string(reinterpret_cast<const char *>(ranks.data()), ranks.size() * sizeof(int)));
+}
+
 // The rank of a group that speaks for it to the other component (leader_of(path, size)), spread by
 // the path over the group's ranks so that a rank that reads or writes many files does not speak for
 // every one of them. A reader group's leader takes the FileDefined and gives it to the others (the
