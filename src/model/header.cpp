@@ -359,9 +359,8 @@ int Header::find_dim(const std::string &name) const {
 }
 
 int Header::find_var(const std::string &name) const {
-    for (size_t i = 0; i < vars_.size(); ++i)
-        if (vars_[i].name == name) return static_cast<int>(i);
-    return -1;
+    const auto it = var_ids_.find(name);
+    return it == var_ids_.end() ? -1 : it->second;
 }
 
 int Header::unlimdimid() const {
@@ -431,6 +430,7 @@ int Header::def_var(const char *name, nc_type type, int ndims, const int *dimids
     v.type = type;
     v.dimids.assign(dimids, dimids + ndims);
     v.no_fill = fill_mode_ == NC_NOFILL;
+    var_ids_.emplace(v.name, static_cast<int>(vars_.size()));
     vars_.push_back(std::move(v));
     if (varidp != nullptr) *varidp = static_cast<int>(vars_.size()) - 1;
     return NC_NOERR;
@@ -456,6 +456,8 @@ int Header::rename_var(int varid, const char *newname) {
     if (int err = checked_name(newname, &n)) return err;
     if (find_var(n) >= 0) return NC_ENAMEINUSE;
     if (!define_mode_ && n.size() > vars_[varid].name.size()) return NC_ENOTINDEFINE;
+    var_ids_.erase(vars_[varid].name);
+    var_ids_.emplace(n, varid);
     vars_[varid].name = std::move(n);
     return NC_NOERR;
 }
@@ -860,10 +862,14 @@ public:
     bool count(uint32_t *n, size_t min_size) { return u32(n) && *n <= left() / min_size; }
 };
 
-// A name as check_name() accepts it (no embedded NUL), unique among `taken`.
+// A name as check_name() accepts it (no embedded NUL).
+bool valid_name(const std::string &name) {
+    return name.find('\0') == std::string::npos && check_name(name.c_str()) == NC_NOERR;
+}
+
+// A valid name, unique among `taken`.
 template <class T> bool good_name(const std::string &name, const std::vector<T> &taken) {
-    if (name.find('\0') != std::string::npos || check_name(name.c_str()) != NC_NOERR) return false;
-    return std::none_of(taken.begin(), taken.end(), [&](const T &t) { return t.name == name; });
+    return valid_name(name) && std::none_of(taken.begin(), taken.end(), [&](const T &t) { return t.name == name; });
 }
 
 bool read_att(Reader &r, const std::vector<Att> &taken, Att *a) {
@@ -943,9 +949,9 @@ bool read_dims(Reader &r, int format, std::vector<Dim> *dims) {
     return true;
 }
 
-bool read_var(Reader &r, int format, const std::vector<Var> &taken, Var *v) {
+bool read_var(Reader &r, int format, const std::unordered_map<std::string, int> &taken, Var *v) {
     uint32_t ndims;
-    if (!r.str(&v->name) || !good_name(v->name, taken) || !r.i32(&v->type)) return false;
+    if (!r.str(&v->name) || !valid_name(v->name) || taken.count(v->name) || !r.i32(&v->type)) return false;
     if (!is_valid_type(v->type) || (format != NC_FORMAT_CDF5 && is_cdf5_type(v->type)))
         return false;
     if (!r.count(&ndims, 4)) return false;
@@ -982,10 +988,11 @@ int Header::decode(const char *data, size_t size, Header *out) {
     if (!r.count(&nvars, 14)) return NC_EINVAL;
     for (uint32_t i = 0; i < nvars; ++i) {
         Var v;
-        if (!read_var(r, format, h.vars_, &v)) return NC_EINVAL;
+        if (!read_var(r, format, h.var_ids_, &v)) return NC_EINVAL;
         // (dimension ids, the unlimited one first only, the size within 64 bits: as def_var)
         if (h.check_def_var(v.type, static_cast<int>(v.dimids.size()), v.dimids.data()) != NC_NOERR)
             return NC_EINVAL;
+        h.var_ids_.emplace(v.name, static_cast<int>(h.vars_.size()));
         h.vars_.push_back(std::move(v));
     }
     if (r.left() != 0) return NC_EINVAL;

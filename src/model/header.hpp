@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <pnetcdf.h>
@@ -211,6 +212,9 @@ private:
     Layout layout_;
     std::vector<Dim> dims_;
     std::vector<Var> vars_;
+    // Variable ids by name (find_var): a file of n variables is defined or decoded in O(n), not
+    // O(n^2) name comparisons (143 variables: about 10,000 of them per file and cycle).
+    std::unordered_map<std::string, int> var_ids_;
     std::vector<Att> gatts_;
 };
 

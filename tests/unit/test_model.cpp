@@ -267,7 +267,17 @@ void test_data_mode() {
     CHECK("new att", h.put_att(NC_GLOBAL, "new", NC_CHAR, 1, "x", NC_CHAR) == NC_ENOTINDEFINE);
     CHECK("del att", h.del_att(NC_GLOBAL, "title") == NC_ENOTINDEFINE);
     CHECK("rename shorter", h.rename_var(v, "w") == NC_NOERR);
+    int found = -1;
+    CHECK("found by its new name", h.inq_varid("w", &found) == NC_NOERR && found == v);
+    CHECK("old name free", h.inq_varid("v", &found) == NC_ENOTVAR);
     CHECK("rename longer", h.rename_var(v, "ww") == NC_ENOTINDEFINE);
+    {
+        const std::vector<char> bytes = h.encode();
+        Header back;
+        CHECK("decoded names", Header::decode(bytes.data(), bytes.size(), &back) == NC_NOERR &&
+                                   back.inq_varid("w", &found) == NC_NOERR && found == v &&
+                                   back.inq_varid("v", &found) == NC_ENOTVAR);
+    }
     CHECK("def_dim", h.def_dim("y", 1, nullptr) == NC_ENOTINDEFINE);
     CHECK("redef", h.redef() == NC_NOERR && h.redef() == NC_EINDEFINE);
     h.enddef();
