@@ -1261,12 +1261,18 @@ void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int
     // The final header replaces the definitions (FileDefined's with the final record count, or one
     // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
     // read that needed the final header).
-    const std::vector<char> &header = sent ? *sent : vf.defined_header;
-    const bool indep = vf.header.in_indep_mode();
-    int rc = model::Header::decode(header.data(), header.size(), &vf.header);
-    if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    // A reader's header (read-only) is FileDefined's as its open decoded it: then only the record
+    // count is new.
+    const bool read_only = vf.header.read_only();
+    if (sent || !read_only) {
+        const std::vector<char> &header = sent ? *sent : vf.defined_header;
+        const bool indep = vf.header.in_indep_mode();
+        int rc = model::Header::decode(header.data(), header.size(), &vf.header);
+        if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+        vf.header.set_read_only(read_only);
+        if (indep) vf.header.begin_indep_data();
+    }
     if (!sent) vf.header.set_numrecs(final_numrecs);
-    if (indep) vf.header.begin_indep_data();
     vf.header_final = true;
     vf.header_final_epoch = epoch;
     // Gets on record variables were checked against the plan's record count: they stand if the final
