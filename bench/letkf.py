@@ -25,7 +25,9 @@ Sweeps:
          minute): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
   small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
-         16x16x20), as two jobs and in one MPMD launch: the protocol's own cost (about a minute).
+         16x16x20), as two jobs and in one MPMD launch: the protocol's own cost; and the 16x16x20 runs
+         in one launch once more with DTF_TRACE, summed by dtf-trace into OUT/runN.trace.txt (about a
+         minute).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
          MPMD launch (up to 32 processes; about two minutes).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
@@ -78,6 +80,11 @@ SMALL_MODES = {"modes": "transfer,transfer-replay,mpi-raw"}
 SMALL = [(label, members, px, 1, grid, None, 3, 6, dict(SMALL_MODES, **launch))
          for label, launch in (("small", {}), ("small.mpmd", {"launch": "mpmd"}))
          for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (1, 1, (16, 16, 20)))]
+# Where the small cycle goes, call by call: replay at 16x16x20 in one MPMD launch, one member of one rank
+# per component (a core per rank) and 2 members of 2 (crowded), traced (DTF_TRACE; about a microsecond
+# per call), summed by dtf-trace.
+SMALL_TRACE = [("small.trace", members, px, 1, (16, 16, 20), None, 1, 40,
+                {"modes": "transfer-replay", "launch": "mpmd", "trace": 1}) for members, px in ((1, 1), (2, 2))]
 # Messages against processes (issue 31: messages that grow with the data): the LETKF pattern with
 # 1 to 16 members of one rank per component (up to 32 processes, oversubscribed: these runs are for
 # the counts, not the times), 16x16x4 points per rank, in one MPMD launch.
@@ -99,9 +106,9 @@ SWEEPS = {
         ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
-    ] + SMALL + GROWTH + PERSIST,
+    ] + SMALL + SMALL_TRACE + GROWTH + PERSIST,
     "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
-    "small": SMALL,
+    "small": SMALL + SMALL_TRACE,
     "growth": GROWTH,
     "persist": PERSIST,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
@@ -262,6 +269,9 @@ def main():
         env = dict(os.environ)
         if "thread" in opt:
             env["DTF_PROGRESS_THREAD"] = str(opt["thread"])
+        if opt.get("trace"):
+            shutil.rmtree(prefix + ".trace", ignore_errors=True)
+            env["DTF_TRACE"] = prefix + ".trace"
         shown = (f"DTF_PROGRESS_THREAD={opt['thread']} " if "thread" in opt else "") + " ".join(
             map(shlex.quote, cmd)).replace(build, "BUILD").replace(os.path.dirname(HERE), ".")
         print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}): {members} members x {px}x{py} ranks, "
@@ -285,11 +295,19 @@ def main():
             sys.exit(f"letkf.py: run {i + 1} is inconsistent: " + "; ".join(errors))
         nx = glob[0] // px if glob else grid[0]
         ny = glob[1] // py if glob else grid[1]
+        if opt.get("trace"):  # where the calls' time went, rank by rank (the report shows it)
+            summary = subprocess.run([os.path.join(build, "bin", "dtf-trace"), prefix + ".trace", "--top", "8"],
+                                     capture_output=True, text=True)
+            if summary.returncode != 0:
+                sys.exit(f"letkf.py: dtf-trace failed on run {i + 1}: {summary.stderr}")
+            with open(prefix + ".trace.txt", "w") as f:
+                f.write(summary.stdout)
         run = {"label": label, "command": shown, "members": members, "px": px, "py": py,
                "imax": nx, "jmax": ny, "kmax": grid[2], "model_ranks": members * px * py,
                "assim_ranks": members * px * py, "reps": reps, "cycles": cycles,
                "compute_ms": opt.get("compute", 0), "wall_s": round(wall, 1),
-               **{k: opt[k] for k in ("buffer_data", "persist") if k in opt}}
+               **{k: opt[k] for k in ("buffer_data", "persist") if k in opt},
+               **({"trace": os.path.basename(prefix) + ".trace.txt"} if opt.get("trace") else {})}
         # A run launched again (the same label and sizes) continues the rep numbers of its earlier
         # launches: its samples add to theirs, and report.py tells the launches apart.
         same = [r for r in meta["runs"] if all(r[k] == run[k] for k in RUN_KEY)]

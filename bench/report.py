@@ -10,6 +10,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import sys
 
 import plot
@@ -169,7 +170,8 @@ def small_blocks(samples, meta):
     lines = ["## Small blocks", "",
              "Where a cycle's data takes a few milliseconds, what dtf's protocol adds shows (the `small` sweep: "
              "`bench/letkf.py BUILD --sweep small`). Median model cycle in ms; the fraction of the MPI ceiling is "
-             "mpi-raw / mode. Messages: the median per cycle of the busiest rank of either component (sent and "
+             "mpi-raw / mode. CPU: user and system time per cycle of the busiest rank of each component (waiting ranks "
+             "poll, so it includes their waits). Messages: the median per cycle of the busiest rank of either component (sent and "
              "received, counted by `dtf_counters_read`; mpi-raw counts its own), control and data. dtf sends the "
              "data in as many messages as mpi-raw, and the same bytes; the rest is its protocol. To see where "
              "a cycle's time goes, rank by rank: run with `DTF_TRACE=DIR` and read `dtf-trace DIR` (each wait, "
@@ -184,10 +186,76 @@ def small_blocks(samples, meta):
                                  for c in COMPONENTS) for kind in ("control", "data")}
             raw = ratio(samples, run, "mpi-raw") if mode == "transfer" else (
                 None if mode == "mpi-raw" or t == 0 else median(cycle_times(samples, run, "mpi-raw")) / t)
+            cpu = [median(seconds(samples, run, mode, c, "cpu", agg="max")) for c in COMPONENTS]
             rows.append([f"{plot.describe(run)}, {launch}", mode, ms(t), "–" if raw is None else f"{raw:.2f}",
+                         " / ".join("–" if x is None else ms(x) for x in cpu),
                          f"{busiest['control']:.0f}", f"{busiest['data']:.0f}"])
-    return lines + table(["run", "mode", "median cycle (ms)", "fraction of the ceiling", "control messages",
-                          "data messages"], rows)
+    return lines + table(["run", "mode", "median cycle (ms)", "fraction of the ceiling",
+                          "CPU per cycle (ms): model / assim", "control messages", "data messages"], rows)
+
+
+def trace_summary(text, cycles):
+    """Per component, the busiest rank's ms per cycle from dtf-trace's summary: (in dtf's calls, waiting,
+    waiting in collectives over the component's own ranks)."""
+    per = {}
+    blocks = re.split(r"^(?=\w+ rank \d+: )", text, flags=re.M)
+    for block in blocks:
+        m = re.match(r"(\w+) rank \d+: ([\d.]+) ms in PnetCDF calls and dtf_transfer, ([\d.]+) ms of it waiting", block)
+        if not m:
+            continue
+        collective = sum(float(w) for w in re.findall(r"^\s+([\d.]+) ms in\s+\d+ waits \(peer -\)", block, re.M))
+        mine = (float(m.group(2)) / cycles, float(m.group(3)) / cycles, collective / cycles)
+        if m.group(1) not in per or mine[0] > per[m.group(1)][0]:
+            per[m.group(1)] = mine
+    return per
+
+
+def small_trace(out, samples, meta):
+    """The traced small runs (letkf.py's small.trace): where the cycle goes, call by call, with a core per
+    rank and on a crowded node."""
+    lines, blocks = [], []
+    for run in (r for r in meta["runs"] if r.get("trace")):
+        path = os.path.join(out, run["trace"])
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read().strip()
+        text = "\n".join(line for line in text.splitlines() if " merged into " not in line).strip()
+        cycles = run["reps"] * run["cycles"]
+        per = trace_summary(text, cycles)
+        if "model" not in per or "assim" not in per:
+            continue
+        raw = [r for r in plot.runs(samples, meta, "small.mpmd")
+               if (r.members, r.px, r.py, r.imax, r.jmax, r.kmax) ==
+               (run["members"], run["px"], run["py"], run["imax"], run["jmax"], run["kmax"])]
+        raw_ms = median(cycle_times(samples, raw[0], "mpi-raw")) * 1e3 if raw else None
+        ranks = run["model_ranks"] + run["assim_ranks"]
+        (mc, mw, mk), (ac, aw, ak) = per["model"], per["assim"]
+        lines.append(f"- {run['members']} member{'s' if run['members'] > 1 else ''} of {run['px'] * run['py']} "
+                     f"rank{'s' if run['px'] * run['py'] > 1 else ''}, {ranks} processes on "
+                     f"{meta['machine'].get('cpus', '?')} cores: per cycle the busiest model rank spends {mc:.2f} ms "
+                     f"in dtf's calls, {mw:.2f} ms of it waiting ({mk:.2f} ms in collectives over its own "
+                     f"ranks), and the busiest assimilation rank {ac:.2f} ms, {aw:.2f} ms waiting ({ak:.2f} ms in "
+                     "collectives)" + (f"; mpi-raw's whole cycle takes {raw_ms:.2f} ms in the table's run" if raw_ms else "")
+                     + ".")
+        blocks += ["", f"{run['members']} member{'s' * (run['members'] != 1)}, px x py = {run['px']}x{run['py']}, "
+                       f"{run['imax']}x{run['jmax']}x{run['kmax']} points per rank, one MPMD launch:", "", "```", text, "```"]
+    if not lines:
+        return []
+    return (["", "### Where the cycle goes", "",
+             "Runs of the table once more, 40 cycles each with `DTF_TRACE` (the first cycle records the plans; the "
+             "trace adds about a microsecond per call, more on a crowded node, where its writes share the cores), summed by `dtf-trace` (below, rank by rank: the waits by "
+             "kind and the calls by their time besides their waits):", ""] + lines +
+            ["", "With a core per rank, the difference from mpi-raw is the work of dtf's calls besides their waits: "
+             "the puts and gets record and check each request against the plan, `ncmpi_wait_all` packs the plan's "
+             "messages and receives the data, creates, opens and closes hold the header (defined, encoded, decoded) "
+             "and agree with the other ranks, `dtf_transfer` agrees the record count. On a crowded node each rank's "
+             "calls take longer as the ranks share the cores (a cycle there takes about the CPU time of all ranks "
+             "divided by the cores: the table's CPU column), and every round of a collective waits for ranks that "
+             "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
+             "a replayed file costs a writer rank 3 allreduces and a reader rank a broadcast and an allreduce, "
+             "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle sends the data and 2 "
+             "control messages per file."] + blocks)
 
 
 def message_growth(samples, meta, images):
@@ -633,7 +701,7 @@ def main():
         sys.exit(f"report.py: {e}")
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
-    lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta)
+    lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta) + small_trace(args.out, samples, meta)
              + message_growth(samples, meta, images) + projection(args.out)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + persist(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
