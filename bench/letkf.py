@@ -14,7 +14,7 @@ micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv. With --md, bench
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 16 minutes here): the default size, weak scaling (1, 2, 4
+  full   what `make bench` runs (about 16 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
          default size in one MPMD launch, small blocks (the sweep small), messages against processes
@@ -99,6 +99,7 @@ SWEEPS = {
         ("weak", 1, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 2, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 4, 1, 1, (64, 64, 16), None, 2, 5),
+        ("weak", 8, 1, 1, (64, 64, 16), None, 2, 5),
         ("strong", 1, 1, 1, (0, 0, 16), (256, 256), 2, 5),
         ("strong", 1, 2, 1, (0, 0, 16), (256, 256), 2, 5),
         ("strong", 1, 2, 2, (0, 0, 16), (256, 256), 2, 5),

@@ -405,6 +405,16 @@ def protocol_targets(samples, meta, verdict):
                 r = None if raw is None or not t else raw / t
                 rows.append([f"mpi-raw / {mode} >= {want}, {run.imax}x{run.jmax}x{run.kmax} per rank, 2 members x "
                              f"{run.px * run.py} ranks, {launch}", times(r), verdict(r, want)])
+    for run in plot.runs(samples, meta, "launch.mpmd"):
+        raw, t = median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay"))
+        r = None if raw is None or not t else raw / t
+        rows.append(["mpi-raw / transfer-replay >= 0.9, default size, one MPMD launch", times(r), verdict(r, 0.9)])
+    for run in plot.runs(samples, meta, "weak"):
+        if run.members < 4:
+            continue
+        raw, t = median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay"))
+        r = None if raw is None or not t else raw / t
+        rows.append([f"mpi-raw / transfer-replay >= 0.7, weak scaling, {run.members} members", times(r), verdict(r, 0.7)])
     growth = sorted(plot.runs(samples, meta, "growth"), key=plot.total_ranks)
     if growth:
         top = growth[-1]
