@@ -14,7 +14,7 @@ micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv. With --md, bench
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 16 minutes here): the default size, weak scaling (1, 2, 4, 8
+  full   what `make bench` runs (about 10 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
          default size in one MPMD launch, small blocks (the sweep small), messages against processes
@@ -29,7 +29,7 @@ Sweeps:
          in one launch once more with DTF_TRACE, summed by dtf-trace into OUT/runN.trace.txt (about a
          minute).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
-         MPMD launch (up to 32 processes; about two minutes).
+         MPMD launch (up to 32 processes; about 20 seconds).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
