@@ -175,8 +175,8 @@ def collectives(n, writers, readers, writer_allreduces):
 
 
 def files(p, directory, suffix):
-    """The files of a cycle: (path, kind, writer group, reader group, reader component size), groups as
-    lists of (component, rank) in the file communicator's order."""
+    """The files of a cycle: (path, kind, writer group, reader group, reader component size, member),
+    groups as lists of (component, rank) in the file communicator's order."""
     out = []
     assim = [("assim", a) for a in range(p.A)]
     for m in range(p.M):
@@ -190,8 +190,9 @@ def files(p, directory, suffix):
     return out
 
 
-def file_pairs(p, kind, m):
-    """{(writer index in its group, reader index in its group): bytes} of one member's file."""
+def file_pairs(p, kind):
+    """{(writer index in its group, reader index in its group): bytes} of a member's file (every
+    member's are alike)."""
     col = p.column_bytes(kind)
     if kind == "back":
         return {(a, r): n * col for (r, a), n in p.pairs.items()}
@@ -200,13 +201,13 @@ def file_pairs(p, kind, m):
 
 def replay_cycle(p, directory):
     n = Counts(p)
-    for path, kind, writers, readers, _, m in files(p, directory, "r"):
+    for path, kind, writers, readers, _, _ in files(p, directory, "r"):
         wl, rl = writers[leader_of(path, len(writers))], readers[leader_of(path, len(readers))]
         n.send(wl, rl, REPLAY_CONTROL_BYTES)  # FileDefined
         n.send(rl, wl, REPLAY_CONTROL_BYTES)  # ReaderDone
         verdict = {}
         first = {}
-        for (w, r), nbytes in sorted(file_pairs(p, kind, m).items()):
+        for (w, r), nbytes in sorted(file_pairs(p, kind).items()):
             carries = nbytes <= VERDICT_MAX
             n.send(writers[w], readers[r], nbytes + (VERDICT_BYTES if carries else 0), data=True)
             verdict[r] = verdict.get(r, False) or carries
@@ -221,13 +222,13 @@ def replay_cycle(p, directory):
 def transfer_cycle(p, directory, control_bytes, match_unit):
     """A cycle matched from scratch; control messages at control_bytes each."""
     n = Counts(p)
-    for path, kind, writers, readers, component, m in files(p, directory, "t"):
+    for path, kind, writers, readers, component, _ in files(p, directory, "t"):
         root, rl = writers[0], readers[leader_of(path, len(readers))]
         reader_comp = readers[0][0]
         for r in range(component):  # FileDefined to every rank of the reader component
             n.send(root, (reader_comp, r), control_bytes)
         matchers = list(range(0, len(writers), WORKGROUP))
-        pairs = file_pairs(p, kind, m)
+        pairs = file_pairs(p, kind)
         meets = {}  # reader -> writers whose blocks meet its own
         for (w, r), nbytes in pairs.items():
             meets.setdefault(r, []).append(w)
@@ -256,8 +257,8 @@ def transfer_cycle(p, directory, control_bytes, match_unit):
 
 def raw_cycle(p):
     n = Counts(p)
-    for path, kind, writers, readers, _, m in files(p, ".", "f"):
-        for (w, r), nbytes in file_pairs(p, kind, m).items():
+    for _, kind, writers, readers, _, _ in files(p, ".", "f"):
+        for (w, r), nbytes in file_pairs(p, kind).items():
             n.send(writers[w], readers[r], nbytes, data=True)
     return n
 
