@@ -170,9 +170,9 @@ def small_blocks(samples, meta):
     lines = ["## Small blocks", "",
              "Where a cycle's data takes a few milliseconds, what dtf's protocol adds shows (the `small` sweep: "
              "`bench/letkf.py BUILD --sweep small`). Median model cycle in ms; the fraction of the MPI ceiling is "
-             "mpi-raw / mode. CPU: user and system time per cycle of the busiest rank of each component (waiting ranks "
-             "poll, so it includes their waits). Messages: the median per cycle of the busiest rank of either component (sent and "
-             "received, counted by `dtf_counters_read`; mpi-raw counts its own), control and data. dtf sends the "
+             "mpi-raw / mode. CPU: user and system time per cycle of the busiest rank of each component (waiting "
+             "ranks poll, so it includes their waits). Messages: the median per cycle of the busiest rank of either "
+             "component (sent and received, counted by `dtf_counters_read`; mpi-raw counts its own), control and data. dtf sends the "
              "data in as many messages as mpi-raw, and the same bytes; the rest is its protocol. To see where "
              "a cycle's time goes, rank by rank: run with `DTF_TRACE=DIR` and read `dtf-trace DIR` (each wait, "
              "what it waited for and from whom; the merged trace opens in Perfetto).", ""]
@@ -244,8 +244,9 @@ def small_trace(out, samples, meta):
         return []
     return (["", "### Where the cycle goes", "",
              "Runs of the table once more, 40 cycles each with `DTF_TRACE` (the first cycle records the plans; the "
-             "trace adds about a microsecond per call, more on a crowded node, where its writes share the cores), summed by `dtf-trace` (below, rank by rank: the waits by "
-             "kind and the calls by their time besides their waits):", ""] + lines +
+             "trace adds about a microsecond per call, more on a crowded node, where its writes share the cores), "
+             "summed by `dtf-trace` (below, rank by rank: the waits by kind and the calls by their time besides "
+             "their waits):", ""] + lines +
             ["", "With a core per rank, the difference from mpi-raw is the work of dtf's calls besides their waits: "
              "the puts and gets record and check each request against the plan, `ncmpi_wait_all` packs the plan's "
              "messages and receives the data, creates, opens and closes hold the header (defined, encoded, decoded) "
@@ -305,6 +306,10 @@ def projection(out):
     unit = project.match_unit(os.path.join(out, "planning.csv"))
     members, procs, grid = 10, (320, 640, 1280, 2560, 5120), (2560, 2560, 36)
     rows = project.projection(members, procs, grid, unit, ctl_bytes)
+
+    def read_mib(n):  # what an assimilation rank reads per cycle: its columns of every member's two files
+        p = project.Pattern(1, 1, 1, *grid)
+        return members * grid[0] * grid[1] / n * (p.column_bytes("hist") + p.column_bytes("anal")) / MIB
     lines = ["## The seeds' scale, projected", "",
              f"The seeds' strong scaling (`dtf-scalability-fugaku-ofp.txt`, Table 1): {members} members, 320 to 5,120 "
              "processes per component. `bench/project.py` counts, file by file, the messages dtf's protocol sends in "
@@ -314,7 +319,8 @@ def projection(out):
              f"{max(k[0] for k in measured)} members, each mode): "
              + ("every one within 2% or 2 messages." if not failures else "**it differs**: " + "; ".join(failures) + "."), "",
              f"The projection: one member's grid {grid[0]}x{grid[1]} points of {grid[2]} levels, so that an "
-             "assimilation rank reads about what Table 1 says (598 MiB at 320 processes, 37 MiB at 5,120); N/10 model "
+             f"assimilation rank reads about what Table 1 says ({read_mib(procs[0]):.0f} MiB per cycle at {procs[0]} "
+             f"processes, {read_mib(procs[-1]):.0f} MiB at {procs[-1]}; Table 1: 590.2 and 37.3 MiB); N/10 model "
              "ranks per member, N assimilation ranks. Per process and cycle: messages (sent and received, control "
              "and data, point-to-point; mean and busiest), the busiest rank's control messages, bytes (mean), "
              "MPI's messages inside dtf's collectives for the busiest rank (modelled: recursive doubling and binomial "
