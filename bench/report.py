@@ -255,8 +255,8 @@ def small_trace(out, samples, meta):
              "divided by the cores: the table's CPU column), and every round of a collective waits for ranks that "
              "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
              "a replayed file costs a writer rank 3 allreduces and a reader rank a broadcast and an allreduce, "
-             "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle sends the data and 2 "
-             "control messages per file."] + blocks)
+             "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name "
+             "sends its data and 2 control messages."] + blocks)
 
 
 def message_growth(samples, meta, images):
