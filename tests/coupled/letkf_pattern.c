@@ -194,6 +194,7 @@ static void assim_read(const char *path, const char *prefix, int nread, int (*wh
     }
     CHECK(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
     CHECK(dtf_transfer(path, ncid));
+    if (ncmpi_redef(ncid) != NC_EPERM) bad = 1; /* still opened read-only once its final header came */
     record_sizes(ncid);
     if (kind == ANAL && late_close_ms > 0) usleep((useconds_t)late_close_ms * 1000);
     CHECK(ncmpi_close(ncid));
