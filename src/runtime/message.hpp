@@ -3,15 +3,15 @@
 // of a crash and the decoder can be unit-tested and fuzzed.
 //
 //   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
-//   transfer mode  FileDefined   writer root -> every reader-component rank (replaying a plan of this
-//                                very path: writer leader -> the reader leader alone): the sessions it
+//   transfer mode  FileDefined   writer root -> every reader-component rank (replaying a plan of known
+//                                readers: writer leader -> the reader leader alone): the sessions it
 //                                withdraws, stamp, header (or "the plan's") + writer ranks + matchers
 //                  ReaderOpened  reader leader -> every writer-file rank (not when replaying a plan of
-//                                this very path): the reader ranks of the session, the replay plan they
+//                                known readers): the reader ranks of the session, the replay plan they
 //                                hold, and the session's stamp (FileDefined's)
 //                  HeaderFinal   writer root (or leader) -> reader-file ranks at dtf_transfer: the
 //                                session's stamp, final header (numrecs; only that when the rest is
-//                                FileDefined's); replaying a plan of this very path, only to the
+//                                FileDefined's); replaying a plan of known readers, only to the
 //                                readers whose data does not end with the writers' verdict, each from
 //                                the writer rank of its first data
 //                  ReadRequest   reader rank -> each matcher: a batch of get requests

@@ -78,7 +78,7 @@ bool led_epoch(const WriterSession &ws) {
 
 // Whether the readers hold the writer's plan (same session, same reader ranks) and this rank knows
 // the session's stamp (the data messages' tag): known once their root's ReaderOpened came, or at
-// once for a plan of this very path (ReaderSide::assumed) once the stamp is known here.
+// once for a plan of known readers (ReaderSide::assumed) once the stamp is known here.
 bool plan_confirmed(Runtime &rt, WriterSession &ws) {
     const WriterPlan &plan = *ws.plan;
     const ReaderSide &reader = ws.readers.front(); // a replayed session has one reader
@@ -127,7 +127,7 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 
 // FileDefined: to every rank of each reader component, since the writer does not know which ranks
 // will open the file (the readers' ReaderOpened tells; the others drop theirs when withdrawn); to the
-// leader of the plan's readers alone when the session replays a plan of this very path
+// leader of the plan's readers alone when the session replays a plan of known readers
 // (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it
 // is the one that plan's session had, which the readers kept with it.
 void announce_definition(Runtime &rt, VirtualFile &vf) {
@@ -217,7 +217,11 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
         int distance = 0;
         ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
         ws->plan_exact = ws->plan && distance == 0;
-        if (ws->plan_exact) {
+        // A plan of this very path, or of another name that its readers followed last time (the
+        // previous file of a series named after the cycle): the plan's readers are the readers. (The
+        // previous session of the pattern has ended on every writer rank when this one starts, so
+        // they decide alike.)
+        if (ws->plan && (ws->plan_exact || ws->plan->followed)) {
             ReaderSide &side = ws->readers.front(); // (a replayed session has one reader)
             side.ranks = ws->plan->reader_ranks;
             side.plan = ws->plan->stamp;
@@ -228,7 +232,9 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
             ws->plan_since = ++ws->plan->found;
             log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
                        origin(*ws->plan, ws->plan_since).c_str(),
-                       ws->plan_exact ? "" : " (a similar name: until the readers confirm it)");
+                       ws->plan_exact                  ? ""
+                       : ws->readers.front().assumed ? " (a similar name its readers followed last time)"
+                                                      : " (a similar name: until the readers confirm it)");
         }
     }
     // The leader makes the stamp; the other ranks learn it from the numrecs agreement at the first
@@ -264,7 +270,7 @@ void push_order(Runtime &rt, WriterSession &ws, size_t o, std::vector<char> byte
         ByteWriter verdict;
         verdict.i64(ws.final_numrecs);
         verdict.i32(ws.header_changed ? 1 : 0);
-        verdict.i32(0);
+        verdict.i32(plan_check(ws.plan->stamp));
         const std::vector<char> v = verdict.take();
         bytes.insert(bytes.end(), v.begin(), v.end());
     }
@@ -365,7 +371,7 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
         rt.push_early(vf.ws);
         // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
         // names it too: until it does, keep every value (the session may still replay).
-        ws.packing = ws.plan_exact ? Packing::Packing : Packing::Unconfirmed;
+        ws.packing = ws.readers.front().assumed ? Packing::Packing : Packing::Unconfirmed;
         if (ws.packing == Packing::Packing) lay_out(ws);
     }
     if (ws.packing == Packing::Unconfirmed) {
@@ -530,9 +536,9 @@ void collect_metadata(WriterSession &ws) {
 }
 
 // HeaderFinal to every rank of reader component `side`, from the writer leader (rank 0 but in a
-// replay of a plan of this very path): the replayed plan's stamp (0: none, -1: the writers cannot
+// replay of a plan of known readers): the replayed plan's stamp (0: none, -1: the writers cannot
 // replay to these readers) and, for messages, its session and path; then the header with the final
-// record count. In a replayed epoch of a plan of this very path whose header did not change, the data
+// record count. In a replayed epoch of a plan of known readers whose header did not change, the data
 // messages carry the verdict (held()): it goes only to the readers that have none of them in the
 // plan's first batch, each from the writer rank that sends it its first data (the plan's
 // `needs_final`), so that no rank sends it to every reader.
@@ -945,7 +951,10 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
         plans.drop(ws.plan_key, ws.plan); // the pattern changed: the next session matches again
         return;
     }
-    if (ws.replay == 1) return; // every reader followed the plan: it holds
+    if (ws.replay == 1) { // every reader followed the plan: it holds
+        if (ws.path != ws.plan->path) ws.plan->followed = true;
+        return;
+    }
     auto plan = std::make_shared<WriterPlan>();
     plan->stamp = ws.stamp;
     plan->path = ws.path;
@@ -1170,10 +1179,15 @@ std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const Post
         if (channel.done(v.first)) {
             ByteReader r(v.second.data(), v.second.size());
             int64_t numrecs = 0;
-            int32_t changed = 0;
-            if (!r.i64(&numrecs) || !r.i32(&changed) || numrecs < 0)
+            int32_t changed = 0, plan = 0;
+            if (!r.i64(&numrecs) || !r.i32(&changed) || !r.i32(&plan) || numrecs < 0)
                 fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", vf.path.c_str(), vf.session,
                      writer);
+            if (plan != plan_check(vf.plan->stamp))
+                fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays another transfer pattern than %s, which "
+                     "this rank holds and received the data by; set replay_io=0 for this file", vf.path.c_str(),
+                     vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                     origin(*vf.plan, vf.plan_since).c_str());
             return Verdict{numrecs, changed != 0};
         }
     return std::nullopt;

@@ -181,7 +181,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
     // The reader leader waits for the writer's FileDefined and gives it to the other ranks (with its
     // failure, if it failed): the writer sends it to the leader alone when the session replays a plan
-    // of this very path; else every rank got a copy too, which it drops.
+    // of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
     const int leader = leader_of(f.path, f.size);
     std::vector<char> got;
     if (f.rank == leader) {
@@ -249,7 +249,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     f.header.set_read_only(true);
     // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
     // the writer wrote the session to the file system instead already (fallback=: read there), or it
-    // replays a plan of this very path, whose readers its ranks took (ReaderSide::assumed).
+    // replays a plan of known readers, whose readers its ranks took (ReaderSide::assumed).
     if (f.rank == leader && !f.defined_to_leader && !rt.written(f.writer_stamp)) {
         PayloadWriter p;
         p.ints(f.ranks);

@@ -27,7 +27,8 @@
 //   close              writer: serves first if it never transferred since its last put;
 //                      reader: transfers first if it has pending gets or has not said done;
 //                      both: messages left about the session are dropped (Runtime::session_closed)
-// Replaying a plan of the file's very path (ReaderSide::assumed), a cycle is its data and two control
+// Replaying a plan of known readers (ReaderSide::assumed: a plan of the file's very path, or of
+// another name whose readers followed it last time, WriterPlan::followed), a cycle is its data and two control
 // messages: FileDefined writer leader -> reader leader (the header left out when it is the plan's),
 // the data (messages of at most kVerdictMax bytes after the writers' agreement, ending with their
 // verdict; HeaderFinal only to the readers without one, from their first writer), and ReaderDone
@@ -96,7 +97,7 @@ struct ReadRecord {
 // it was recorded in (path and session number), which both sides compare before replaying it.
 std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 
-// A session replaying a plan of its very path (ReaderSide::assumed; the reader's FileDefined came to
+// A session replaying a plan of known readers (ReaderSide::assumed; the reader's FileDefined came to
 // its leader alone): each data message of at most kVerdictMax bytes leaves once the writers agreed at
 // dtf_transfer and ends with their verdict (kVerdictBytes: the final record count, whether the header
 // changed since FileDefined), so that a reader that has one in the plan's first batch needs no final
@@ -106,8 +107,13 @@ std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 // WriterPlan::needs_final. 64 KiB move in about the time a control message takes
 // (held back, 256 KiB cost a 16x16x20 LETKF cycle with a core per rank 0.42 -> 0.49-0.55 ms).
 constexpr size_t kVerdictMax = 64 * 1024;
-constexpr size_t kVerdictBytes = 16;
+constexpr size_t kVerdictBytes = 16; // the record count (i64), whether the header changed, plan_check
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
+// 32 bits of a plan's stamp in the verdict: a reader that took the data by another plan than the
+// writers' says so instead of keeping values laid out by the other.
+inline int32_t plan_check(int64_t stamp) {
+    return static_cast<int32_t>(static_cast<uint64_t>(stamp) ^ (static_cast<uint64_t>(stamp) >> 32));
+}
 
 // A hash of a list of ranks (ReaderDone names the reader group by it).
 inline uint64_t ranks_hash(const std::vector<int> &ranks) {
@@ -117,7 +123,7 @@ inline uint64_t ranks_hash(const std::vector<int> &ranks) {
 // The rank of a group that speaks for it to the other component (leader_of(path, size)), spread by
 // the path over the group's ranks so that a rank that reads or writes many files does not speak for
 // every one of them. A reader group's leader takes the FileDefined and gives it to the others (the
-// writer of a session replaying a plan of this very path sends it there alone), says ReaderOpened,
+// writer of a session replaying a plan of known readers sends it there alone), says ReaderOpened,
 // and the ReaderDone for all ranks of such a session. In such a session of a file written at no
 // rank's own time (WriterSession::quiet_end) the writer group has a leader too: it makes the stamp,
 // sends the FileDefined and the final header, and takes the readers' ReaderDone; else rank 0 does.
@@ -128,6 +134,9 @@ struct WriterPlan {
     std::string path;               // and that session's path and number (for messages)
     int session = 0;
     mutable int found = 0;          // sessions that found it since (under the runtime lock; for messages)
+    // Its readers followed it in the last session that took it for a file of another name (a file
+    // named after the cycle): the next such session takes them as its readers too (ReaderSide::assumed).
+    mutable bool followed = false;
     std::vector<int> ranks;         // component ranks of the writer's file communicator
     std::vector<int> reader_ranks;  // component ranks of the reader's file communicator
     std::vector<match::WriteReq> writes;
@@ -176,7 +185,7 @@ struct ReaderSide {
     int64_t plan = 0;         // stamp of the replay plan its root holds (ReaderOpened)
     bool header_sent = false; // the epoch's final header went to its ranks
     size_t done = 0;          // matcher: its ranks done with the epoch
-    // A session replaying a plan of its very path takes the plan's reader ranks as the readers at
+    // A session replaying a plan of known readers takes the plan's reader ranks as the readers at
     // once: both sides kept that plan when it was last read (they keep or drop it alike), so its
     // readers open the file again holding it. They send no ReaderOpened; their leader's ReaderDone
     // names the readers and the plan, which the matcher checks.
@@ -230,7 +239,7 @@ struct WriterSession {
     // (`finish_due`: past the close's collectives, or at the next dtf_transfer, which waits for it),
     // by a matcher once its readers are done (`matcher_done`).
     bool quiet_end = false;
-    int leader = 0;           // the writer leader (leader_of; rank 0 but in a quiet replay of this very path)
+    int leader = 0;           // the writer leader (leader_of; rank 0 but in a quiet replay of known readers)
     bool finish_due = false;
     bool matcher_done = false;
     bool quiet_done = false;                   // that collective completed
@@ -361,8 +370,8 @@ struct VirtualFile {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
-    // The writer sent FileDefined to the reader leader alone (leader_of): it replays a plan of this
-    // very path, and takes this session's readers from it. Then no ReaderOpened goes out, and the
+    // The writer sent FileDefined to the reader leader alone (leader_of): it replays a plan of known
+    // readers, and takes this session's readers from it. Then no ReaderOpened goes out, and the
     // ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by their leader
     // at the close (`done_deferred` until then), with whether any left the plan, the reader ranks and
     // the plan they hold (which the writer checks there): to the writer leader where the writer has

@@ -314,7 +314,10 @@ void test_replayed_cycles() {
 // reader leader, the header left out) and one ReaderDone (reader leader to writer leader): no
 // ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
 // no finish (a collective). Every value checked.
-void test_replayed_same_file() {
+// From the cycle after the first replayed one, a replayed cycle sends its data and two control
+// messages: `named` gives the file's path per cycle (one name, or a name per cycle, whose plan its
+// readers confirm in the first replayed cycle and are taken for afterwards).
+void test_replayed_cycles(const std::function<std::string(int)> &named, int first_replayed) {
     World w({2, 3});
     using Counts = std::array<long, kMessageKindLast + 1>;
     auto sent = [&](int c, int ranks) {
@@ -326,14 +329,15 @@ void test_replayed_same_file() {
     auto cycles = [&](int first, int last) {
         w.run([&](int c, int r, Runtime &rt) {
             for (int cycle = first; cycle <= last; ++cycle) {
-                if (c == kWriter) write_cycle(w, rt, r, 2, "/run/replayed.nc", cycle);
-                else CHECK(read_cycle(w, rt, r, 3, "/run/replayed.nc", cycle).empty());
+                if (c == kWriter) write_cycle(w, rt, r, 2, named(cycle), cycle);
+                else CHECK(read_cycle(w, rt, r, 3, named(cycle), cycle).empty());
             }
         });
     };
-    cycles(1, 1); // records the plan
+    cycles(1, first_replayed); // records the plan (and has the readers confirm it)
     const Counts writer1 = sent(kWriter, 2), reader1 = sent(kReader, 3);
-    cycles(2, 5);
+    const int last = first_replayed + 4;
+    cycles(first_replayed + 1, last);
     Counts writer = sent(kWriter, 2), reader = sent(kReader, 3);
     for (size_t k = 0; k < writer.size(); ++k) writer[k] -= writer1[k], reader[k] -= reader1[k];
     auto kind = [](MessageKind k) { return static_cast<size_t>(k); };
@@ -345,8 +349,16 @@ void test_replayed_same_file() {
     CHECK(reader[kind(MessageKind::ReaderDone)] == 4);
     long replayed = 0;
     for (int r = 0; r < 3; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
-    CHECK(replayed == 4 * 3 * 2); // every batch of cycles 2..5
+    CHECK(replayed == (last - 1) * 3 * 2); // every batch of the cycles after the first
     CHECK(w.all_used());
+}
+
+void test_replayed_same_file() {
+    test_replayed_cycles([](int) { return std::string("/run/replayed.nc"); }, 1);
+}
+
+void test_replayed_cycle_names() {
+    test_replayed_cycles([](int cycle) { return "/run/replayed." + std::to_string(cycle) + ".nc"; }, 2);
 }
 
 // Under replay the writers change their decomposition in cycle 3, before they dropped any value:
@@ -578,6 +590,7 @@ int main() {
     test_two_readers();
     test_replayed_cycles();
     test_replayed_same_file();
+    test_replayed_cycle_names();
     test_replay_pattern_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();
