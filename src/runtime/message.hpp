@@ -69,7 +69,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x4454460c; // "DTF" + wire version 12 (little-endian; values sent apart)
+constexpr uint32_t kMessageMagic = 0x4454460d; // "DTF" + wire version 13 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the
