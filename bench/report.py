@@ -295,10 +295,7 @@ def message_growth(samples, meta, images):
 
 def projection(out):
     """The seeds' strong scaling on paper (bench/project.py), its model checked against the growth sweep."""
-    try:
-        measured = project.measured_growth(out)
-    except (StopIteration, ValueError, KeyError):
-        measured = {}
+    measured = project.measured_growth(out)
     if not measured:
         return []
     checked, failures = project.validate(measured)

@@ -309,15 +309,12 @@ void test_replayed_cycles() {
     CHECK(w.all_used());
 }
 
-// replay_io=1 with the same file every cycle (a plan of its very path): from the second cycle on
-// the writers take the plan's readers at once, and a cycle costs one FileDefined (writer leader to
+// replay_io=1 where the writers take the plan's readers at once (the file's path per cycle from
+// `named`): from the cycle after `first_replayed` a cycle costs one FileDefined (writer leader to
 // reader leader, the header left out) and one ReaderDone (reader leader to writer leader): no
 // ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
 // no finish (a collective). Every value checked.
-// From the cycle after the first replayed one, a replayed cycle sends its data and two control
-// messages: `named` gives the file's path per cycle (one name, or a name per cycle, whose plan its
-// readers confirm in the first replayed cycle and are taken for afterwards).
-void test_replayed_cycles(const std::function<std::string(int)> &named, int first_replayed) {
+void check_replayed_control(const std::function<std::string(int)> &named, int first_replayed) {
     World w({2, 3});
     using Counts = std::array<long, kMessageKindLast + 1>;
     auto sent = [&](int c, int ranks) {
@@ -353,12 +350,15 @@ void test_replayed_cycles(const std::function<std::string(int)> &named, int firs
     CHECK(w.all_used());
 }
 
+// The same file every cycle (a plan of its very path): from the second cycle on.
 void test_replayed_same_file() {
-    test_replayed_cycles([](int) { return std::string("/run/replayed.nc"); }, 1);
+    check_replayed_control([](int) { return std::string("/run/replayed.nc"); }, 1);
 }
 
+// A file named after the cycle: its readers confirm the plan of the previous name in cycle 2
+// (ReaderOpened), and are taken as its readers from cycle 3 on (WriterPlan::followed).
 void test_replayed_cycle_names() {
-    test_replayed_cycles([](int cycle) { return "/run/replayed." + std::to_string(cycle) + ".nc"; }, 2);
+    check_replayed_control([](int cycle) { return "/run/replayed." + std::to_string(cycle) + ".nc"; }, 2);
 }
 
 // Under replay the writers change their decomposition in cycle 3, before they dropped any value:
