@@ -296,9 +296,17 @@ static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member
                                                  : "f");
 }
 
-static void field_name(char *out, size_t n, enum File f, int field) {
-    int n3d = f == HIST ? HIST_3D : ANAL_3D;
-    snprintf(out, n, "%s%s_%02d", f == HIST ? "h" : "a", field < n3d ? "3d" : "2d", field < n3d ? field : field - n3d);
+/* A field's name (HIST or ANAL numbering), made once: a model's names are constants, and formatting
+ * them in every cycle would time the benchmark's snprintf (slow in processes that load libquadmath,
+ * as PnetCDF's Fortran runtime does) as if it were the file's cost. */
+static const char *field_name(enum File f, int field) {
+    static char names[2][ANAL_3D + ANAL_2D][16];
+    const int h = f == HIST, n3d = h ? HIST_3D : ANAL_3D;
+    char *name = names[h][field];
+    if (!name[0])
+        snprintf(name, sizeof names[0][0], "%s%s_%02d", h ? "h" : "a", field < n3d ? "3d" : "2d",
+                 field < n3d ? field : field - n3d);
+    return name;
 }
 
 /* Define a file; varids of fields in fid[], of axes/coordinates in aid[]. */
@@ -320,7 +328,6 @@ static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
         NC(ncmpi_def_var(ncid, "lat", NC_DOUBLE, 2, d, &aid[na++]));
     }
     const int n3d = f == HIST ? HIST_3D : ANAL_3D, n2d = f == HIST ? HIST_2D : ANAL_2D;
-    char name[32];
     for (int v = 0; v < n3d + n2d; ++v) {
         if (f == BACK) { /* only the variables the assimilation writes back */
             int i;
@@ -332,8 +339,7 @@ static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
         if (v < n3d) d[nd++] = dz;
         d[nd++] = dy;
         d[nd++] = dx;
-        field_name(name, sizeof name, f, v);
-        NC(ncmpi_def_var(ncid, name, NC_FLOAT, nd, d, &fid[v]));
+        NC(ncmpi_def_var(ncid, field_name(f, v), NC_FLOAT, nd, d, &fid[v]));
     }
     NC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
     NC(ncmpi_enddef(ncid));
@@ -429,12 +435,9 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
 /* Open a file for reading and find the variables of `f` this role reads. */
 static int open_for_read(const char *path, MPI_Comm comm, enum File f, int *varid) {
     int ncid;
-    char name[32];
     NC(ncmpi_open(comm, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
-    for (int i = 0; i < nreads(f); ++i) {
-        field_name(name, sizeof name, f == HIST ? HIST : ANAL, read_var(f, i, 1).field);
-        NC(ncmpi_inq_varid(ncid, name, &varid[i]));
-    }
+    for (int i = 0; i < nreads(f); ++i)
+        NC(ncmpi_inq_varid(ncid, field_name(f == HIST ? HIST : ANAL, read_var(f, i, 1).field), &varid[i]));
     return ncid;
 }
 
