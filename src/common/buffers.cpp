@@ -14,7 +14,9 @@ std::vector<char> BufferPool::take(size_t n) {
     std::vector<char> buf = std::move(it->second);
     pooled_ -= it->first;
     free_.erase(it);
-    buf.resize(n); // pooled buffers have size == capacity >= n: this only shrinks
+    // Within its capacity: no allocation, and only bytes beyond the size it was given back with are
+    // zeroed (none when the same sizes come back cycle after cycle, the common case).
+    buf.resize(n);
     return buf;
 }
 
@@ -24,7 +26,6 @@ void BufferPool::give(std::vector<char> &&buf) {
     if (cap < kSmall) return;
     in_use_ -= std::min(in_use_, b.size());
     if (pooled_ + cap > peak_) return; // freed here
-    b.resize(cap);
     pooled_ += cap;
     free_.emplace(cap, std::move(b));
 }

@@ -223,7 +223,7 @@ Runs runs(const Box &outer, const Box &sub) {
     if (sub.empty()) return r;
     const int n = sub.ndims();
     // step[d]: outer offset increment when sub's index in dimension d grows by one.
-    std::vector<int64_t> step(n);
+    Dims step(static_cast<size_t>(n), 0);
     int64_t mult = 1;
     for (int d = n - 1; d >= 0; --d) {
         r.first += (sub.start[d] - outer.start[d]) / outer.stride[d] * mult;

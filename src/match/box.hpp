@@ -72,7 +72,7 @@ struct Runs {
     int64_t step = 1;  // outer offset increment within a run (1 when len == 1)
     int64_t len = 0;
     int64_t nruns = 0; // 0 when sub is empty
-    std::vector<int64_t> loop_count, loop_step, loop_rewind;
+    Dims loop_count, loop_step, loop_rewind; // (inline up to Dims::kInline loops: no allocation per copy)
 };
 // Throws DTF_ERR_ARG when sub is not a subset of outer.
 Runs runs(const Box &outer, const Box &sub);
@@ -88,7 +88,7 @@ template <class F> void for_each_run(const Box &outer, const Box &sub, F &&f) {
     const detail::Runs r = detail::runs(outer, sub);
     if (r.nruns == 0) return;
     const int nloop = static_cast<int>(r.loop_count.size());
-    std::vector<int64_t> idx(static_cast<size_t>(nloop), 0);
+    Dims idx(static_cast<size_t>(nloop), 0);
     int64_t off = r.first, sub_off = 0;
     for (int64_t n = 1;; ++n) {
         f(off, r.step, sub_off, r.len);

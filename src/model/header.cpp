@@ -378,8 +378,8 @@ bool Header::is_record_var(int varid) const {
 std::vector<int64_t> Header::shape(int varid) const {
     std::vector<int64_t> s;
     if (varid < 0 || varid >= static_cast<int>(vars_.size())) return s;
-    for (int d : vars_[varid].dimids)
-        s.push_back(dims_[d].len == NC_UNLIMITED ? numrecs_ : dims_[d].len);
+    s.resize(vars_[varid].dimids.size());
+    for (size_t i = 0; i < s.size(); ++i) s[i] = shape_len(varid, i);
     return s;
 }
 
@@ -768,15 +768,15 @@ int Header::check_access(const Access &a) const {
 // dimension length is allowed when nothing is accessed along it. The record dimension bounds
 // reads (numrecs) but not writes.
 int Header::check_start_count(const Access &a) const {
-    const std::vector<int64_t> shp = shape(a.varid);
-    const size_t nd = shp.size();
+    const size_t nd = vars_[a.varid].dimids.size();
+    auto len = [&](size_t i) { return shape_len(a.varid, i); };
     const bool var1 = a.api == Api::var1;
     const bool strided = a.stride != nullptr && (a.api == Api::vars || a.api == Api::varm);
     auto count = [&](size_t i) { return var1 ? int64_t(1) : a.count[i]; };
     auto bounded = [&](size_t i) { return i > 0 || !a.is_write || !is_record_var(a.varid); };
     for (size_t i = 0; i < nd; ++i) {
         if (a.start[i] < 0) return NC_EINVALCOORDS;
-        if (bounded(i) && (a.start[i] > shp[i] || (a.start[i] == shp[i] && count(i) > 0)))
+        if (bounded(i) && (a.start[i] > len(i) || (a.start[i] == len(i) && count(i) > 0)))
             return NC_EINVALCOORDS;
     }
     for (size_t i = 0; i < nd; ++i)
@@ -785,7 +785,7 @@ int Header::check_start_count(const Access &a) const {
         if (!bounded(i)) continue;
         const int64_t c = count(i), st = strided ? a.stride[i] : 1;
         // With a stride of 0 or less (refused below) only start + count is checked.
-        if (st > 0 ? (c > 0 && a.start[i] + (c - 1) * st >= shp[i]) : a.start[i] + c > shp[i])
+        if (st > 0 ? (c > 0 && a.start[i] + (c - 1) * st >= len(i)) : a.start[i] + c > len(i))
             return NC_EEDGE;
     }
     if (strided)

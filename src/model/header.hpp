@@ -166,6 +166,11 @@ public:
     bool is_record_var(int varid) const;
     // Shape with numrecs() as the record dimension's length; empty for a scalar or a bad varid.
     std::vector<int64_t> shape(int varid) const;
+    // Its length along dimension i of a valid varid (no vector: asked at every put and get).
+    int64_t shape_len(int varid, size_t i) const {
+        const Dim &d = dims_[static_cast<size_t>(vars_[static_cast<size_t>(varid)].dimids[i])];
+        return d.len == NC_UNLIMITED ? numrecs_ : d.len;
+    }
 
     // ---- serialization (to send the header to readers): what a file holds, plus the writer's
     // header extent and fill mode per variable (Var::writer_no_fill). decode() validates

@@ -56,13 +56,11 @@ const int64_t *offsets_arg(void **args, int i) {
 
 // The box one access touches (after the header checked it).
 match::Box box_of(const VirtualFile &vf, const model::Access &a) {
-    std::vector<int64_t> shape = vf.header.shape(a.varid);
-    const size_t nd = shape.size();
-    match::Box box{std::vector<int64_t>(nd, 0), shape, std::vector<int64_t>(nd, 1)};
+    const size_t nd = vf.header.vars()[static_cast<size_t>(a.varid)].dimids.size();
+    match::Box box{match::Dims(nd, 0), match::Dims(nd, 0), match::Dims(nd, 1)};
     for (size_t d = 0; d < nd; ++d) {
         if (a.start) box.start[d] = a.start[d];
-        if (a.api == model::Api::var1) box.count[d] = 1;
-        if (a.count && a.api != model::Api::var1) box.count[d] = a.count[d];
+        box.count[d] = a.api == model::Api::var1 ? 1 : a.count ? a.count[d] : vf.header.shape_len(a.varid, d);
         if (a.stride) box.stride[d] = a.stride[d];
     }
     return box;
@@ -237,13 +235,11 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     // An iput's values are taken at wait (PnetCDF lets the caller touch its buffer only after the
     // wait); a bput's now (its buffer is free at once). A typed iput only: a flexible one's datatype
     // may be freed after the call.
-    std::shared_ptr<DeferredPut> deferred;
+    const bool defer = nonblocking && in.mode == DTF_PNC_MODE_NB && !in.flexible;
     const char *values = nullptr;
     std::vector<char> owned;
     int conv = NC_NOERR;
-    if (nonblocking && in.mode == DTF_PNC_MODE_NB && !in.flexible) {
-        deferred = std::make_shared<DeferredPut>(DeferredPut{c.varid, c.boxes, std::move(layout), c.buf, c.xtype});
-    } else {
+    if (!defer) {
         conv = values_of(rt, vf, c.varid, layout, c.buf, &values, &owned);
         if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
     }
@@ -260,8 +256,10 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     // records it adds; a cancelled put adds none) is reported there.
     const int id = vf.next_request++;
     if (req) *req = id;
-    VirtualFile::PendingPut pending{{}, conv, vf.header.numrecs(), deferred};
-    if (!deferred) { // bput: keep a copy now, recorded at wait
+    VirtualFile::PendingPut pending{{}, conv, vf.header.numrecs(), std::nullopt};
+    if (defer) {
+        pending.deferred.emplace(DeferredPut{c.varid, std::move(c.boxes), std::move(layout), c.buf, c.xtype});
+    } else { // bput: keep a copy now, recorded at wait
         const size_t es = types::type_size(c.xtype);
         size_t offset = 0;
         for (const auto &box : c.boxes) {
@@ -275,7 +273,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
         }
         if (!owned.empty()) rt.buffers().give(std::move(owned));
     }
-    vf.pending_puts[id] = std::move(pending);
+    vf.pending_puts.emplace(id, std::move(pending));
     vf.header.set_numrecs(numrecs_before);
     return NC_NOERR;
 }

@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -362,7 +363,7 @@ struct VirtualFile {
         int64_t numrecs; // the record count once this put takes effect
         // iput: the values are taken at wait (the caller may not touch the buffer before), so that a
         // replayed session copies only what is read.
-        std::shared_ptr<struct DeferredPut> deferred;
+        std::optional<DeferredPut> deferred;
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
     MPI_Offset bput_buffer = 0;             // size given to ncmpi_buffer_attach (0: none)

@@ -214,17 +214,17 @@ void MpiQueue::abandon(MPI_Comm comm) {
 
 bool MpiQueue::progress() {
     if (requests_.empty()) return false;
-    std::vector<int> indices(requests_.size());
-    std::vector<MPI_Status> statuses(requests_.size());
+    indices_.resize(requests_.size());
+    statuses_.resize(requests_.size());
     int n = 0;
-    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices.data(), statuses.data());
+    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices_.data(), statuses_.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) check_mpi(rc, "MPI_Testsome");
     if (n == MPI_UNDEFINED || n == 0) return false;
     // (A failure is thrown once the completed requests are dropped below: MPI freed them already.)
     std::exception_ptr failed;
     for (int k = 0; k < n && !failed; ++k) {
-        const Op &op = ops_[static_cast<size_t>(indices[static_cast<size_t>(k)])];
-        const MPI_Status &st = statuses[static_cast<size_t>(k)];
+        const Op &op = ops_[static_cast<size_t>(indices_[static_cast<size_t>(k)])];
+        const MPI_Status &st = statuses_[static_cast<size_t>(k)];
         if (op.cancelled) continue;
         try {
             if (rc == MPI_ERR_IN_STATUS) check_mpi(st.MPI_ERROR, op.what);

@@ -68,6 +68,8 @@ private:
     std::vector<Op> ops_;
     std::unordered_map<Ticket, int> remaining_; // requests not complete, per ticket
     Ticket next_ = 1;
+    std::vector<int> indices_;          // MPI_Testsome's output, kept: progress() runs in every wait
+    std::vector<MPI_Status> statuses_;
 };
 
 // A Channel over an MPI communicator: an inter-communicator to a peer component, or an
