@@ -10,7 +10,9 @@ transfer-persist and file-sync) for `reps` x `cycles` cycles, so the modes are c
 run. A run listed again in a sweep is launched again: its reps are numbered on after those of its
 earlier launches, and report.py can tell the launches apart. The rows of all runs go to
 OUT/letkf.csv, the machine and the exact command of every run to OUT/meta.json; then the planning
-micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv. With --md, bench/report.py then
+micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv, and for the sweeps full, small and
+smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 member x 1 rank at
+16x16x20 to OUT/callcost.md (under valgrind; about half a minute). With --md, bench/report.py then
 writes the report and its plots.
 
 Sweeps:
@@ -322,6 +324,16 @@ def main():
     print("== planning micro-benchmark: " + " ".join(plan).replace(build, "BUILD"), flush=True)
     if subprocess.run(plan, timeout=a.timeout).returncode != 0:
         sys.exit("letkf.py: the planning micro-benchmark failed")
+    # What a small cycle costs call by call, in instructions (bench/callcost.py, under valgrind), for
+    # the report's "Where the cycle goes".
+    if a.sweep in ("full", "small", "smoke"):
+        cost = [sys.executable, os.path.join(HERE, "callcost.py"), build, "--out", os.path.join(out, "callcost"),
+                "--md", os.path.join(out, "callcost.md")]
+        if a.sweep == "smoke":
+            cost += ["--grid", "12", "10", "3", "--cycles", "2", "--roles", "model"]
+        print("== instructions per cycle: " + " ".join(cost[1:]).replace(build, "BUILD"), flush=True)
+        if subprocess.run(cost, stdout=subprocess.DEVNULL, timeout=a.timeout).returncode != 0:
+            sys.exit("letkf.py: bench/callcost.py failed")
     with open(os.path.join(out, "letkf.csv"), "w") as f:
         f.write("\n".join([header] + rows) + "\n")
     with open(os.path.join(out, "meta.json"), "w") as f:

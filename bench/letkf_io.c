@@ -695,7 +695,8 @@ static AssimData assim_alloc(const Ctx *c) {
 
 /* ---- one cycle of each role ----------------------------------------------------------------- */
 
-static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int cycle) {
+/* (Not inlined: bench/callcost.py counts the instructions of each cycle by these functions.) */
+__attribute__((noinline)) static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int cycle) {
     if (raw) {
         model_raw_cycle(c, raw, d);
         return;
@@ -713,7 +714,7 @@ static void model_cycle(Ctx *c, ModelData *d, Links *raw, const char *mode, int 
     read_file(c, back, c->comm, BACK, c->mine, d->back, mode);
 }
 
-static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
+__attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
     if (raw) {
         assim_raw_cycle(c, raw, d);
         return;

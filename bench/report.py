@@ -256,7 +256,25 @@ def small_trace(out, samples, meta):
              "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
              "a replayed file costs a writer rank 3 allreduces and a reader rank a broadcast and an allreduce, "
              "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name "
-             "sends its data and 2 control messages."] + blocks)
+             "sends its data and 2 control messages."] + blocks + call_cost(out))
+
+
+def call_cost(out):
+    """The instructions per cycle, call by call (bench/callcost.py, run by letkf.py)."""
+    path = os.path.join(out, "callcost.md")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read().strip()
+    return ["", "The same cycle in instructions, which do not depend on what else runs on the machine (valgrind's "
+            "callgrind; a copy that glibc makes with `rep movsb` counts one instruction per byte, so large copies "
+            "weigh more here than in time; waiting in the kernel and MPI's shared-memory copies do not count). "
+            "mpi-raw makes no PnetCDF call: its cycle packs and sends the blocks the readers need, and unpacks "
+            "what comes back. The program's own calls cost dtf the most: it defines 232 variables and puts 232 "
+            "blocks per model cycle (each put checked and recorded, its read pieces copied at `ncmpi_wait_all`), "
+            "a reader's open takes the header and agrees with its ranks (a new communicator per open: "
+            "`MPI_Comm_idup`), and each writer file encodes its header at `ncmpi_enddef` (compared with the "
+            "plan's) and again at `dtf_transfer` (whether it changed):", "", text]
 
 
 def message_growth(samples, meta, images):

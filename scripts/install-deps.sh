@@ -10,6 +10,7 @@ packages=(
   python3 python3-matplotlib python3-pip
   clang
   iproute2
+  valgrind
 )
 
 missing=()

@@ -1771,6 +1771,9 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
         plan->writer_ranks = vf.writer_ranks;
         plan->numrecs = vf.header.numrecs();
         plan->defined_header = vf.defined_header;
+        if (model::Header::decode(vf.defined_header.data(), vf.defined_header.size(), &plan->header) != NC_NOERR)
+            fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+        plan->header.set_read_only(true);
         plan->batches = std::move(vf.batches_log);
         plans.keep(vf.plan_key, vf.plan, std::move(plan));
     }

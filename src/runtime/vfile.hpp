@@ -162,6 +162,7 @@ struct ReaderPlan {
     std::vector<int> writer_ranks;
     int64_t numrecs = 0; // the record count of that session's final header
     std::vector<char> defined_header; // the header its FileDefined carried (a later one may refer to it)
+    model::Header header;             // decoded (read-only): a later open that refers to it copies it
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
