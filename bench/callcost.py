@@ -133,7 +133,8 @@ def main():
             sys.exit(f"callcost.py: no {CYCLE_FN[role]} in the callgrind output (was letkf_io built with it inlined?)")
         tables.append(table(role, results, modes))
     grid = "x".join(map(str, a.grid))
-    head = (f"{a.members} member(s) of {a.px} rank(s), {grid} points per rank, one MPMD launch; "
+    head = (f"{a.members} member{'s' * (a.members != 1)} of {a.px} rank{'s' * (a.px != 1)}, {grid} points per rank, "
+            "one MPMD launch; "
             f"callgrind, cycles {a.cycles} and {3 * a.cycles}, the difference per cycle (`bench/callcost.py`)")
     text = head + "\n\n" + "\n\n".join(tables) + "\n"
     print(text)
