@@ -3,6 +3,7 @@
 #include "model/header.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -162,12 +163,18 @@ void copy_name(const std::string &name, char *out) {
 
 } // namespace
 
-Header::Header(int format) : format_(valid_format(format) ? format : NC_FORMAT_CLASSIC) {}
+Header::Header(int format) : format_(valid_format(format) ? format : NC_FORMAT_CLASSIC) { changed(); }
+
+void Header::changed() {
+    static std::atomic<uint64_t> last{0}; // (unique in the process: headers are made on several threads)
+    revision_ = ++last;
+}
 
 // ---------------------------------------------------------------------------------------------
 // File state
 
 int Header::enddef() {
+    changed();
     if (!define_mode_) return NC_ENOTINDEFINE; // also for read-only files (not NC_EPERM)
     if (int err = check_vlens()) return err;
     Layout layout;
@@ -390,6 +397,7 @@ int Header::check_def_dim(const std::string &name, int64_t len) const {
 }
 
 int Header::def_dim(const char *name, int64_t len, int *idp) {
+    changed();
     if (!define_mode_) return NC_ENOTINDEFINE; // (a read-only file is never in define mode)
     std::string n;
     if (int err = checked_name(name, &n)) return err;
@@ -417,6 +425,7 @@ int Header::check_def_var(nc_type type, int ndims, const int *dimids) const {
 }
 
 int Header::def_var(const char *name, nc_type type, int ndims, const int *dimids, int *varidp) {
+    changed();
     if (!define_mode_) return NC_ENOTINDEFINE;
     std::string n;
     if (int err = checked_name(name, &n)) return err;
@@ -437,6 +446,7 @@ int Header::def_var(const char *name, nc_type type, int ndims, const int *dimids
 }
 
 int Header::rename_dim(int dimid, const char *newname) {
+    changed();
     if (read_only_) return NC_EPERM;
     std::string n;
     if (int err = checked_name(newname, &n)) return err;
@@ -449,6 +459,7 @@ int Header::rename_dim(int dimid, const char *newname) {
 }
 
 int Header::rename_var(int varid, const char *newname) {
+    changed();
     if (read_only_) return NC_EPERM;
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
     if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
@@ -512,6 +523,7 @@ int Header::check_put_att(int varid, const std::string &name, nc_type type, int6
 // Adds `a` to the attributes of `varid`, or replaces the one of the same name in place (it keeps
 // its attribute number).
 void Header::store_att(int varid, Att a) {
+    changed();
     std::vector<Att> &atts = *atts_of(varid);
     const int i = att_index(atts, a.name);
     if (i >= 0)
@@ -540,6 +552,7 @@ int Header::put_att(int varid, const char *name, nc_type type, int64_t len, cons
 }
 
 int Header::del_att(int varid, const char *name) {
+    changed();
     if (read_only_) return NC_EPERM;
     if (!define_mode_) return NC_ENOTINDEFINE;
     int i;
@@ -550,6 +563,7 @@ int Header::del_att(int varid, const char *name) {
 }
 
 int Header::rename_att(int varid, const char *name, const char *newname) {
+    changed();
     if (read_only_) return NC_EPERM;
     if (atts_of(varid) == nullptr) return NC_ENOTVAR;
     std::string from, to;
@@ -636,6 +650,7 @@ void fill_from_att(const Att &a, nc_type var_type, void *out) {
 } // namespace
 
 int Header::set_fill(int fillmode, int *old_modep) {
+    changed();
     if (read_only_) return NC_EPERM;
     if (!define_mode_) return NC_ENOTINDEFINE;
     if (fillmode != NC_FILL && fillmode != NC_NOFILL) return NC_EINVAL;
@@ -646,6 +661,7 @@ int Header::set_fill(int fillmode, int *old_modep) {
 }
 
 int Header::def_var_fill(int varid, int no_fill, const void *fill_value) {
+    changed();
     if (!define_mode_) return NC_ENOTINDEFINE; // (a read-only file is never in define mode)
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
     if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;

@@ -179,6 +179,11 @@ public:
     // decoded header is what ncmpi_open(NC_WRITE) gives: data mode, collective, writable,
     // NC_NOFILL, every variable's no_fill 0; set_read_only(true) for NC_NOWRITE.
     std::vector<char> encode() const;
+    // A number that changes with every call that may change what encode() gives but for the record
+    // count (every mutator of the definitions, the attributes, the fill modes and the layout; a
+    // decode gives a new one; a copy keeps it): a writer whose header kept its revision since it
+    // encoded it knows the header is that encoding's without encoding it again.
+    uint64_t revision() const { return revision_; }
     // Whether two encodings are of the same header but perhaps for the record count.
     static bool same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b);
     static int decode(const char *data, size_t size, Header *out);
@@ -197,6 +202,7 @@ private:
     int find_dim(const std::string &name) const;
     int find_var(const std::string &name) const;
     int check_start_count(const Access &a) const;
+    void changed(); // a new revision(): every mutator calls it before it changes anything
     struct Layout {
         int64_t extent = 0, recsize = 0;
         std::vector<int64_t> begin; // per variable
@@ -221,6 +227,7 @@ private:
     // O(n^2) name comparisons (143 variables: about 10,000 of them per file and cycle).
     std::unordered_map<std::string, int> var_ids_;
     std::vector<Att> gatts_;
+    uint64_t revision_ = 0; // (the constructor gives a new one)
 };
 
 } // namespace dtf::model

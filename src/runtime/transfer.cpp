@@ -144,6 +144,7 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
     ws.defined_header = header;
+    ws.defined_revision = vf.header.revision();
     // (A replayed session has one reader; an output file has none.)
     const ReaderSide *assumed = ws.readers.empty() || !ws.readers.front().assumed ? nullptr : &ws.readers.front();
     ws.defined_to_all = !assumed;
@@ -816,10 +817,8 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     // [6]: whether the header changed since FileDefined but for the record count (the root's view)
     const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
     int64_t mine[7] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
-    if (vf.rank == ws.leader) {
-        ws.final_header = vf.header.encode();
-        mine[6] = !model::Header::same_but_numrecs(ws.final_header, ws.defined_header);
-    }
+    if (vf.rank == ws.leader && vf.header.revision() != ws.defined_revision) // (else unchanged: no encoding)
+        mine[6] = !model::Header::same_but_numrecs(vf.header.encode(), ws.defined_header);
     for (const auto &w : ws.writes) {
         if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;

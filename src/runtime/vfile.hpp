@@ -226,6 +226,7 @@ struct WriterSession {
     // root: the header FileDefined carried; whether the final header is that one with perhaps
     // another count (then HeaderFinal carries only the count)
     std::vector<char> defined_header;
+    uint64_t defined_revision = 0; // root: the header's revision() when it was encoded for FileDefined
     bool defined_to_all = true; // FileDefined went to every rank of the reader components (else to the readers' root)
     bool final_as_defined = false;
     bool header_changed = false;      // the header changed since FileDefined but for the record count (agreed)

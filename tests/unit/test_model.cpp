@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -469,6 +470,73 @@ void test_codec() {
     CHECK("none", !Header::same_but_numrecs({}, bytes) && !Header::same_but_numrecs({}, {}));
 }
 
+// revision(): a writer skips encoding its header when the revision is the one it encoded (its
+// dtf_transfer), so a call that changes the encoding but for the record count must change it. Every
+// public call that may change a header, successful or not, in define and in data mode.
+void test_revision() {
+    Header h(NC_FORMAT_CDF5), other(NC_FORMAT_CDF5);
+    int t = -1, x = -1, v = -1, w = -1, old = 0;
+    const int ival = 7;
+    const float fill = 1.5f;
+    const int64_t start[2] = {3, 0}, count[2] = {1, 4};
+    other.put_att(NC_GLOBAL, "from", NC_INT, 1, &ival, NC_INT);
+    const std::vector<std::pair<const char *, std::function<void()>>> calls = {
+        {"def_dim", [&] { h.def_dim("time", NC_UNLIMITED, &t); }},
+        {"def_dim 2", [&] { h.def_dim("x", 4, &x); }},
+        {"def_var", [&] { const int d[2] = {t, x}; h.def_var("temp", NC_FLOAT, 2, d, &v); }},
+        {"def_var 2", [&] { h.def_var("scalar", NC_INT, 0, nullptr, &w); }},
+        {"def_var taken", [&] { h.def_var("temp", NC_INT, 0, nullptr, nullptr); }},
+        {"put_att", [&] { h.put_att(NC_GLOBAL, "title", NC_CHAR, 3, "abc", NC_CHAR); }},
+        {"put_att var", [&] { h.put_att(v, "units", NC_CHAR, 1, "K", NC_CHAR); }},
+        {"put_att again", [&] { h.put_att(v, "units", NC_CHAR, 2, "mK", NC_CHAR); }},
+        {"copy_att", [&] { other.copy_att(NC_GLOBAL, "from", h, NC_GLOBAL); }},
+        {"set_fill", [&] { h.set_fill(NC_FILL, &old); }},
+        {"def_var_fill", [&] { h.def_var_fill(v, 0, &fill); }},
+        {"def_var_fill off", [&] { h.def_var_fill(w, 1, nullptr); }},
+        {"rename_att", [&] { h.rename_att(v, "units", "unit"); }},
+        {"del_att", [&] { h.del_att(NC_GLOBAL, "from"); }},
+        {"rename_var", [&] { h.rename_var(w, "scalar_long_name"); }},
+        {"rename_dim", [&] { h.rename_dim(x, "xx"); }},
+        {"enddef", [&] { h.enddef(); }},
+        {"begin_indep_data", [&] { h.begin_indep_data(); }},
+        {"end_indep_data", [&] { h.end_indep_data(); }},
+        {"note_write", [&] {
+             dtf::model::Access a;
+             a.varid = v, a.api = dtf::model::Api::vara, a.start = start, a.count = count, a.is_write = true;
+             h.note_write(a);
+         }},
+        {"set_numrecs", [&] { h.set_numrecs(9); }},
+        {"rename_var in data mode", [&] { h.rename_var(w, "s"); }},
+        {"rename_dim in data mode", [&] { h.rename_dim(x, "y"); }},
+        {"rename_att in data mode", [&] { h.rename_att(v, "unit", "u"); }},
+        {"put_att in data mode", [&] { h.put_att(v, "u", NC_CHAR, 1, "C", NC_CHAR); }},
+        {"del_att in data mode", [&] { h.del_att(v, "u"); }},
+        {"set_fill in data mode", [&] { h.set_fill(NC_NOFILL, &old); }},
+        {"redef", [&] { h.redef(); }},
+        {"def_var after redef", [&] { h.def_var("more", NC_DOUBLE, 0, nullptr, nullptr); }},
+        {"set_fill after redef", [&] { h.set_fill(NC_NOFILL, &old); }},
+        {"enddef again", [&] { h.enddef(); }},
+    };
+    int changed = 0;
+    for (const auto &[name, call] : calls) {
+        const uint64_t rev = h.revision();
+        const std::vector<char> before = h.encode();
+        call();
+        const std::vector<char> after = h.encode();
+        check(h.revision() != rev || Header::same_but_numrecs(before, after), name,
+              "encoding changed but for the record count, revision did not", __LINE__);
+        changed += !Header::same_but_numrecs(before, after);
+    }
+    CHECK("the calls changed the header", changed >= 15);
+    Header copy = h;
+    CHECK("a copy keeps the revision", copy.revision() == h.revision());
+    const std::vector<char> bytes = h.encode();
+    Header decoded;
+    CHECK("decode", Header::decode(bytes.data(), bytes.size(), &decoded) == NC_NOERR);
+    CHECK("a decode gives a new revision", decoded.revision() != h.revision() && decoded.revision() != copy.revision());
+    CHECK("new headers differ", Header().revision() != Header().revision());
+}
+
 } // namespace
 
 int main() {
@@ -483,6 +551,7 @@ int main() {
     test_access();
     test_layout();
     test_codec();
+    test_revision();
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }

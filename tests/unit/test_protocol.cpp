@@ -364,6 +364,44 @@ void test_replayed_cycle_names() {
 // Under replay the writers change their decomposition in cycle 3, before they dropped any value:
 // the session is matched again (right values), and cycle 4 replays the new pattern. Then the readers
 // change theirs in cycle 5, after the writers kept only what the plan reads: a clear error on the
+// The writers change the header after FileDefined went out (a rename in data mode in cycle 3, a
+// variable added after a redef in cycle 5), in replayed cycles of a file of one name: the readers
+// see the final header once their dtf_transfer returns, as the writer left it (the writer leader
+// notices the change by the header's revision, without encoding it again when nothing changed).
+void test_header_changes() {
+    World w({2, 3});
+    const std::string path = "/run/replayed.header.nc";
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 5; ++cycle) {
+            if (c == kWriter) {
+                const int ncid = write_file(w, rt, r, 2, path, cycle);
+                if (cycle == 3) CHECK(call(rt, DTF_FN_ncmpi_rename_var, ncid, 0, "s") == NC_NOERR);
+                if (cycle == 5) {
+                    int extra = -1;
+                    CHECK(call(rt, DTF_FN_ncmpi_redef, ncid) == NC_NOERR);
+                    CHECK(call(rt, DTF_FN_ncmpi_def_var, ncid, "extra", NC_INT, 0, static_cast<const int *>(nullptr),
+                               &extra) == NC_NOERR);
+                    CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+                }
+                CHECK(transfer(rt, ncid) == NC_NOERR);
+                CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+                continue;
+            }
+            const int ncid = open(w, rt, r, path);
+            read_values(rt, ncid, r, 3, cycle); // (finds "t" in FileDefined's header; ends with dtf_transfer)
+            int id = -1, nvars = -1;
+            CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, cycle == 3 ? "s" : "t", &id) == NC_NOERR && id == 0);
+            CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, cycle == 3 ? "t" : "s", &id) == NC_ENOTVAR);
+            CHECK(call(rt, DTF_FN_ncmpi_inq_nvars, ncid, &nvars) == NC_NOERR && nvars == (cycle == 5 ? 2 : 1));
+            CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+        }
+    });
+    long replayed = 0;
+    for (int r = 0; r < 3; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
+    CHECK(replayed > 0);
+    CHECK(w.all_used());
+}
+
 // readers, never other values; cycle 6 is matched again.
 void test_replay_pattern_changes() {
     World w({2, 3});
@@ -592,6 +630,7 @@ int main() {
     test_replayed_same_file();
     test_replayed_cycle_names();
     test_replay_pattern_changes();
+    test_header_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();
     test_write_back();
