@@ -285,8 +285,7 @@ WHAT_IT_MEANS = ("mpi-raw's model cycle is an order of magnitude below dtf's in 
                  "compared with the plan). In time (perf, the model rank of the same run): a definition takes about "
                  "0.3 us, a put 0.35 us, a create 20 us, a `dtf_transfer` 10 us, and packing the 440 KB the "
                  "assimilation reads 35-40 us (mpi-raw's own packing: 30 us); the communicator duplicated per open "
-                 "costs about 5 us (`MPI_Comm_idup` and its free), the staging copy of the data a reader receives "
-                 "about as much as the copy MPI makes.")
+                 "costs about 5 us (`MPI_Comm_idup` and its free, 2 ranks).")
 
 
 def message_growth(samples, meta, images):
