@@ -268,8 +268,7 @@ def call_cost(out):
         text = f.read().strip()
     return ["", "The same cycle in instructions, which do not depend on what else runs on the machine (valgrind's "
             "callgrind; a copy or fill that glibc makes with `rep movsb` or `rep stosb` counts one instruction per "
-            "byte, so large copies and growing buffers weigh more here than in time (a 143-variable header takes "
-            "about 4 us to encode and 32 us to decode here); waiting in the kernel and MPI's shared-memory copies do not count). "
+            "byte, so large copies and growing buffers weigh more here than in time; waiting in the kernel and MPI's shared-memory copies do not count). "
             "mpi-raw makes no PnetCDF call: its cycle packs and sends the blocks the readers need, and unpacks "
             "what comes back. The program's own calls cost dtf the most: it defines 232 variables and puts 232 "
             "blocks per model cycle (each put checked and recorded, its read pieces copied at `ncmpi_wait_all`), "
@@ -282,10 +281,7 @@ def call_cost(out):
 WHAT_IT_MEANS = ("mpi-raw's model cycle is an order of magnitude below dtf's in instructions: for the 0.8 target at this size "
                  "the program's 232 definitions and 232 puts per cycle would have to cost well under 100 instructions "
                  "each, where dtf spends 2,000 to 3,500 per call on them (checked against the header, recorded, "
-                 "compared with the plan). In time (perf, the model rank of the same run): a definition takes about "
-                 "0.3 us, a put 0.35 us, a create 20 us, a `dtf_transfer` 10 us, and packing the 440 KB the "
-                 "assimilation reads 35-40 us (mpi-raw's own packing: 30 us); the communicator duplicated per open "
-                 "costs about 5 us (`MPI_Comm_idup` and its free, 2 ranks).")
+                 "compared with the plan); the traced runs above give their times.")
 
 
 def message_growth(samples, meta, images):
