@@ -28,8 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CYCLE_FN = {"model": "model_cycle", "assim": "assim_cycle"}
 
 
-def run(build, role, mode, cycles, a, out):
-    """One launch with `role` under callgrind; the callgrind output file."""
+def run(build, role, mode, cycles, a):
+    """One launch with `role` under callgrind; the callgrind output file (in a.out)."""
+    out = a.out
     cg = os.path.join(out, f"cg.{role}.{mode}.{cycles}")
     args = ["--members", a.members, "--px", a.px, "--py", 1, "--grid", *a.grid, "--reps", 1, "--cycles", cycles,
             "--dir", out, "--config", a.config, "--modes", mode, "--verify", 0]
@@ -71,8 +72,8 @@ def functions(cg):
 
 def per_cycle(build, role, mode, a):
     """{function: (instructions per cycle, calls per cycle)} for the cycle and the calls in it."""
-    few = functions(run(build, role, mode, a.cycles, a, a.out))
-    many = functions(run(build, role, mode, 3 * a.cycles, a, a.out))
+    few = functions(run(build, role, mode, a.cycles, a))
+    many = functions(run(build, role, mode, 3 * a.cycles, a))
     n = 2 * a.cycles
     wanted = lambda f: f == CYCLE_FN[role] or f == "dtf_transfer" or f.startswith("ncmpi_")
     rows = {}

@@ -16,7 +16,7 @@ smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 me
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 10 minutes here): the default size, weak scaling (1, 2, 4, 8
+  full   what `make bench` runs (about 12 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
          default size in one MPMD launch, small blocks (the sweep small), messages against processes

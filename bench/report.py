@@ -275,13 +275,10 @@ def call_cost(out):
             "a reader's open takes the header and agrees with its ranks (a new communicator per open: "
             "`MPI_Comm_idup`), and each writer file encodes its header at `ncmpi_enddef` to compare it with "
             "the plan's (at `dtf_transfer` only if a call changed it since: `Header::revision`):", "", text, "",
-            WHAT_IT_MEANS, ""]
-
-
-WHAT_IT_MEANS = ("mpi-raw's model cycle is an order of magnitude below dtf's in instructions: for the 0.8 target at this size "
-                 "the program's 232 definitions and 232 puts per cycle would have to cost well under 100 instructions "
-                 "each, where dtf spends 2,000 to 3,500 per call on them (checked against the header, recorded, "
-                 "compared with the plan); the traced runs above give their times.")
+            "mpi-raw's model cycle is an order of magnitude below dtf's in instructions: for the 0.8 target at this "
+            "size the program's 232 definitions and 232 puts per cycle would have to cost well under 100 "
+            "instructions each, where dtf spends 2,000 to 3,500 per call on them (checked against the header, "
+            "recorded, compared with the plan); the traced runs above give their times.", ""]
 
 
 def message_growth(samples, meta, images):

@@ -1274,18 +1274,17 @@ void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int
     // The final header replaces the definitions (FileDefined's with the final record count, or one
     // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
     // read that needed the final header).
-    // A reader's header (read-only) is FileDefined's as its open decoded it: then only the record
-    // count is new.
-    const bool read_only = vf.header.read_only();
-    if (sent || !read_only) {
-        const std::vector<char> &header = sent ? *sent : vf.defined_header;
+    // A reader's header is FileDefined's as its open took it (read-only, so unchanged since): without
+    // a header of the writers' own only the record count is new.
+    if (sent) {
         const bool indep = vf.header.in_indep_mode();
-        int rc = model::Header::decode(header.data(), header.size(), &vf.header);
+        int rc = model::Header::decode(sent->data(), sent->size(), &vf.header);
         if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
-        vf.header.set_read_only(read_only);
+        vf.header.set_read_only(true);
         if (indep) vf.header.begin_indep_data();
+    } else {
+        vf.header.set_numrecs(final_numrecs);
     }
-    if (!sent) vf.header.set_numrecs(final_numrecs);
     vf.header_final = true;
     vf.header_final_epoch = epoch;
     // Gets on record variables were checked against the plan's record count: they stand if the final
@@ -1769,10 +1768,7 @@ void end_reader_session(Runtime &rt, VirtualFile &vf) {
         plan->session = vf.session;
         plan->writer_ranks = vf.writer_ranks;
         plan->numrecs = vf.header.numrecs();
-        plan->defined_header = vf.defined_header;
-        if (model::Header::decode(vf.defined_header.data(), vf.defined_header.size(), &plan->header) != NC_NOERR)
-            fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
-        plan->header.set_read_only(true);
+        plan->defined = vf.defined;
         plan->batches = std::move(vf.batches_log);
         plans.keep(vf.plan_key, vf.plan, std::move(plan));
     }

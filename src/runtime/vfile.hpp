@@ -161,8 +161,9 @@ struct ReaderPlan {
     mutable int found = 0; // sessions that found it since (under the runtime lock; for messages)
     std::vector<int> writer_ranks;
     int64_t numrecs = 0; // the record count of that session's final header
-    std::vector<char> defined_header; // the header its FileDefined carried (a later one may refer to it)
-    model::Header header;             // decoded (read-only): a later open that refers to it copies it
+    // The header its FileDefined carried, as the readers decoded it (read-only): a later FileDefined
+    // that refers to it leaves the header out, and the open copies this one.
+    std::shared_ptr<const model::Header> defined;
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
@@ -355,7 +356,8 @@ struct VirtualFile {
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
     std::vector<int> matchers;     // component ranks (peer component) of the writer side's matchers
     int64_t writer_stamp = 0;      // the writer session's stamp (WriterSession::stamp)
-    std::vector<char> defined_header; // reader: the header FileDefined carried (HeaderFinal may refer to it)
+    // reader: the header FileDefined carried, decoded (read-only; HeaderFinal may refer to it)
+    std::shared_ptr<const model::Header> defined;
     bool header_final = false;
     int header_final_epoch = 0;    // epoch of the last final header taken
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
