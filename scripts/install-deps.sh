@@ -11,6 +11,7 @@ packages=(
   clang
   iproute2
   valgrind
+  slurm-wlm munge
 )
 
 missing=()

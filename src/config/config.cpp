@@ -649,6 +649,8 @@ const EnvVar kEnvVars[] = {
          std::string_view t = trim(v);
          if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
      }},
+    {"DTF_APPNUM", // read inside MPI_Init (mpi/mpmd.cpp), which reports a bad value
+     [](Settings &, const std::string &, const std::string &) {}},
     {"DTF_LOST_DIR",
      [](Settings &s, const std::string &, const std::string &v) { s.lost_dir = v; }},
     {"DTF_PROGRESS_THREAD",

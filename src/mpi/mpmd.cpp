@@ -38,12 +38,41 @@ namespace dtf::mpmd {
 namespace {
 
 int g_context = 0;
+const char *g_source = "MPI_APPNUM";
 std::map<int, MPI_Comm> g_links;
 
 bool wanted() {
     if (const char *v = std::getenv("DTF_MPMD"); v && (!std::strcmp(v, "0") || !std::strcmp(v, "1"))) return *v == '1';
+    if (std::getenv("DTF_APPNUM")) return true;
     const char *contexts = std::getenv("OMPI_NUM_APP_CTX");
     return contexts && std::atoi(contexts) > 1;
+}
+
+// This process's program in the launch: DTF_APPNUM where the launcher sets it per program (srun
+// --multi-prog gives every rank MPI_APPNUM 0), else MPI_APPNUM. False, reported, when neither says.
+bool find_context() {
+    if (const char *v = std::getenv("DTF_APPNUM")) {
+        char *end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (!*v || *end || n < 0 || n > 1 << 20) {
+            std::fprintf(stderr, "[dtf] error: DTF_ERR_CONFIG: DTF_APPNUM='%s': expected the number of this "
+                                 "program in the launch, an integer >= 0\n", v);
+            return false;
+        }
+        g_context = static_cast<int>(n);
+        g_source = "DTF_APPNUM";
+        return true;
+    }
+    int *appnum = nullptr, flag = 0;
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    if (!flag || !appnum) {
+        std::fprintf(stderr, "[dtf] error: DTF_ERR_MPI: MPMD launch (DTF_MPMD=1): MPI gives no MPI_APPNUM, so dtf "
+                             "cannot tell the programs of the launch apart (set DTF_APPNUM to each program's "
+                             "number in the launch: 0, 1, ...)\n");
+        return false;
+    }
+    g_context = *appnum;
+    return true;
 }
 
 // DTF_TIMEOUT, read here since the configuration is not parsed yet (config.cpp checks it later).
@@ -66,14 +95,8 @@ int failed(int rc, const char *what) {
 
 int setup() {
     if (!wanted()) return MPI_SUCCESS;
-    int *appnum = nullptr, flag = 0, rank = 0, size = 1, rc;
-    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
-    if (!flag || !appnum) {
-        std::fprintf(stderr, "[dtf] error: DTF_ERR_MPI: MPMD launch (DTF_MPMD=1): MPI gives no MPI_APPNUM, so dtf "
-                             "cannot tell the programs of the launch apart\n");
-        return MPI_ERR_OTHER;
-    }
-    g_context = *appnum;
+    if (!find_context()) return MPI_ERR_OTHER;
+    int rank = 0, size = 1, rc;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     // Every process of the launch joins here; one that runs without dtf never does: bounded.
@@ -87,11 +110,11 @@ int setup() {
             return failed(rc, "MPI_Test of the application contexts' MPI_Iallgather");
         if (done) break;
         if (PMPI_Wtime() - start > timeout) {
-            std::fprintf(stderr, "[dtf] error: DTF_ERR_TIMEOUT: MPMD launch: program %d (MPI_APPNUM) waited in MPI_Init "
+            std::fprintf(stderr, "[dtf] error: DTF_ERR_TIMEOUT: MPMD launch: program %d (%s) waited in MPI_Init "
                                  "for the other programs of the launch to split MPI_COMM_WORLD with it; gave up after "
                                  "%.1f s (DTF_TIMEOUT=%g): every program of an MPMD launch must be linked with dtf "
                                  "or preloaded (DTF_MPMD=0 turns the mode off)\n",
-                         g_context, PMPI_Wtime() - start, timeout);
+                         g_context, g_source, PMPI_Wtime() - start, timeout);
             return MPI_ERR_OTHER;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -121,6 +144,7 @@ int setup() {
 
 bool active() { return dtf_world_on_ != 0; }
 int context() { return g_context; }
+const char *context_source() { return g_source; }
 const std::map<int, MPI_Comm> &links() { return g_links; }
 
 } // namespace dtf::mpmd

@@ -51,11 +51,27 @@ std::string directory_of(const std::string &path) {
     return dir.empty() ? "/" : dir;
 }
 
-bool is_open_mpi() {
+std::string mpi_library() {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(version, &len);
-    return std::string(version, static_cast<size_t>(len)).find("Open MPI") != std::string::npos;
+    return std::string(version, static_cast<size_t>(len));
+}
+
+bool is_open_mpi() { return mpi_library().find("Open MPI") != std::string::npos; }
+
+// Who started this process, as far as its environment tells (said once by dtf_init at
+// DTF_VERBOSE_LEVEL=1): the launchers set these variables for the processes they start.
+std::string launcher() {
+    const char *ns = std::getenv("PMIX_NAMESPACE");
+    if (ns && std::strncmp(ns, "slurm.pmix.", 11) == 0) return "srun (Slurm's PMIx)";
+    if (ns && std::strncmp(ns, "prterun-", 8) == 0) return "mpirun (Open MPI 5)";
+    if (std::getenv("OMPI_MCA_orte_hnp_uri") || std::getenv("OMPI_MCA_orte_local_daemon_uri"))
+        return std::getenv("SLURM_JOB_ID") ? "mpirun (Open MPI), inside Slurm job " + std::string(std::getenv("SLURM_JOB_ID"))
+                                            : "mpirun (Open MPI)";
+    if (std::getenv("SLURM_STEP_ID") && std::getenv("PMI_FD")) return "srun (Slurm's PMI)";
+    if (std::getenv("PMI_RANK") || std::getenv("PMI_FD")) return "mpiexec (PMI)";
+    return "unknown (no launcher's variables: a singleton?)";
 }
 
 // Open MPI up to 4.x (ORTE) tells every rank which daemon started it: "<job family>.<vpid>;<uri>",
@@ -311,6 +327,14 @@ void Runtime::setup(const char *config_path, const char *component_name) {
                     rank_ != 0);
     }
     log::set_context(self_name(), rank_);
+    if (rank_ == 0 && log::enabled(log::kInfo)) {
+        std::string mpi = mpi_library();
+        mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+        log::info("MPI: %s; started by %s%s", mpi.c_str(), launcher().c_str(),
+                  mpmd::active() ? format("; one launch, this program number %d (%s)", mpmd::context(),
+                                          mpmd::context_source()).c_str()
+                                 : "");
+    }
     // Whether a rank may write a file (persist=1, fallback=, an I/O server) at a point of its own: that
     // write makes communicators (PnetCDF's MPI_Comm_dup) with blocking calls, which Open MPI holds up
     // behind a duplicate under way of a lower id until every rank of that duplicate's set has come to
@@ -424,6 +448,15 @@ void Runtime::check_separate_launch(int ranks_away) const {
              "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
              "which dtfrun does by itself with Open MPI 5",
              self_name().c_str(), ns);
+    // Slurm's PMIx plugin implements neither publish/lookup nor connect (22.05: "not supported"), so
+    // the ranks of separate srun steps never connect to each other.
+    if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "slurm.pmix.", 11) == 0)
+        fail(DTF_ERR_CONNECT,
+             "component '%s' was started by an srun of its own (PMIX_NAMESPACE=%s), and the ranks of separate "
+             "srun steps cannot connect (Slurm's PMIx does not implement MPI_Comm_connect): start all "
+             "components with one srun, `srun --multi-prog` with DTF_APPNUM set per program, which `dtfrun` "
+             "does inside an allocation (or with --launcher srun)",
+             self_name().c_str(), ns);
 }
 
 // One MPMD launch: the inter-communicators to the other programs exist since MPI_Init (mpi/mpmd.hpp);
@@ -433,7 +466,7 @@ void Runtime::connect_in_launch(const std::vector<int> &peers) {
     std::map<std::string, std::pair<int, MPI_Comm>> running; // component -> its context and link
     std::string seen;
     for (const auto &[context, inter] : mpmd::links()) {
-        const std::string what = format("program %d of this launch (MPI_APPNUM)", context);
+        const std::string what = format("program %d of this launch (%s)", context, mpmd::context_source());
         const std::string name = transport::exchange_with_peer(inter, world_, self_name(), settings_.timeout_s, what);
         running[name] = {context, inter};
         seen += format("%s%d '%s'", seen.empty() ? "" : ", ", context, name.c_str());

@@ -29,13 +29,20 @@ Scenarios
             file-mode run (bench/output_io)
 Every launch runs under dtfrun --walltime (or `timeout`), so a hang fails the test; --launch mpmd
 runs the components under one mpirun (dtfrun --mpmd) instead of one job each, --launch mpirun
-under a plain MPMD mpirun. --hosts netns runs the components on two hosts made of network namespaces
-(see NetnsHosts; needs root and iproute2, else the test is skipped with status 77).
+under a plain MPMD mpirun; --launch srun runs dtfrun inside a Slurm allocation (salloc), which starts
+the components with one `srun --multi-prog` (the zero-change scenario: `dtfrun --launcher srun`
+outside one), and --launch srun-steps starts each component with an srun of its own in one allocation
+(scenario pair: refused at once, saying why), and --launch sbatch runs dtfrun in a batch job, all on a
+one-node Slurm cluster the test starts (slurmcluster.py; root, slurm-wlm and munge, else skipped with
+status 77 unless DTF_TEST_SLURM=required).
+--hosts netns runs the components on two hosts made of network namespaces (see NetnsHosts; needs root
+and iproute2, else the test is skipped with status 77).
 """
 import argparse
 import os
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -44,6 +51,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ncfiles  # noqa: E402
+from slurmcluster import SlurmCluster  # noqa: E402
 
 CONFIG = """[INFO]
 ncomp=2
@@ -138,8 +146,8 @@ def write_config(path, mode="file", hist_mode="file", replay=False, state_sessio
 
 
 def launch_mode(args):
-    """dtfrun's options for --launch: separate jobs (the default) or one MPMD mpirun."""
-    return ["--mpmd"] if args.launch == "mpmd" else []
+    """dtfrun's options for --launch: separate jobs (the default), one MPMD mpirun, or one srun."""
+    return {"mpmd": ["--mpmd"], "srun": ["--launcher", "srun"]}.get(args.launch, [])
 
 
 class NetnsHosts:
@@ -231,13 +239,23 @@ def launch(args, components, env_extra=None, walltime=90):
     under `timeout`, dtf finding the contexts by itself; --hosts: component i on host i); return
     (status, output, seconds)."""
     env = dict(os.environ, **(env_extra or {}))
+    total = sum(ranks for ranks, _ in components)
     if args.launch == "mpirun":
         exported = [w for name in sorted(env) if name.startswith("DTF_") for w in ("-x", name)]
         cmd = ["timeout", str(walltime), "mpirun", "--oversubscribe", "--bind-to", "none"]
         for i, (ranks, argv) in enumerate(components):
             cmd += ([":"] if i else []) + ["-n", str(ranks)] + exported + argv
+    elif args.launch == "srun-steps":  # an srun step per component, as a user might try
+        env.update(OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
+        steps = "".join(f"srun --mpi=pmix --overcommit --overlap -n {ranks} {' '.join(map(shlex.quote, argv))} & "
+                        f"p{i}=$!; " for i, (ranks, argv) in enumerate(components))
+        status = " ".join(f"wait $p{i} || s=1;" for i in range(len(components)))
+        cmd = ["timeout", str(walltime), "salloc", "--quiet", "--overcommit", "-n", str(total), "sh", "-c",
+               f"{steps}s=0; {status} exit $s"]
     else:
-        cmd = [args.dtfrun, "--walltime", str(walltime)] + launch_mode(args)
+        # --launch srun: dtfrun inside an allocation, where it starts the components with srun by itself
+        cmd = [args.dtfrun, "--walltime", str(walltime)] + \
+            ([] if args.launch in ("srun", "sbatch") else launch_mode(args))
         if args.hosts:
             cmd += ["--no-loopback", "--mpirun", args.hosts.mpirun]
         for i, (ranks, argv) in enumerate(components):
@@ -248,10 +266,21 @@ def launch(args, components, env_extra=None, walltime=90):
         if args.hosts:
             cmd = args.hosts.wrap(cmd)
             env.update(args.hosts.env())
+        if args.launch == "srun":
+            cmd = ["salloc", "--quiet", "--overcommit", "-n", str(total)] + cmd
+        elif args.launch == "sbatch":  # the batch script of docs/USER-GUIDE.md, waited for
+            script, output = os.path.join(args.work, "job.sh"), os.path.join(args.work, "job.out")
+            with open(script, "w") as f:
+                f.write(f"#!/bin/sh\n#SBATCH --ntasks={total}\n#SBATCH --overcommit\n#SBATCH --time=00:05:00\n"
+                        f"{' '.join(map(shlex.quote, cmd))}\n")
+            cmd = ["sbatch", "--wait", "--quiet", "-o", output, script]
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=walltime + 30)
     elapsed = time.monotonic() - t0
+    if args.launch == "sbatch":
+        with open(output) as f:
+            p.stdout += f.read()
     print("$ " + " ".join(cmd))
     print(p.stdout)
     print(f"exit status {p.returncode} after {elapsed:.1f} s")
@@ -324,6 +353,14 @@ def scenario_pair(args, work):
                "before Open MPI's mpirun crashes in MPI_Comm_connect")
         expect("dtf_init waited for component 'assim' to connect; but component 'assim' was lost (dtfrun: exited "
                "with status" in out, "the model must stop waiting in dtf_init once dtfrun reports the assimilation lost")
+        return
+    if args.launch == "srun-steps":
+        for comp in ("model", "assim"):
+            expect(re.search(rf"DTF_ERR_CONNECT: component '{comp}' was started by an srun of its own "
+                             r"\(PMIX_NAMESPACE=slurm\.pmix\.[\d.]+\), and the ranks of separate srun steps cannot "
+                             r"connect .*`dtfrun` does inside an allocation", out),
+                   f"dtf_init of '{comp}', started by an srun of its own, must refuse at once, saying why and how")
+        expect(status != 0 and elapsed < 20, "separate srun steps must fail at once, not wait out DTF_TIMEOUT")
         return
     if args.late_put:
         expect(status != 0, "a write no reader can take must fail the writer's close")
@@ -775,9 +812,11 @@ def main():
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
     p.add_argument("--dtfrun", required=True)
-    p.add_argument("--launch", choices=["jobs", "mpmd", "mpirun"], default="jobs",
-                   help="separate MPI jobs (dtfrun), one MPMD mpirun for all components (dtfrun --mpmd), or "
-                        "that mpirun without dtfrun (scenarios pair and letkf)")
+    p.add_argument("--launch", choices=["jobs", "mpmd", "mpirun", "srun", "srun-steps", "sbatch"], default="jobs",
+                   help="separate MPI jobs (dtfrun), one MPMD mpirun for all components (dtfrun --mpmd), "
+                        "that mpirun without dtfrun (scenarios pair and letkf), one srun (dtfrun inside salloc; "
+                        "scenario unaware: dtfrun --launcher srun), or an srun per component (scenario pair: refused), or "
+                        "dtfrun in a batch job (sbatch --wait)")
     p.add_argument("--hosts", choices=["netns"], help="component i on host i, hosts made of network namespaces "
                    "(NetnsHosts); skipped (status 77) without root or iproute2 unless DTF_TEST_NETNS=required")
     p.add_argument("--spread", action="store_true", help="--hosts: the assimilation's ranks on both hosts, its "
@@ -824,12 +863,26 @@ def main():
     p.add_argument("--stale", action="store_true")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()
-    if args.hosts and args.launch == "mpirun":
+    if args.hosts and args.launch not in ("jobs", "mpmd"):
         p.error("--hosts needs dtfrun (--launch jobs or mpmd)")
     if args.spread and (not args.hosts or args.assim_ranks < 2):
         p.error("--spread needs --hosts and at least 2 assimilation ranks")
     with tempfile.TemporaryDirectory(prefix="dtf-coupled-") as work:
-        if not args.hosts:
+        args.work = work
+        if args.launch.startswith("srun") or args.launch == "sbatch":
+            cluster = SlurmCluster(work)
+            try:
+                why = cluster.start()
+                if why and os.environ.get("DTF_TEST_SLURM") == "required":
+                    expect(False, f"a Slurm cluster required (DTF_TEST_SLURM=required): {why}")
+                if why:
+                    print(f"SKIP: no Slurm cluster here: {why}")
+                    sys.exit(77)
+                os.environ.update(cluster.env())  # (salloc, srun and dtfrun find it)
+                globals()["scenario_" + args.scenario](args, work)
+            finally:
+                cluster.stop()
+        elif not args.hosts:
             globals()["scenario_" + args.scenario](args, work)
         else:
             args.hosts = NetnsHosts(work)

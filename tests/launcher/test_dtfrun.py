@@ -521,6 +521,51 @@ exec mpirun "$@"
     check(not name_servers_of(ws), "a name server is running")
 
 
+def case_srun(ws):
+    """Inside a Slurm allocation (SLURM_JOB_ID), or with --launcher srun, one `srun --multi-prog` starts
+    all components (here a fake srun on PATH that runs the conf's lines and labels each task's lines as
+    --label does; coupled.slurm.* run the real one): each program gets DTF_APPNUM, its number in the
+    launch, and DTF_MPMD=1, its arguments as given; each line is prefixed with its task's component;
+    --mpi=pmix for Open MPI unless SLURM_MPI_TYPE says otherwise; --mpi-args is refused."""
+    ws.script("srun", """
+echo "$*" > "$D/srun.args"
+conf=
+while [ $# -gt 0 ]; do [ "$1" = --multi-prog ] && conf=$2; shift; done
+pids=
+while read range prog; do
+  r=${range%-*}
+  while [ $r -le ${range#*-} ]; do (SLURM_PROCID=$r "$prog" 2>&1 | sed "s/^/$r: /") & pids="$pids $!"; r=$((r+1)); done
+done < "$conf"
+rc=0; for p in $pids; do wait $p || rc=$?; done
+exit $rc
+""")
+    show = ws.script("show.sh", 'echo "task $SLURM_PROCID DTF_APPNUM=$DTF_APPNUM DTF_MPMD=$DTF_MPMD args=[$1] [$2]"')
+    path = ws.dir + os.pathsep + os.environ.get("PATH", "")
+    comps = ["--name", "model", "-n", "2", show, "a b", "c", ":", "--name", "assim", "-n", "1", show, "d"]
+    for env, launcher, mpi in ((clean_env(PATH=path, SLURM_JOB_ID="77"), [], "--mpi=pmix"),
+                               (clean_env(PATH=path, SLURM_MPI_TYPE="pmi2"), ["--launcher", "srun"], None)):
+        r = run_dtfrun(["-v"] + launcher + comps, env=env, cwd=ws.dir)
+        check(r.rc == 0, "expected exit 0\n%s" % r)
+        for line in ("[model] task 0 DTF_APPNUM=0 DTF_MPMD=1 args=[a b] [c]",
+                     "[model] task 1 DTF_APPNUM=0 DTF_MPMD=1 args=[a b] [c]",
+                     "[assim] task 2 DTF_APPNUM=1 DTF_MPMD=1 args=[d] []"):
+            check(line in r.out.splitlines(), "expected %r\n%s" % (line, r))
+        with open(os.path.join(ws.dir, "srun.args")) as f:
+            args = f.read().split()
+        check(args[:5] == ["--overcommit", "--kill-on-bad-exit=1", "--label", "-n", "3"] and
+              ("--mpi=pmix" in args) == (mpi is not None) and args[-2] == "--multi-prog",
+              "srun's options: %s\n%s" % (args, r))
+        why = "inside Slurm job 77" if not launcher else "--launcher"
+        check(re.search(r"dtfrun: launcher: \S*srun \(%s\): one launch, srun --multi-prog" % why, r.err),
+              "-v must say which launcher and why\n%s" % r)
+    r = run_dtfrun(["--name", "model", "-n", "1", "--mpi-args", "--foo", show, ":", "-n", "1", show],
+                   env=clean_env(PATH=path, SLURM_JOB_ID="77"), cwd=ws.dir)
+    check(r.rc == 2 and "component 'model': --mpi-args: srun starts all components in one step" in r.err,
+          "--mpi-args under srun must be refused\n%s" % r)
+    r = run_dtfrun(["--launcher", "qsub", "-n", "1", show])
+    check(r.rc == 2 and "--launcher 'qsub': expected mpirun or srun" in r.err, "a bad --launcher must be refused\n%s" % r)
+
+
 def case_mpmd_fail(ws):
     """--mpmd: a component exits 3 while the other sleeps: the whole launch ends within seconds, with
     a non-zero status and the launch named."""
