@@ -35,6 +35,7 @@ Sweeps:
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -45,10 +46,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
+from slurmcluster import SlurmCluster  # noqa: E402
 
 # (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
 #  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes,
-#   launch ("mpmd": one MPMD mpirun instead of two jobs), buffer_data (instead of letkf.ini's),
+#   launch ("mpmd": one MPMD mpirun instead of two jobs; "srun": one srun), buffer_data (instead of letkf.ini's),
 #   rotate (letkf_io --rotate 1: each rep starts with the next mode), persist (0: letkf.ini without
 #   persist=1)])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
@@ -56,6 +59,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMPUTE = "transfer,transfer-replay,mpi-raw"
 DEFAULT = ("default", 2, 1, 1, (128, 128, 16), None, 3, 6)
 MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
+# The same one launch started by Slurm's srun (dtfrun inside an allocation of a one-node Slurm cluster
+# the driver starts, tests/lib/slurmcluster.py); left out, with a note, where Slurm cannot run here.
+SRUN = ("launch.srun",) + DEFAULT[1:] + ({"launch": "srun"},)
 # Stream and persist (transfer-persist) in launches of their own: the memory it leaves behind (heap
 # not returned to the system) would count in the next modes' memory figures. The default size (4
 # ranks on this machine's 2 cores) and one member (a core per rank), each with letkf.ini's
@@ -98,6 +104,7 @@ SWEEPS = {
     "full": [
         DEFAULT,
         MPMD,
+        SRUN,
         ("weak", 1, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 2, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 4, 1, 1, (64, 64, 16), None, 2, 5),
@@ -110,7 +117,7 @@ SWEEPS = {
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
     ] + SMALL + SMALL_TRACE + GROWTH + PERSIST,
-    "launch": [DEFAULT, MPMD, DEFAULT, MPMD],
+    "launch": [DEFAULT, MPMD, SRUN, DEFAULT, MPMD, SRUN],
     "small": SMALL + SMALL_TRACE,
     "growth": GROWTH,
     "persist": PERSIST,
@@ -199,7 +206,9 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
     args = [str(a) for a in args]
     exe = os.path.join(build, "bench", "letkf_io")
     launch = ["--mpmd"] if opt.get("launch") == "mpmd" else []
-    return [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60",
+    # (srun: dtfrun inside an allocation starts one srun by itself)
+    alloc = ["salloc", "--quiet", "--overcommit", "-n", str(2 * ranks)] if opt.get("launch") == "srun" else []
+    return alloc + [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60",
             "--walltime", str(timeout), *launch,
             "--name", "model", "-n", str(ranks), exe, "--role", "model", *args, "--csv", csv_prefix + ".model.csv",
             ":", "--name", "assim", "-n", str(ranks), exe, "--role", "assim", *args, "--csv", csv_prefix + ".assim.csv"]
@@ -263,13 +272,23 @@ def main():
             "command": "make bench" if a.sweep == "full" else " ".join(map(shlex.quote, sys.argv)),
             "machine": machine(build), "runs": []}
     header, rows = None, []
+    slurm = None  # the Slurm cluster of the srun runs, started before the first
     for i, spec in enumerate(SWEEPS[a.sweep]):
         label, members, px, py, grid, glob, reps, cycles = spec[:8]
         opt = options(spec)
+        env = dict(os.environ)
+        if opt.get("launch") == "srun":
+            if slurm is None:
+                slurm = SlurmCluster(os.path.join(out, "slurm-cluster"))
+                atexit.register(slurm.stop)
+                slurm.why = slurm.start()
+            if slurm.why:
+                print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: no Slurm cluster here: {slurm.why}")
+                continue
+            env = slurm.env(env)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")
         cmd = command(build, files, spec, prefix, a.timeout, config(spec, out))
-        env = dict(os.environ)
         if "thread" in opt:
             env["DTF_PROGRESS_THREAD"] = str(opt["thread"])
         if opt.get("trace"):
