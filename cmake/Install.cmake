@@ -2,12 +2,18 @@
 # dtf.pc, and the tools (dtfrun, dtf-config).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS dtf dtf_fortran EXPORT dtfTargets
+set(_targets dtf)
+if(DTF_FORTRAN)
+  list(APPEND _targets dtf_fortran)
+endif()
+install(TARGETS ${_targets} EXPORT dtfTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/dtf.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${PROJECT_BINARY_DIR}/mod/dtf.mod DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(DTF_FORTRAN)
+  install(FILES ${PROJECT_BINARY_DIR}/mod/dtf.mod DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 
 install(EXPORT dtfTargets NAMESPACE dtf:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/dtfConfig.cmake.in

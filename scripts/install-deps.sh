@@ -12,6 +12,7 @@ packages=(
   iproute2
   valgrind
   slurm-wlm munge
+  mpich libmpich-dev autoconf automake libtool
 )
 
 missing=()

@@ -373,6 +373,7 @@ const char *dtf_pnc_errname(int code) {
 WRAPPERS_C = r"""/* Every wrapper is one line: the hook (dispatch to the runtime when dtf may own the call; see
  * pnc/hook.h), then a tail call of the real function, typed from its prototype in pnetcdf.h. */
 #include <pnetcdf.h>
+#include <stddef.h>
 
 #include "dtf.h"
 /* Internal declarations are hidden, so the fast path uses direct, PC-relative accesses. */

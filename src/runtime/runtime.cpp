@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,7 @@ std::string launcher() {
     if (std::getenv("OMPI_MCA_orte_hnp_uri") || std::getenv("OMPI_MCA_orte_local_daemon_uri"))
         return std::getenv("SLURM_JOB_ID") ? "mpirun (Open MPI), inside Slurm job " + std::string(std::getenv("SLURM_JOB_ID"))
                                             : "mpirun (Open MPI)";
+    if (std::getenv("HYDI_CONTROL_FD")) return "mpiexec (MPICH's Hydra)";
     if (std::getenv("SLURM_STEP_ID") && std::getenv("PMI_FD")) return "srun (Slurm's PMI)";
     if (std::getenv("PMI_RANK") || std::getenv("PMI_FD")) return "mpiexec (PMI)";
     return "unknown (no launcher's variables: a singleton?)";
@@ -328,8 +330,10 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     }
     log::set_context(self_name(), rank_);
     if (rank_ == 0 && log::enabled(log::kInfo)) {
-        std::string mpi = mpi_library();
+        std::string mpi = mpi_library(); // "Open MPI v4.1.4, package: ...", "MPICH Version:\t4.0.2\n..."
         mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+        if (size_t at = mpi.find(" Version:"); at != std::string::npos)
+            mpi = mpi.substr(0, at) + " " + mpi.substr(mpi.find_first_not_of(" \t", at + 9));
         log::info("MPI: %s; started by %s%s", mpi.c_str(), launcher().c_str(),
                   mpmd::active() ? format("; one launch, this program number %d (%s)", mpmd::context(),
                                           mpmd::context_source()).c_str()
@@ -448,6 +452,27 @@ void Runtime::check_separate_launch(int ranks_away) const {
              "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
              "which dtfrun does by itself with Open MPI 5",
              self_name().c_str(), ns);
+    // An MPI that cannot open a port cannot connect separately launched jobs at all (MPICH 4.0's
+    // ch4:ucx: "not supported with ucx netmod"): said before the other component waits for a port.
+    {
+        transport::ScopedErrorsReturn errors_return;
+        char port[MPI_MAX_PORT_NAME] = {0};
+        if (int rc = MPI_Open_port(MPI_INFO_NULL, port); rc != MPI_SUCCESS) {
+            char text[MPI_MAX_ERROR_STRING] = "";
+            int len = 0;
+            MPI_Error_string(rc, text, &len);
+            std::string why(text, static_cast<size_t>(len)); // (MPICH: a stack, the cause on its last line)
+            while (!why.empty() && std::isspace(static_cast<unsigned char>(why.back()))) why.pop_back();
+            why = why.substr(why.rfind('\n') + 1);
+            fail(DTF_ERR_CONNECT,
+                 "component '%s' runs as a job of its own, but this MPI cannot connect separately launched jobs "
+                 "(MPI_Open_port fails: %s): start all components in one launch, `dtfrun --mpmd` (or by hand "
+                 "`mpiexec -n 4 ./model : -n 8 ./assim`; under Slurm one srun, which dtfrun starts inside an "
+                 "allocation)",
+                 self_name().c_str(), why.c_str());
+        }
+        MPI_Close_port(port);
+    }
     // Slurm's PMIx plugin implements neither publish/lookup nor connect (22.05: "not supported"), so
     // the ranks of separate srun steps never connect to each other.
     if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "slurm.pmix.", 11) == 0)

@@ -17,6 +17,7 @@
 
 #include <pnetcdf.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

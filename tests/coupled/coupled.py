@@ -255,7 +255,8 @@ def launch(args, components, env_extra=None, walltime=90):
     else:
         # --launch srun: dtfrun inside an allocation, where it starts the components with srun by itself
         cmd = [args.dtfrun, "--walltime", str(walltime)] + \
-            ([] if args.launch in ("srun", "sbatch") else launch_mode(args))
+            ([] if args.launch in ("srun", "sbatch") else launch_mode(args)) + \
+            (["--mpirun", args.mpirun] if args.mpirun else [])
         if args.hosts:
             cmd += ["--no-loopback", "--mpirun", args.hosts.mpirun]
         for i, (ranks, argv) in enumerate(components):
@@ -483,6 +484,7 @@ def scenario_unaware(args, work):
     preload = (lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]) if runtimes else \
         (lambda name: [])
     cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + launch_mode(args) + \
+        (["--mpirun", args.mpirun] if args.mpirun else []) + \
         ([] if runtimes else ["--preload", args.lib]) + \
         ["--name", "model", "-n", str(args.model_ranks)] + preload("model") + \
         [writer, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
@@ -817,6 +819,7 @@ def main():
                         "that mpirun without dtfrun (scenarios pair and letkf), one srun (dtfrun inside salloc; "
                         "scenario unaware: dtfrun --launcher srun), or an srun per component (scenario pair: refused), or "
                         "dtfrun in a batch job (sbatch --wait)")
+    p.add_argument("--mpirun", help="dtfrun's --mpirun (e.g. MPICH's mpiexec; default: mpirun from PATH)")
     p.add_argument("--hosts", choices=["netns"], help="component i on host i, hosts made of network namespaces "
                    "(NetnsHosts); skipped (status 77) without root or iproute2 unless DTF_TEST_NETNS=required")
     p.add_argument("--spread", action="store_true", help="--hosts: the assimilation's ranks on both hosts, its "

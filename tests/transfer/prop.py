@@ -103,7 +103,8 @@ def launch(args, run, work, extra_env=None):
                               'comp1="writer"\ncomp2="reader"'))
     M, N = args.M, args.N
     common = [args.seed, str(args.first), str(args.cases), str(M)]
-    cmd = [args.dtfrun, "--walltime", str(args.walltime)] + (["--mpmd"] if args.launch == "mpmd" else []) + [
+    cmd = [args.dtfrun, "--walltime", str(args.walltime)] + (["--mpmd"] if args.launch == "mpmd" else []) + \
+        (["--mpirun", args.mpirun] if args.mpirun else []) + [
            "--name", "writer", "-n", str(M), run.writer_exe, "writer", ini, run.dir] + common + [str(N)] + [
            ":", "--name", "reader", "-n", str(N), args.exe, "reader", ini, run.dir] + common + [str(N)]
     if args.second_reader is not None:
@@ -359,6 +360,7 @@ def main():
     p.add_argument("--walltime", type=int, default=300, help="dtfrun --walltime per run")
     p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs",
                    help="writer and reader as separate MPI jobs, or both runs in one MPMD mpirun (dtfrun --mpmd)")
+    p.add_argument("--mpirun", help="dtfrun's --mpirun (e.g. MPICH's mpiexec; default: mpirun from PATH)")
     p.add_argument("--timeout", type=int, default=60, help="DTF_TIMEOUT")
     p.add_argument("--mpi-io", default="romio321",
                    help="Open MPI io component for the programs (OMPI_MCA_io; 'default': leave it). "

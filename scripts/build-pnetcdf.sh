@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Build PnetCDF for another MPI than the one Debian builds it for (Open MPI 4.1): from Debian's own
+# PnetCDF source package (1.12.3, fetched with apt), with that MPI's compiler wrappers, into PREFIX.
+#
+#   scripts/build-pnetcdf.sh PREFIX MPICC [MPIF90]
+#   e.g. scripts/build-pnetcdf.sh ~/.cache/dtf/pnetcdf-mpich mpicc.mpich mpif90.mpich
+#
+# PREFIX gets include/, lib/ (shared libpnetcdf and lib/pkgconfig/pnetcdf.pc) and bin/ (ncmpidiff...).
+# Cached: when PREFIX holds a build of the same source for the same `MPICC -show`, nothing is done.
+# Without MPIF90 the Fortran interface is left out. Needs root (or sudo) the first time on a machine
+# whose apt sources have no deb-src entry: it adds one for Debian's main archive
+# (/etc/apt/sources.list.d/dtf-deb-src.sources) and installs autoconf, automake and libtool (Debian's
+# source is a git snapshot without a configure script). About 3 minutes on 2 cores (docs/TESTING.md).
+set -euo pipefail
+
+[ $# -ge 2 ] || { echo "usage: $0 PREFIX MPICC [MPIF90]" >&2; exit 2; }
+prefix=$1 mpicc=$2 mpif90=${3:-}
+version=1.12.3
+command -v "$mpicc" >/dev/null || { echo "build-pnetcdf: MPI C compiler '$mpicc' not found" >&2; exit 1; }
+stamp="pnetcdf $version; $("$mpicc" -show); ${mpif90:+$("$mpif90" -show)}"
+if [ -f "$prefix/.dtf-build" ] && [ "$(cat "$prefix/.dtf-build")" = "$stamp" ]; then
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+need=()
+for p in autoconf automake libtool m4 xz-utils; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "build-pnetcdf: installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+work=$(mktemp -d /tmp/dtf-pnetcdf-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+if ! apt-get source --download-only pnetcdf >fetch.log 2>&1; then
+  # No deb-src entry: add one for the main archive, as the machine's deb entry names it.
+  src=/etc/apt/sources.list.d/dtf-deb-src.sources
+  uri=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "${uri:-http://deb.debian.org/debian}" "$suite" | $sudo tee "$src" >/dev/null
+  echo "build-pnetcdf: added $src; apt-get update"
+  $sudo apt-get update -qq
+  apt-get source --download-only pnetcdf >fetch.log 2>&1 || { cat fetch.log >&2; exit 1; }
+fi
+tarball=$(ls pnetcdf_"$version".orig.tar.* 2>/dev/null | head -1)
+[ -n "$tarball" ] || { echo "build-pnetcdf: Debian's pnetcdf source is not $version:" >&2; ls >&2; exit 1; }
+tar xf "$tarball"
+cd "pnetcdf-$version"
+echo "build-pnetcdf: building PnetCDF $version with $mpicc${mpif90:+ and $mpif90} into $prefix"
+autoreconf -fi >autoreconf.log 2>&1 || { tail -20 autoreconf.log >&2; exit 1; }
+fortran=(--disable-fortran)
+[ -z "$mpif90" ] || fortran=(MPIF77="$mpif90" MPIF90="$mpif90" FFLAGS=-O2 FCFLAGS=-O2)
+./configure -q --prefix="$prefix" --enable-shared --disable-static --disable-cxx MPICC="$mpicc" \
+  CFLAGS="-O2 -g" "${fortran[@]}" >configure.log 2>&1 || { tail -30 configure.log >&2; exit 1; }
+make -s -j"$(nproc)" >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
+rm -rf "$prefix"
+make -s install >install.log 2>&1 || { tail -30 install.log >&2; exit 1; }
+echo "$stamp" >"$prefix/.dtf-build"
+echo "build-pnetcdf: done"
