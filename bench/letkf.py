@@ -47,11 +47,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "mpich"))
 from slurmcluster import SlurmCluster  # noqa: E402
+import mpich  # noqa: E402
 
 # (label, members, px, py, grid per rank (imax, jmax, kmax) or None, global grid (nx, ny) or None, reps, cycles
 #  [, options: compute (ms of CPU work per cycle and role), thread (DTF_PROGRESS_THREAD), modes,
-#   launch ("mpmd": one MPMD mpirun instead of two jobs; "srun": one srun), buffer_data (instead of letkf.ini's),
+#   launch ("mpmd": one MPMD mpirun instead of two jobs; "srun": one srun; "mpich": one MPICH mpiexec),
+#   buffer_data (instead of letkf.ini's),
 #   rotate (letkf_io --rotate 1: each rep starts with the next mode), persist (0: letkf.ini without
 #   persist=1)])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
@@ -62,6 +65,9 @@ MPMD = ("launch.mpmd",) + DEFAULT[1:] + ({"launch": "mpmd"},)
 # The same one launch started by Slurm's srun (dtfrun inside an allocation of a one-node Slurm cluster
 # the driver starts, tests/lib/slurmcluster.py); left out, with a note, where Slurm cannot run here.
 SRUN = ("launch.srun",) + DEFAULT[1:] + ({"launch": "srun"},)
+# The same one launch under MPICH's mpiexec, with dtf and letkf_io built against MPICH (and PnetCDF for
+# it: tests/mpich/mpich.py, cached); left out, with a note, without MPICH.
+MPICH = ("launch.mpich",) + DEFAULT[1:] + ({"launch": "mpich"},)
 # Stream and persist (transfer-persist) in launches of their own: the memory it leaves behind (heap
 # not returned to the system) would count in the next modes' memory figures. The default size (4
 # ranks on this machine's 2 cores) and one member (a core per rank), each with letkf.ini's
@@ -105,6 +111,7 @@ SWEEPS = {
         DEFAULT,
         MPMD,
         SRUN,
+        MPICH,
         ("weak", 1, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 2, 1, 1, (64, 64, 16), None, 2, 5),
         ("weak", 4, 1, 1, (64, 64, 16), None, 2, 5),
@@ -117,7 +124,7 @@ SWEEPS = {
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
     ] + SMALL + SMALL_TRACE + GROWTH + PERSIST,
-    "launch": [DEFAULT, MPMD, SRUN, DEFAULT, MPMD, SRUN],
+    "launch": [DEFAULT, MPMD, SRUN, MPICH, DEFAULT, MPMD, SRUN, MPICH],
     "small": SMALL + SMALL_TRACE,
     "growth": GROWTH,
     "persist": PERSIST,
@@ -204,8 +211,10 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
     if opt.get("rotate"):
         args += ["--rotate", "1"]
     args = [str(a) for a in args]
+    if opt.get("launch") == "mpich":  # (the MPICH build of letkf_io and dtf; bench/letkf.py main)
+        build = opt["build"]
     exe = os.path.join(build, "bench", "letkf_io")
-    launch = ["--mpmd"] if opt.get("launch") == "mpmd" else []
+    launch = {"mpmd": ["--mpmd"], "mpich": ["--mpmd", "--mpirun", "mpiexec.mpich"]}.get(opt.get("launch"), [])
     # (srun: dtfrun inside an allocation starts one srun by itself)
     alloc = ["salloc", "--quiet", "--overcommit", "-n", str(2 * ranks)] if opt.get("launch") == "srun" else []
     return alloc + [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60",
@@ -286,6 +295,12 @@ def main():
                 print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: no Slurm cluster here: {slurm.why}")
                 continue
             env = slurm.env(env)
+        if opt.get("launch") == "mpich":
+            if mpich.missing():
+                print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: {mpich.missing()}")
+                continue
+            spec = spec[:8] + (dict(opt, build=mpich.build(os.path.join(build, "tests", "mpich", "mpich"),
+                                                          os.path.dirname(HERE), ["dtfrun", "letkf_io"])),)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")
         cmd = command(build, files, spec, prefix, a.timeout, config(spec, out))

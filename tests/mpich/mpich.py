@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """dtf under MPICH (Debian's 4.0.2, beside Open MPI): PnetCDF built for MPICH from Debian's source
-package (scripts/build-pnetcdf.sh, C only, cached in ~/.cache/dtf), and dtf built against both in
-DIR (cmake -DDTF_FORTRAN=OFF with MPICH's compiler wrappers); the programs then run under MPICH's
+package and dtf against both in DIR (tests/lib/mpibuild.py); the programs then run under MPICH's
 mpiexec (Hydra), launched by the same dtfrun.
 
 usage: mpich.py CASE --dir DIR --source SRC [--werror]
 
 Cases
+  build  only the builds (ctest runs it first, alone; every case builds what is missing)
   pair   the coupled programs in one MPMD launch (dtfrun --mpmd: mpiexec -n A ... : -n B ..., Hydra
          gives each executable its MPI_APPNUM) in the shapes 1x1, 2x3 and 3x2, both files in transfer
          mode, every value checked (coupled.py pair).
@@ -16,20 +16,20 @@ Cases
   jobs   the components as separate mpiexec jobs: MPICH 4.0 built with UCX cannot open a port, so
          dtf_init must fail at once in both, saying why and how to launch instead, not wait.
 
-The first case to run builds (a lock keeps the others waiting); later runs reuse the builds. Without
+Every case builds what is missing first (a lock keeps concurrent ones waiting); later runs reuse the
+builds. Without
 MPICH (mpicc.mpich, mpiexec.mpich) the test is skipped (status 77), unless DTF_TEST_MPICH=required.
 """
 import argparse
-import fcntl
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-PNETCDF = "1.12.3"  # Debian 12's source package
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import mpibuild  # noqa: E402
 TARGETS = ["dtf", "dtfrun", "coupled_filemode", "coupled_letkf", "coupled_unaware", "xfer_prop"]
 
 
@@ -41,55 +41,34 @@ def skip_or_fail(why):
     sys.exit(77)
 
 
-def expect(cond, message):
-    if not cond:
-        print("FAIL: " + message)
-        sys.exit(1)
+expect, run = mpibuild.fail_unless, mpibuild.run
 
 
-def run(cmd, limit, env=None, cwd=None):
-    print("$ " + " ".join(cmd), flush=True)
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=limit)
-    print(p.stdout, flush=True)
-    return p.returncode, p.stdout, time.monotonic() - t0
+def missing():
+    """Why MPICH cannot be used here, or None."""
+    gone = [p for p in ("mpicc.mpich", "mpicxx.mpich", "mpiexec.mpich") if not shutil.which(p)]
+    return f"{', '.join(gone)} not found (apt-get install mpich libmpich-dev)" if gone else None
 
 
-def build(a):
-    """PnetCDF for MPICH (cached) and dtf against it in a.dir, once; returns the build directory."""
-    missing = [p for p in ("mpicc.mpich", "mpicxx.mpich", "mpiexec.mpich") if not shutil.which(p)]
-    if missing:
-        skip_or_fail(f"{', '.join(missing)} not found (apt-get install mpich libmpich-dev)")
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dtf")
-    pnetcdf = os.path.join(cache, f"pnetcdf-{PNETCDF}-mpich")
-    os.makedirs(a.dir, exist_ok=True)
-    with open(os.path.join(a.dir, "build.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        status, out, took = run([os.path.join(a.source, "scripts", "build-pnetcdf.sh"), pnetcdf, "mpicc.mpich"], 900)
-        expect(status == 0, "PnetCDF for MPICH did not build")
-        print(f"PnetCDF for MPICH: {took:.0f} s ({pnetcdf})")
-        tree = os.path.join(a.dir, "build")
-        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(pnetcdf, "lib", "pkgconfig"))
-        if not os.path.exists(os.path.join(tree, "CMakeCache.txt")):
-            status, _, _ = run(["cmake", "-S", a.source, "-B", tree, "-G", "Ninja", "-DDTF_FORTRAN=OFF",
-                                "-DMPI_C_COMPILER=mpicc.mpich", "-DMPI_CXX_COMPILER=mpicxx.mpich",
-                                f"-DDTF_WERROR={'ON' if a.werror else 'OFF'}"], 300, env)
-            expect(status == 0, "dtf did not configure against MPICH")
-        status, _, took = run(["cmake", "--build", tree, "--target"] + TARGETS, 900, env)
-        expect(status == 0, "dtf did not build against MPICH")
-        print(f"dtf against MPICH: {took:.0f} s")
-    return tree
+def build(directory, source, targets, werror=False):
+    """PnetCDF for MPICH (cached) and dtf's `targets` against it in `directory`; returns the build
+    tree (bench/letkf.py builds letkf_io so too)."""
+    return mpibuild.build("mpich", directory, source, targets, "mpicc.mpich", "mpicxx.mpich", werror=werror)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("case", choices=["pair", "letkf", "prop", "zero", "jobs"])
+    p.add_argument("case", choices=["build", "pair", "letkf", "prop", "zero", "jobs"])
     p.add_argument("--dir", required=True, help="where the MPICH build goes (kept between tests)")
     p.add_argument("--source", required=True, help="dtf's source tree")
     p.add_argument("--werror", action="store_true", help="build with -DDTF_WERROR=ON")
     a = p.parse_args()
-    tree = build(a)
+    if missing():
+        skip_or_fail(missing())
+    tree = build(a.dir, a.source, TARGETS, a.werror)
+    if a.case == "build":
+        print("PASS")
+        return
     exe = {t: os.path.join(tree, d, t) for d, ts in (("tests/coupled", ("coupled_filemode", "coupled_letkf",
                                                                         "coupled_unaware")),
                                                        ("tests/transfer", ("xfer_prop",))) for t in ts}

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """dtf under Open MPI 5 (Debian 12 ships 4.1): the Open MPI 5 wheel from PyPI, unpacked into the build
-tree, runs the programs built here (its libmpi.so.40 keeps the C ABI of 4.1; the libmpi_cxx that
-Debian's libpnetcdf also links wants two symbols 5 dropped, given by a stub preloaded). Only the
-C programs run: the wheel has no Fortran bindings.
+tree, with PnetCDF built for it from Debian's source package and dtf built against both
+(tests/lib/mpibuild.py: the wheel's mpicc; C only, the wheel has no Fortran bindings).
 
-usage: openmpi5.py CASE --dir DIR --dtfrun PATH --coupled PATH --c-exe PATH [--letkf-exe PATH]
+usage: openmpi5.py CASE --dir DIR --source SRC [--werror]
 
 Cases
+  build  only the download and the builds (ctest runs it first, alone; every case does what is missing)
   pair   dtfrun with Open MPI 5's mpirun: it has no name server and its separate mpiruns never
          connect, so dtfrun must start the components in one MPMD launch and say so; the coupled
          programs, 2x3, both files in transfer mode, every value checked (coupled.py pair).
@@ -29,12 +29,10 @@ import tempfile
 import time
 import zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import mpibuild  # noqa: E402
+
 VERSION = "5.0.11"  # the wheel served on 2026-11-26
-STUB = """/* Symbols Debian's libmpi_cxx.so.40 and libpnetcdf (built against Open MPI 4.1) bind at load
-   time, which Open MPI 5 no longer defines; nothing here calls the C++ bindings. */
-char ompi_mpi_errors_throw_exceptions[4096];
-void ompi_op_set_cxx_callback(void) {}
-"""
 
 
 def skip_or_fail(why):
@@ -46,13 +44,13 @@ def skip_or_fail(why):
 
 
 def install(prefix):
-    """Unpack the wheel's tree into prefix (once), and build the stub; returns the stub's path. The
-    cases run at once under ctest -j: the first to take the lock installs, the others wait for it
-    (without the lock one case's rmtree pulled the tree from under another's mpirun)."""
+    """Unpack the wheel's tree into prefix (once). The cases run at once under ctest -j: the first to
+    take the lock installs, the others wait for it (without the lock one case's rmtree pulled the
+    tree from under another's mpirun)."""
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     with open(prefix + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return install_locked(prefix)
+        install_locked(prefix)
 
 
 def install_locked(prefix):
@@ -74,20 +72,12 @@ def install_locked(prefix):
             shutil.rmtree(prefix + ".part", ignore_errors=True)
             shutil.move(tree, prefix + ".part")  # /tmp to the build tree: a copy, renamed when whole
             os.rename(prefix + ".part", prefix)
-    stub = os.path.join(prefix, "libcxxstub.so")
-    if not os.path.exists(stub):
-        src = os.path.join(prefix, "cxxstub.c")
-        with open(src, "w") as f:
-            f.write(STUB)
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", stub + ".tmp", src], check=True)
-        os.replace(stub + ".tmp", stub)
-    return stub
 
 
-def environment(prefix, stub):
+def environment(prefix):
     env = dict(os.environ)
     env.update(PATH=os.path.join(prefix, "bin") + os.pathsep + env.get("PATH", ""), OPAL_PREFIX=prefix,
-               LD_LIBRARY_PATH=os.path.join(prefix, "lib"), LD_PRELOAD=stub,
+               LD_LIBRARY_PATH=os.path.join(prefix, "lib"),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                PRTE_ALLOW_RUN_AS_ROOT="1", PRTE_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     version = subprocess.run(["mpirun", "--version"], env=env, capture_output=True, text=True).stdout
@@ -96,18 +86,7 @@ def environment(prefix, stub):
     return env
 
 
-def run(cmd, env, limit):
-    print("$ " + " ".join(cmd), flush=True)
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=limit)
-    print(p.stdout)
-    return p.returncode, p.stdout, time.monotonic() - t0
-
-
-def expect(cond, message):
-    if not cond:
-        print("FAIL: " + message)
-        sys.exit(1)
+expect, run = mpibuild.fail_unless, mpibuild.run
 
 
 CHOSEN = (f"mpirun (Open MPI) {VERSION}: separately launched jobs cannot connect (no ompi-server); the "
@@ -116,25 +95,32 @@ CHOSEN = (f"mpirun (Open MPI) {VERSION}: separately launched jobs cannot connect
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("case", choices=["pair", "letkf", "jobs"])
-    p.add_argument("--dir", required=True, help="where the wheel's tree goes (kept between tests)")
-    p.add_argument("--dtfrun", required=True)
-    p.add_argument("--coupled", required=True, help="tests/coupled/coupled.py")
-    p.add_argument("--c-exe", required=True, help="coupled_filemode")
-    p.add_argument("--letkf-exe", help="coupled_letkf (case letkf)")
+    p.add_argument("case", choices=["build", "pair", "letkf", "jobs"])
+    p.add_argument("--dir", required=True, help="where the wheel's tree and the build go (kept between tests)")
+    p.add_argument("--source", required=True, help="dtf's source tree")
+    p.add_argument("--werror", action="store_true", help="build with -DDTF_WERROR=ON")
     a = p.parse_args()
-    env = environment(a.dir, install(a.dir))
-    coupled = [sys.executable, a.coupled]
-    if a.case == "pair":
-        status, out, _ = run(coupled + ["pair", "--dtfrun", a.dtfrun, "--c-exe", a.c_exe, "--model-ranks", "2",
+    prefix = os.path.join(a.dir, f"openmpi-{VERSION}")
+    install(prefix)
+    env = environment(prefix)
+    tree = mpibuild.build("openmpi5", os.path.join(a.dir, "dtf"), a.source, ["dtf", "dtfrun", "coupled_filemode",
+                          "coupled_letkf"], os.path.join(prefix, "bin", "mpicc"), os.path.join(prefix, "bin", "mpicxx"),
+                          env, a.werror)
+    dtfrun = os.path.join(tree, "bin", "dtfrun")
+    c_exe, letkf_exe = (os.path.join(tree, "tests", "coupled", t) for t in ("coupled_filemode", "coupled_letkf"))
+    coupled = [sys.executable, os.path.join(a.source, "tests", "coupled", "coupled.py")]
+    if a.case == "build":
+        pass
+    elif a.case == "pair":
+        status, out, _ = run(coupled + ["pair", "--dtfrun", dtfrun, "--c-exe", c_exe, "--model-ranks", "2",
                                         "--assim-ranks", "3", "--cycles", "3", "--hist-mode", "transfer",
-                                        "--state-mode", "transfer"], env, 200)
+                                        "--state-mode", "transfer"], 200, env)
         expect(status == 0 and out.rstrip().endswith("PASS"), "the coupled programs must pass under Open MPI 5")
         expect(CHOSEN in out, "dtfrun must say that it starts one MPMD launch with Open MPI 5")
     elif a.case == "letkf":
-        status, out, _ = run(coupled + ["letkf", "--dtfrun", a.dtfrun, "--c-exe", a.c_exe, "--model-exe", a.letkf_exe,
-                                        "--assim-exe", a.letkf_exe, "--members", "2", "--model-ranks", "4",
-                                        "--assim-ranks", "3", "--cycles", "4"], env, 280)
+        status, out, _ = run(coupled + ["letkf", "--dtfrun", dtfrun, "--c-exe", c_exe, "--model-exe", letkf_exe,
+                                        "--assim-exe", letkf_exe, "--members", "2", "--model-ranks", "4",
+                                        "--assim-ranks", "3", "--cycles", "4"], 280, env)
         expect(status == 0 and out.rstrip().endswith("PASS"), "the LETKF pattern must pass under Open MPI 5")
         expect(out.count(CHOSEN) == 2, "dtfrun must say that it starts one MPMD launch, in both modes")
     else:
@@ -145,7 +131,7 @@ def main():
                         'comp1="model"\ncomp2="assim"\nmode="transfer"\n')
             env["DTF_TIMEOUT"] = "60"
             jobs = [subprocess.Popen(["timeout", "90", "mpirun", "--oversubscribe", "-x", "DTF_TIMEOUT", "-n", str(n),
-                                      a.c_exe, role, ini, work, "1"], env=env, stdout=subprocess.PIPE,
+                                      c_exe, role, ini, work, "1"], env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True) for role, n in (("model", 2), ("assim", 3))]
             t0 = time.monotonic()
             outs = [j.communicate()[0] for j in jobs]
