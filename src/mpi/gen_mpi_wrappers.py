@@ -11,8 +11,9 @@ For every MPI_* function of mpi.h that takes a communicator as input, this write
     mpi_<name>_f08_ (`use mpi_f08`), which do the same with the Fortran handle and call the next
     library's pmpi_<name>_ / pmpi_<name>_f08_. Their arguments are the C ones by reference, then
     ierror, then one hidden length per character argument (all forwarded untouched).
-Left out, by rule: the predefined attribute callbacks (MPI_COMM_DUP_FN, ...), the attribute functions (MPI's predefined attributes, MPI_TAG_UB, MPI_APPNUM,
-..., exist on the real MPI_COMM_WORLD only), MPI_Abort (it ends the whole launch anyway), interfaces
+Left out, by rule: the predefined attribute callbacks (MPI_COMM_DUP_FN, ...), the attribute
+functions (MPI's predefined attributes, MPI_TAG_UB, MPI_APPNUM, ..., exist on the real
+MPI_COMM_WORLD only), MPI_Abort (it ends the whole launch anyway), interfaces
 that mpi.h marks removed, and (Fortran only) functions without a Fortran binding (MPI_Comm_c2f).
 Every prototype with an MPI_Comm parameter must parse; anything unexpected stops the build with a
 message naming the prototype. The prototypes are read from mpi.h and the C headers it includes from
@@ -46,7 +47,7 @@ def parse_params(name, text):
 
 
 def read_with_includes(path, seen=None):
-    """The header's text, each `#include "x.h"` of its own directory replaced by that header's."""
+    """The header's text, each #include of a C header of its own directory replaced by that header's."""
     seen = seen if seen is not None else set()
     seen.add(os.path.realpath(path))
     text = open(path).read()

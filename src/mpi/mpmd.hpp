@@ -18,7 +18,8 @@ namespace dtf::mpmd {
 
 // Inside MPI_Init / MPI_Init_thread, after MPI's own initialization (mpi_init.cpp). The mode is on
 // with DTF_MPMD=1, or, unless DTF_MPMD=0, when DTF_APPNUM is set or Open MPI says the launch has
-// several application contexts (OMPI_NUM_APP_CTX). Returns MPI_SUCCESS or the failing call's MPI error (reported).
+// several application contexts (OMPI_NUM_APP_CTX). Returns MPI_SUCCESS or the failing call's MPI
+// error (reported).
 int setup();
 bool active();
 // This process's application context (0 when the mode is off), and where it comes from

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,9 +67,10 @@ std::string launcher() {
     const char *ns = std::getenv("PMIX_NAMESPACE");
     if (ns && std::strncmp(ns, "slurm.pmix.", 11) == 0) return "srun (Slurm's PMIx)";
     if (ns && std::strncmp(ns, "prterun-", 8) == 0) return "mpirun (Open MPI 5)";
-    if (std::getenv("OMPI_MCA_orte_hnp_uri") || std::getenv("OMPI_MCA_orte_local_daemon_uri"))
-        return std::getenv("SLURM_JOB_ID") ? "mpirun (Open MPI), inside Slurm job " + std::string(std::getenv("SLURM_JOB_ID"))
-                                            : "mpirun (Open MPI)";
+    if (std::getenv("OMPI_MCA_orte_hnp_uri") || std::getenv("OMPI_MCA_orte_local_daemon_uri")) {
+        const char *job = std::getenv("SLURM_JOB_ID");
+        return job ? format("mpirun (Open MPI), inside Slurm job %s", job) : "mpirun (Open MPI)";
+    }
     if (std::getenv("HYDI_CONTROL_FD")) return "mpiexec (MPICH's Hydra)";
     if (std::getenv("SLURM_STEP_ID") && std::getenv("PMI_FD")) return "srun (Slurm's PMI)";
     if (std::getenv("PMI_RANK") || std::getenv("PMI_FD")) return "mpiexec (PMI)";
@@ -428,8 +429,8 @@ void Runtime::connect_peers() {
     }
 }
 
-// Separately launched jobs that Open MPI cannot connect: fail at once, saying why, instead of
-// crashing or hanging in MPI_Comm_connect. `ranks_away`: ranks of this job started by a daemon on
+// Separately launched jobs that the MPI or its launcher cannot connect: fail at once, saying why,
+// instead of crashing or hanging in MPI_Comm_connect. `ranks_away`: ranks of this job started by a daemon on
 // another node than its mpirun's (Open MPI 4).
 void Runtime::check_separate_launch(int ranks_away) const {
     // Open MPI 4.1's mpirun keeps no contact address for the daemons it started on other nodes, yet
@@ -452,6 +453,15 @@ void Runtime::check_separate_launch(int ranks_away) const {
              "wait forever): start all components with one mpirun (`mpirun -n 4 ./model : -n 8 ./assim`), "
              "which dtfrun does by itself with Open MPI 5",
              self_name().c_str(), ns);
+    // Slurm's PMIx plugin implements neither publish/lookup nor connect (22.05: "not supported"), so
+    // the ranks of separate srun steps never connect to each other.
+    if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "slurm.pmix.", 11) == 0)
+        fail(DTF_ERR_CONNECT,
+             "component '%s' was started by an srun of its own (PMIX_NAMESPACE=%s), and the ranks of separate "
+             "srun steps cannot connect (Slurm's PMIx does not implement MPI_Comm_connect): start all "
+             "components with one srun, `srun --multi-prog` with DTF_APPNUM set per program, which `dtfrun` "
+             "does inside an allocation (or with --launcher srun)",
+             self_name().c_str(), ns);
     // An MPI that cannot open a port cannot connect separately launched jobs at all (MPICH 4.0's
     // ch4:ucx: "not supported with ucx netmod"): said before the other component waits for a port.
     {
@@ -473,15 +483,6 @@ void Runtime::check_separate_launch(int ranks_away) const {
         }
         MPI_Close_port(port);
     }
-    // Slurm's PMIx plugin implements neither publish/lookup nor connect (22.05: "not supported"), so
-    // the ranks of separate srun steps never connect to each other.
-    if (const char *ns = std::getenv("PMIX_NAMESPACE"); ns && std::strncmp(ns, "slurm.pmix.", 11) == 0)
-        fail(DTF_ERR_CONNECT,
-             "component '%s' was started by an srun of its own (PMIX_NAMESPACE=%s), and the ranks of separate "
-             "srun steps cannot connect (Slurm's PMIx does not implement MPI_Comm_connect): start all "
-             "components with one srun, `srun --multi-prog` with DTF_APPNUM set per program, which `dtfrun` "
-             "does inside an allocation (or with --launcher srun)",
-             self_name().c_str(), ns);
 }
 
 // One MPMD launch: the inter-communicators to the other programs exist since MPI_Init (mpi/mpmd.hpp);
