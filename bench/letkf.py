@@ -299,7 +299,7 @@ def main():
             if mpich.missing():
                 print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: {mpich.missing()}")
                 continue
-            spec = spec[:8] + (dict(opt, build=mpich.build(os.path.join(build, "tests", "mpich", "mpich"),
+            spec = spec[:8] + (dict(opt, build=mpich.build(os.path.join(build, "tests", "mpich"),
                                                           os.path.dirname(HERE), ["dtfrun", "letkf_io"])),)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")

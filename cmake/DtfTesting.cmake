@@ -40,3 +40,21 @@ function(dtf_add_test)
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
   endif()
 endfunction()
+
+# The tests under another MPI (tests/mpich, tests/openmpi5): SCRIPT --dir <binary dir> --source <source>
+# [--werror] CASE, which builds dtf against that MPI on first use. <label>.build does the builds, alone
+# (RUN_SERIAL), before the cases; every test is skipped (status 77) where that MPI is not available.
+#
+#   dtf_add_other_mpi_tests(<label> <script> <case...>)
+function(dtf_add_other_mpi_tests label script)
+  set(cmd ${Python3_EXECUTABLE} ${script} --dir ${CMAKE_CURRENT_BINARY_DIR} --source ${PROJECT_SOURCE_DIR})
+  if(DTF_WERROR)
+    list(APPEND cmd --werror)
+  endif()
+  dtf_add_test(NAME ${label}.build COMMAND ${cmd} build TIMEOUT 900 LABELS ${label})
+  set_tests_properties(${label}.build PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE FIXTURES_SETUP ${label})
+  foreach(case ${ARGN})
+    dtf_add_test(NAME ${label}.${case} COMMAND ${cmd} ${case} TIMEOUT 300 LABELS ${label})
+    set_tests_properties(${label}.${case} PROPERTIES SKIP_RETURN_CODE 77 FIXTURES_REQUIRED ${label})
+  endforeach()
+endfunction()
