@@ -299,8 +299,8 @@ def main():
             if mpich.missing():
                 print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: {mpich.missing()}")
                 continue
-            spec = spec[:8] + (dict(opt, build=mpich.build(os.path.join(build, "tests", "mpich"),
-                                                          os.path.dirname(HERE), ["dtfrun", "letkf_io"])),)
+            spec = spec[:8] + (dict(opt, build=mpich.build(os.path.join(build, "bench", "mpich"), os.path.dirname(HERE),
+                                                          ["dtfrun", "letkf_io"], optimize=True)),)
         os.makedirs(files, exist_ok=True)
         prefix = os.path.join(out, f"run{i}")
         cmd = command(build, files, spec, prefix, a.timeout, config(spec, out))

@@ -50,10 +50,11 @@ def missing():
     return f"{', '.join(gone)} not found (apt-get install mpich libmpich-dev)" if gone else None
 
 
-def build(directory, source, targets, werror=False):
+def build(directory, source, targets, werror=False, optimize=False):
     """PnetCDF for MPICH (cached) and dtf's `targets` against it in `directory`; returns the build
-    tree (bench/letkf.py builds letkf_io so too)."""
-    return mpibuild.build("mpich", directory, source, targets, "mpicc.mpich", "mpicxx.mpich", werror=werror)
+    tree (bench/letkf.py builds letkf_io so too, optimized)."""
+    return mpibuild.build("mpich", directory, source, targets, "mpicc.mpich", "mpicxx.mpich", werror=werror,
+                          optimize=optimize)
 
 
 def main():
