@@ -342,10 +342,14 @@ def scenario_pair(args, work):
                                  (".ack", "0123456789abcdef fedcba9876543210"), (".go", "fedcba9876543210")):
                 with open(os.path.join(work, ".dtf-model--assim" + suffix), "w") as f:
                     f.write(text)
+    if args.says:  # (what dtf_init says at DTF_VERBOSE_LEVEL=1)
+        env.update(DTF_VERBOSE_LEVEL="1")
     model = args.model_exe or args.c_exe
     status, out, elapsed = launch(args, [
         (args.model_ranks, [model, "model", ini, data, str(args.cycles)]),
         (args.assim_ranks, [args.c_exe, "assim", ini, data, str(args.cycles)])], env)
+    for text in args.says:
+        expect(re.search(text, out), f"the output must say /{text}/")
     if args.spread and args.launch == "jobs":
         refused = (rf"component 'assim' has {args.assim_ranks - 1} of its {args.assim_ranks} ranks on nodes other "
                    r"than the one its mpirun runs on, and separately launched Open MPI 4 jobs cannot connect")
@@ -864,6 +868,8 @@ def main():
     p.add_argument("--late-put", action="store_true",
                    help="writer rank 0 writes its last row after dtf_transfer (independent put), the others nothing")
     p.add_argument("--stale", action="store_true")
+    p.add_argument("--says", action="append", default=[], metavar="REGEX",
+                   help="scenario pair: DTF_VERBOSE_LEVEL=1, and the output must match REGEX (repeatable)")
     p.add_argument("--alone", choices=["model", "assim"], default="model")
     args = p.parse_args()
     if args.hosts and args.launch not in ("jobs", "mpmd"):

@@ -78,9 +78,11 @@ def main():
     common = ["--dtfrun", dtfrun, "--mpirun", "mpiexec.mpich", "--c-exe", exe["coupled_filemode"]]
     if a.case == "pair":
         for m, n in ((1, 1), (2, 3), (3, 2)):
+            says = r"dtf model:0. MPI: MPICH 4[0-9.]+; started by mpiexec .MPICH's Hydra.; one launch, this program " \
+                r"number 0 .MPI_APPNUM."
             status, out, _ = run(coupled + ["pair"] + common + ["--launch", "mpmd", "--model-ranks", str(m),
                                  "--assim-ranks", str(n), "--cycles", "2", "--hist-mode", "transfer",
-                                 "--state-mode", "transfer"], 200)
+                                 "--state-mode", "transfer", "--says", says], 200)
             expect(status == 0 and out.rstrip().endswith("PASS"), f"the coupled programs {m}x{n} must pass under MPICH")
     elif a.case == "letkf":
         status, out, _ = run(coupled + ["letkf"] + common + ["--launch", "mpmd", "--model-exe", exe["coupled_letkf"],
