@@ -4,7 +4,9 @@
 usage: bench/letkf.py BUILD_DIR [--sweep full|smoke] [--out DIR] [--md FILE] [--png-dir DIR]
 
 Each run launches the model and the assimilation as two separate MPI jobs with dtfrun (or, for the
-runs labelled launch.mpmd, as one MPMD mpirun: dtfrun --mpmd, shared memory in between); one launch
+runs labelled launch.mpmd, as one MPMD mpirun: dtfrun --mpmd, shared memory in between; launch.srun:
+dtfrun inside an allocation of a one-node Slurm cluster the driver starts, one srun; launch.mpich:
+one MPICH mpiexec, with letkf_io and dtf built for MPICH in BUILD_DIR/bench/mpich); one launch
 runs every mode (transfer, transfer-replay, file, file-sync, mpi-raw; the persist runs transfer,
 transfer-persist and file-sync) for `reps` x `cycles` cycles, so the modes are compared within one
 run. A run listed again in a sweep is launched again: its reps are numbered on after those of its
@@ -16,15 +18,15 @@ smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 me
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 12 minutes here): the default size, weak scaling (1, 2, 4, 8
+  full   what `make bench` runs (about 13 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
-         default size in one MPMD launch, small blocks (the sweep small), messages against processes
+         default size in one MPMD launch, in one srun launch and in one MPICH launch, small blocks (the sweep small), messages against processes
          (the sweep growth), and stream and persist (the default size, three times,
          one member with a core per rank, and a control without persist=1). Ranks beyond the
          machine's cores are oversubscribed; the report says so.
-  launch the default size as two jobs and as one MPMD launch, alternately, twice each (about a
-         minute): the launch modes compared.
+  launch the default size as two jobs, in one MPMD launch, in one srun launch and in one MPICH
+         launch, in turn, twice each (about three minutes): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
   small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
          16x16x20), as two jobs and in one MPMD launch: the protocol's own cost; and the 16x16x20 runs
