@@ -283,7 +283,7 @@ def main():
             "command": "make bench" if a.sweep == "full" else " ".join(map(shlex.quote, sys.argv)),
             "machine": machine(build), "runs": []}
     header, rows = None, []
-    slurm = None  # the Slurm cluster of the srun runs, started before the first
+    slurm, no_slurm = None, None  # the Slurm cluster of the srun runs, started before the first; why not
     for i, spec in enumerate(SWEEPS[a.sweep]):
         label, members, px, py, grid, glob, reps, cycles = spec[:8]
         opt = options(spec)
@@ -292,9 +292,9 @@ def main():
             if slurm is None:
                 slurm = SlurmCluster(os.path.join(out, "slurm-cluster"))
                 atexit.register(slurm.stop)
-                slurm.why = slurm.start()
-            if slurm.why:
-                print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: no Slurm cluster here: {slurm.why}")
+                no_slurm = slurm.start()
+            if no_slurm:
+                print(f"== run {i + 1}/{len(SWEEPS[a.sweep])} ({label}) left out: no Slurm cluster here: {no_slurm}")
                 continue
             env = slurm.env(env)
         if opt.get("launch") == "mpich":

@@ -29,7 +29,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "coupled"))
 import mpibuild  # noqa: E402
+from coupled import write_config as coupled_config  # noqa: E402  (the coupled programs' dtf.ini)
 TARGETS = ["dtf", "dtfrun", "coupled_filemode", "coupled_letkf", "coupled_unaware", "xfer_prop"]
 
 
@@ -102,9 +104,7 @@ def main():
     else:
         with tempfile.TemporaryDirectory(prefix="dtf-mpich-") as work:
             ini = os.path.join(work, "dtf.ini")
-            with open(ini, "w") as f:
-                f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n[FILE]\nfilename="hist.%.nc"\n'
-                        'comp1="model"\ncomp2="assim"\nmode="transfer"\n')
+            coupled_config(ini, hist_mode="transfer")
             status, out, took = run([dtfrun, "--mpirun", "mpiexec.mpich", "--timeout", "60", "--walltime", "90",
                                      "-c", ini] + [w for i, (role, n) in enumerate((("model", 2), ("assim", 3)))
                                                    for w in [":"][:i] + ["--name", role, "-n", str(n),

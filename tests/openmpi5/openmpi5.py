@@ -30,7 +30,9 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "coupled"))
 import mpibuild  # noqa: E402
+from coupled import write_config as coupled_config  # noqa: E402  (the coupled programs' dtf.ini)
 
 VERSION = "5.0.11"  # the wheel served on 2026-11-26
 
@@ -126,9 +128,7 @@ def main():
     else:
         with tempfile.TemporaryDirectory(prefix="dtf-ompi5-") as work:
             ini = os.path.join(work, "dtf.ini")
-            with open(ini, "w") as f:
-                f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n[FILE]\nfilename="hist.%.nc"\n'
-                        'comp1="model"\ncomp2="assim"\nmode="transfer"\n')
+            coupled_config(ini, hist_mode="transfer")
             env["DTF_TIMEOUT"] = "60"
             jobs = [subprocess.Popen(["timeout", "90", "mpirun", "--oversubscribe", "-x", "DTF_TIMEOUT", "-n", str(n),
                                       c_exe, role, ini, work, "1"], env=env, stdout=subprocess.PIPE,
