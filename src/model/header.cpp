@@ -317,6 +317,60 @@ int64_t Header::file_size() const {
     return records < 0 ? fixed_end : records + numrecs_ * layout_.recsize;
 }
 
+std::vector<char> Header::file_header() const {
+    std::vector<char> out;
+    out.reserve(static_cast<size_t>(header_size()));
+    const bool cdf5 = format_ == NC_FORMAT_CDF5;
+    auto be = [&](uint64_t v, int bytes) {
+        for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
+    };
+    auto count = [&](uint64_t v) { be(v, cdf5 ? 8 : 4); };
+    auto pad = [&] { out.resize((out.size() + 3) & ~size_t(3), '\0'); };
+    auto name = [&](const std::string &n) {
+        count(n.size());
+        out.insert(out.end(), n.begin(), n.end());
+        pad();
+    };
+    auto atts = [&](const std::vector<Att> &list) {
+        be(list.empty() ? 0 : 0x0C, 4); // NC_ATTRIBUTE, or ABSENT
+        count(list.size());
+        for (const Att &a : list) {
+            name(a.name);
+            be(static_cast<uint32_t>(a.type), 4);
+            count(static_cast<uint64_t>(a.len));
+            const size_t size = static_cast<size_t>(type_size(a.type));
+            for (size_t i = 0; i + size <= a.bytes.size(); i += size) // (native order -> big-endian)
+                for (size_t b = size; b-- > 0;) out.push_back(a.bytes[i + b]);
+            pad();
+        }
+    };
+    const char magic[4] = {'C', 'D', 'F', static_cast<char>(cdf5 ? 5 : format_ == NC_FORMAT_CDF2 ? 2 : 1)};
+    out.insert(out.end(), magic, magic + 4);
+    count(static_cast<uint64_t>(numrecs_));
+    be(dims_.empty() ? 0 : 0x0A, 4); // NC_DIMENSION, or ABSENT
+    count(dims_.size());
+    for (const Dim &d : dims_) {
+        name(d.name);
+        count(static_cast<uint64_t>(d.len));
+    }
+    atts(gatts_);
+    be(vars_.empty() ? 0 : 0x0B, 4); // NC_VARIABLE, or ABSENT
+    count(vars_.size());
+    for (size_t i = 0; i < vars_.size(); ++i) {
+        const Var &v = vars_[i];
+        name(v.name);
+        count(v.dimids.size());
+        for (int id : v.dimids) count(static_cast<uint64_t>(id));
+        atts(v.atts);
+        be(static_cast<uint32_t>(v.type), 4);
+        const uint64_t vsize = static_cast<uint64_t>(var_len(static_cast<int>(i)));
+        count(cdf5 || vsize <= NC_MAX_UINT - 3 ? vsize : NC_MAX_UINT); // (too large for 32 bits: 2^32 - 1)
+        const int64_t begin = i < layout_.begin.size() ? layout_.begin[i] : 0;
+        be(static_cast<uint64_t>(begin), format_ == NC_FORMAT_CLASSIC ? 4 : 8);
+    }
+    return out;
+}
+
 // netCDF's NC_check_vlens: in CDF-1/CDF-2 a variable (one record of a record variable) may
 // exceed the format's size limit only if it is the last fixed-size variable and there are no
 // record variables, or if it is the last record variable.

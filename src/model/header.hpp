@@ -156,6 +156,9 @@ public:
     // The size of the file PnetCDF writes with this layout and numrecs() records once every
     // variable is written: the end of the fixed-size variables, or of the last record.
     int64_t file_size() const;
+    // The header as PnetCDF writes it at the start of the file (the CDF-1/CDF-2/CDF-5 format,
+    // big-endian, header_size() bytes): what a real file of this header begins with.
+    std::vector<char> file_header() const;
 
     // ---- direct views for the runtime (ids are indices)
     int format() const { return format_; }

@@ -22,6 +22,7 @@
 #include "common/phase.hpp"
 #include "common/trace.hpp"
 #include "pnc/hook.h"
+#include "runtime/files.hpp"
 #include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
@@ -40,13 +41,8 @@ void set_owned(int ncid, bool owned) {
     if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], owned ? 1 : 0, __ATOMIC_RELEASE);
 }
 
-struct Target {
-    std::string path;
-    const config::FileRule *rule = nullptr;
-    std::vector<int> peers; // the components this one exchanges the file with (FileRule::partners)
-};
+} // namespace
 
-// The rule that makes dtf handle `path` for this component, if any.
 bool find_target(Runtime &rt, const char *path, Target *t) {
     if (!path) return false;
     t->path = config::normalize_path(path, current_dir());
@@ -62,6 +58,8 @@ bool find_target(Runtime &rt, const char *path, Target *t) {
     return true;
 }
 
+namespace {
+
 // writer=/readers=: only the writer writes the file, only the readers read it.
 void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
     const config::FileRule &r = *t.rule;
@@ -73,6 +71,8 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
          rt.config().path.c_str(), r.line, r.writer.c_str(), readers.c_str(), rt.self_name().c_str(),
          writer ? "open it for reading" : "create it or open it with NC_WRITE");
 }
+
+} // namespace
 
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) {
     PathCounters &c = rt.counters()[t.path];
@@ -100,6 +100,8 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
         }, t.peers.front());
     }
 }
+
+namespace {
 
 // A reader that started after its writer went on without it (Runtime::absent; the writer wrote every
 // session of the file for it to the file system): wait until the board says this session's file is

@@ -110,7 +110,7 @@ public:
     ~Entry();
     Entry(const Entry &) = delete;
     Entry &operator=(const Entry &) = delete;
-    // True when the calling thread is already inside a dtf entry point.
+    // True when the calling thread is already inside a dtf entry point, or is dtf's progress thread.
     static bool nested();
     // The runtime lock if the calling thread holds it through an Entry, else nullptr.
     static std::unique_lock<std::mutex> *held();
@@ -258,6 +258,8 @@ public:
     void drop_definition(const std::string &path, int session, int writer, int64_t stamp);
     // Remove and return the first queued message for which match() holds, if any.
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
+    // The same message left in the queue (a look that takes nothing: probe.cpp); nullptr if none.
+    const Message *peek(const std::function<bool(const Message &)> &match) const;
     // Control messages received and not taken yet (at dtf_finalize, each is a protocol leak).
     size_t unused_messages() const { return inbox_.size(); }
     // Wait (progress, backoff, DTF_TIMEOUT) for such a message from component `peer`.

@@ -96,7 +96,45 @@ int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
     return NC_NOERR;
 }
 
+// A FileDefined's payload after its withdrawals (see the protocol in vfile.hpp).
+struct Definition {
+    int64_t writer_stamp = 0;
+    bool to_all = false;     // every reader rank got a copy (else the leader alone)
+    int64_t planned = 0;     // the header is that of the plan recorded in the session stamped so (0: sent)
+    std::vector<char> header;
+    std::vector<int> writer_ranks, matchers;
+    int inherited = 0;
+};
+
+Definition read_definition(const std::vector<char> &payload) {
+    PayloadReader r(payload, "file-defined");
+    withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
+    Definition d;
+    d.writer_stamp = r.i64();
+    d.to_all = r.i32() != 0;
+    const bool as_planned = r.i32() != 0;
+    d.planned = as_planned ? r.i64() : 0;
+    if (!as_planned) d.header = r.bytes();
+    d.writer_ranks = r.ints(1 << 24);
+    d.matchers = r.ints(1 << 24);
+    d.inherited = r.i32();
+    return d;
+}
+
+// The replay plan (replay_io=1) a reader group of `ranks` would read `path` with, for a session of
+// writer ranks `writers`.
+std::shared_ptr<const ReaderPlan> reader_plan(Runtime &rt, const std::string &path, const std::vector<int> &ranks,
+                                              const std::vector<int> &writers) {
+    return rt.reader_plans().find(plan_key(path, ranks), path, &writers, nullptr);
+}
+
 } // namespace
+
+bool is_definition(const Message &m, const std::string &path, int session) {
+    return m.kind == MessageKind::FileDefined && m.path == path && m.session == session;
+}
+
+std::vector<char> defined_header(const Message &m) { return read_definition(m.payload).header; }
 
 int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp) {
@@ -188,9 +226,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         PayloadWriter w;
         try {
             Message m = rt.wait_message(
-                [&](const Message &m) {
-                    return m.kind == MessageKind::FileDefined && m.path == f.path && m.session == f.session;
-                },
+                [&](const Message &m) { return is_definition(m, f.path, f.session); },
                 [&] {
                     return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
                                   "(ncmpi_enddef)%s", f.path.c_str(), f.session, peer_name.c_str(),
@@ -214,23 +250,18 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         const std::string why = status.str();
         throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
     }
-    const std::vector<char> payload = status.bytes();
-    PayloadReader r(payload, "file-defined");
-    withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
-    f.writer_stamp = r.i64();
-    const bool to_all = r.i32() != 0;
-    const bool as_planned = r.i32() != 0; // the header of the plan recorded in the session stamped so
-    const int64_t planned = as_planned ? r.i64() : 0;
-    const std::vector<char> header = as_planned ? std::vector<char>() : r.bytes();
-    f.writer_ranks = r.ints(1 << 24);
-    f.matchers = r.ints(1 << 24);
-    f.inherited = r.i32();
-    if (to_all && f.rank != leader) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
-    f.defined_to_leader = !to_all;
+    Definition d = read_definition(status.bytes());
+    f.writer_stamp = d.writer_stamp;
+    f.writer_ranks = std::move(d.writer_ranks);
+    f.matchers = std::move(d.matchers);
+    f.inherited = d.inherited;
+    const bool as_planned = d.planned != 0;
+    if (d.to_all && f.rank != leader) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
+    f.defined_to_leader = !d.to_all;
     f.quiet_writer = f.defined_to_leader && !rule.persist && !rule.falls_back();
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.plan_key = plan_key(path, f.ranks);
-        f.plan = rt.reader_plans().find(f.plan_key, path, &f.writer_ranks, nullptr);
+        f.plan = reader_plan(rt, path, f.ranks, f.writer_ranks);
         if (f.plan) {
             f.plan_since = ++f.plan->found;
             log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
@@ -238,14 +269,14 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         }
     }
     if (as_planned) {
-        if (!f.plan || f.plan->stamp != planned)
+        if (!f.plan || f.plan->stamp != d.planned)
             fail(DTF_ERR_PEER, "ncmpi_open of '%s' (session %d): component '%s' defined it as in the session it "
                  "recorded its transfer pattern in (stamp %lld), which these reader ranks do not hold", f.path.c_str(),
-                 f.session, peer_name.c_str(), static_cast<long long>(planned));
+                 f.session, peer_name.c_str(), static_cast<long long>(d.planned));
         f.defined = f.plan->defined; // (decoding it again took 32 us for a 143-variable file; a copy 3 us)
     } else {
         auto decoded = std::make_shared<model::Header>();
-        if (model::Header::decode(header.data(), header.size(), decoded.get()) != NC_NOERR)
+        if (model::Header::decode(d.header.data(), d.header.size(), decoded.get()) != NC_NOERR)
             fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
         decoded->set_read_only(true);
         f.defined = std::move(decoded);
@@ -264,6 +295,67 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
             rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
     }
     return finish_open(rt, std::move(vf), ncidp);
+}
+
+std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config::FileRule &rule,
+                              const std::vector<int> &peers, std::shared_ptr<transport::Group> group) {
+    const bool writer = rule.fixed_roles() && rule.writer == rt.self_name();
+    if (!writer && rule.fixed_roles() && rt.absent(rt.config().component_index(rule.writer)))
+        return {}; // (read from the file system: open_or_create)
+    auto probe = make_file(rt, path, rule, peers, std::move(group), writer);
+    const VirtualFile &f = *probe;
+    const std::string context = format("MPI_File_open of '%s' (transfer mode: a look at its header before "
+                                       "ncmpi_open, session %d)", path.c_str(), f.session);
+    const int leader = leader_of(path, f.size);
+    std::vector<char> got;
+    if (f.rank == leader) {
+        PayloadWriter w;
+        try {
+            auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
+            const PathCounters *c = rt.counters().count(path) ? &rt.counters().at(path) : nullptr;
+            const Message *m = writer ? nullptr : defined();
+            std::vector<char> header;
+            if (!m && c && c->header) {
+                header = c->header->file_header(); // the version this rank read or wrote last
+            } else if (!m && !writer) {
+                rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
+                    return format("%s waited for component '%s' to define it (ncmpi_enddef)", context.c_str(),
+                                  rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                }, f.peer);
+            }
+            if (m) {
+                Definition d = read_definition(m->payload);
+                if (d.planned) {
+                    auto plan = reader_plan(rt, path, f.ranks, d.writer_ranks);
+                    if (!plan || plan->stamp != d.planned)
+                        fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer "
+                             "pattern in, which these reader ranks do not hold", context.c_str(),
+                             rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                    header = plan->defined->file_header();
+                } else {
+                    model::Header h;
+                    if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
+                        fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
+                             rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                    header = h.file_header();
+                }
+            }
+            w.i32(0);
+            w.bytes(header);
+        } catch (const Error &e) {
+            w.i32(e.code());
+            w.str(e.what());
+        }
+        got = w.take();
+    }
+    rt.broadcast(*f.group, leader, &got, context);
+    rt.retire(f.group);
+    PayloadReader status(got, "probe");
+    if (const int code = status.i32()) {
+        const std::string why = status.str();
+        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
+    }
+    return status.bytes();
 }
 
 namespace {

@@ -52,6 +52,7 @@
 #include "config/config.hpp"
 #include "match/plan.hpp"
 #include "model/header.hpp"
+#include "runtime/message.hpp"
 #include "transport/channel.hpp"
 #include "transport/group.hpp"
 #include "types/layout.hpp"
@@ -417,6 +418,18 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
 int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp);
+// What a real file at `path` would begin with for this rank now (MPI_File_open's probe, probe.cpp),
+// collective over `group`: the header of the session the next read-only open would read, as its
+// writer defined it (waiting for that definition, as vfile_open does, when this rank knows no version
+// of the file yet), or of the last session this rank closed (a later version has not come yet: a
+// real file would still hold that one). Nothing is taken from the queue. Empty: no virtual file here
+// (the component is the file's writer and holds no header): the caller looks at the file system.
+std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config::FileRule &rule,
+                              const std::vector<int> &peers, std::shared_ptr<transport::Group> group);
+// Whether `m` is the writer's definition (FileDefined) of session `session` of `path`, and the
+// header it carries (empty when it names a replay plan's instead).
+bool is_definition(const Message &m, const std::string &path, int session);
+std::vector<char> defined_header(const Message &m);
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);

@@ -129,7 +129,18 @@ public:
     virtual int access(const Access &a) = 0;
     virtual int inq_layout(int64_t *header_size, int64_t *extent, int64_t *recsize) = 0;
     virtual int inq_varoffset(int varid, int64_t *offset) = 0;
+    // The header's bytes at the start of the file (hex), the record count left out (PnetCDF writes
+    // it to the file at its own times).
+    virtual std::string file_header() = 0;
 };
+
+std::string hex_without_numrecs(std::vector<char> bytes, int format) {
+    const size_t numrecs_end = format == NC_FORMAT_CDF5 ? 12 : 8;
+    for (size_t i = 4; i < numrecs_end && i < bytes.size(); ++i) bytes[i] = 0;
+    std::string out;
+    for (char c : bytes) out += fmt("%02x", static_cast<unsigned char>(c));
+    return out;
+}
 
 // ---- real PnetCDF
 
@@ -309,6 +320,18 @@ public:
     int inq_var_fill(int varid, int *no_fill, void *v) override {
         return ncmpi_inq_var_fill(nc(), varid, no_fill, v);
     }
+    std::string file_header() override {
+        MPI_Offset size = 0;
+        int format = 0;
+        if (ncmpi_inq_header_size(nc(), &size) != NC_NOERR || ncmpi_inq_format(nc(), &format) != NC_NOERR)
+            return "(no header)";
+        std::vector<char> bytes(static_cast<size_t>(size));
+        FILE *f = std::fopen(path_[cur_].c_str(), "rb");
+        const size_t got = f ? std::fread(bytes.data(), 1, bytes.size(), f) : 0;
+        if (f) std::fclose(f);
+        bytes.resize(got);
+        return hex_without_numrecs(bytes, format);
+    }
     int inq_layout(int64_t *header_size, int64_t *extent, int64_t *recsize) override {
         MPI_Offset a = -99, b = -99, c = -99;
         int err = ncmpi_inq_header_size(nc(), &a);
@@ -419,6 +442,7 @@ public:
     int inq_layout(int64_t *header_size, int64_t *extent, int64_t *recsize) override {
         return h().inq_layout(header_size, extent, recsize);
     }
+    std::string file_header() override { return hex_without_numrecs(h().file_header(), h().format()); }
     int inq_varoffset(int varid, int64_t *offset) override {
         return h().inq_varoffset(varid, offset);
     }
@@ -657,6 +681,7 @@ public:
             const int e = t_.inq_varoffset(v, &o);
             log(e, fmt("inq_varoffset(%d)", v), fmt("%lld", (long long)o));
         }
+        log(0, "file header", t_.file_header());
     }
     void atts(int v, int n) {
         for (int i = 0; i < n; ++i) {
