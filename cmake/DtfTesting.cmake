@@ -25,6 +25,9 @@ if(DTF_SANITIZE)
     XFER_PROP_SCALE=0.25)
 endif()
 
+# The Python tests' virtual environment (scripts/setup-python.sh makes it: frontends.python.setup).
+set(DTF_VENV "$ENV{HOME}/.cache/dtf/venv" CACHE PATH "virtual environment of the Python tests (scripts/setup-python.sh)")
+
 function(dtf_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
   if(NOT T_TIMEOUT)

@@ -13,6 +13,7 @@ packages=(
   valgrind
   slurm-wlm munge
   mpich libmpich-dev autoconf automake libtool
+  libnetcdf-pnetcdf-dev libhdf5-openmpi-dev python3-venv python3-dev
 )
 
 missing=()

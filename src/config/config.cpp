@@ -623,7 +623,8 @@ const EnvVar kEnvVars[] = {
      }},
     {"DTF_VERBOSE_LEVEL",
      [](Settings &s, const std::string &n, const std::string &v) {
-         s.verbose = env_int(n, v, 0, "an integer >= 0");
+         // (The original DTF's scripts set -1 for quiet: any negative level is 0, errors only.)
+         s.verbose = std::max(0, env_int(n, v, -1000000000, "an integer"));
      }},
     {"DTF_PRINT_STATS",
      [](Settings &s, const std::string &n, const std::string &v) {

@@ -24,4 +24,9 @@ bool find_target(Runtime &rt, const char *path, Target *t);
 // names the call for the timeout message.
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call);
 
+// The probes (probe.cpp) look at the config without the runtime lock, so that a thread of MPI's own
+// that stats a file never waits for dtf: init publishes its config and component, finalize withdraws
+// them (nullptr).
+void publish_served(const Runtime *rt);
+
 } // namespace dtf::runtime

@@ -17,7 +17,9 @@
 //     session): a read-only regular file of the header's size (0 before its definition). A check
 //     never waits, so a program that only probes is never held. With comp1=/comp2= (either may write)
 //     a check before the other's definition answers what the file system says.
-// Calls from inside dtf (Entry::nested) and before dtf_init pass straight on.
+// Calls from inside dtf (Entry::nested), before dtf_init and on paths the config does not name for
+// this component pass straight on; the last is decided without the runtime lock (publish_served), so
+// that MPI's own threads, which look at files of their own, never wait for dtf.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -28,8 +30,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 
 #include "common/api.hpp"
+#include "common/cwd.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "mpi/world.h"
@@ -101,10 +105,25 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     return kPass;
 }
 
+struct Served {
+    config::Config config;
+    std::string self;
+};
+std::shared_ptr<const Served> g_served; // (std::atomic_load/atomic_store)
+
+// Whether the config makes dtf handle `path` for this component: read without the runtime lock (a
+// thread of MPI's own may look at files while an application thread holds it inside MPI).
+bool served(const char *path) {
+    const std::shared_ptr<const Served> s = std::atomic_load(&g_served);
+    if (!s || !path) return false;
+    const config::FileRule *rule = s->config.match(config::normalize_path(path, current_dir()));
+    return rule && rule->involves(s->self);
+}
+
 // Whether `path`, which the file system does not have, exists for this rank (see the top), and the
 // size a real file would have now.
 bool virtual_exists(const char *path, int64_t *size) {
-    if (Entry::nested() || !Runtime::instance() || !path) return false;
+    if (Entry::nested() || !served(path)) return false;
     try {
         Entry entry;
         Runtime *rt = Runtime::instance();
@@ -161,6 +180,12 @@ bool at_cwd(int dirfd, const char *path) { return dirfd == AT_FDCWD || (path && 
 
 } // namespace
 
+void publish_served(const Runtime *rt) {
+    std::shared_ptr<const Served> s;
+    if (rt) s = std::make_shared<const Served>(Served{rt->config(), rt->self_name()});
+    std::atomic_store(&g_served, std::move(s));
+}
+
 } // namespace dtf::runtime
 
 using dtf::runtime::at_cwd;
@@ -171,7 +196,7 @@ extern "C" {
 
 DTF_API int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh) {
     comm = dtf_world_(comm);
-    if (!dtf::runtime::Entry::nested() && dtf::runtime::Runtime::instance()) {
+    if (!dtf::runtime::Entry::nested() && dtf::runtime::served(filename)) {
         int rc = dtf::runtime::kPass;
         const int code = dtf::guard([&] {
             dtf::runtime::Entry entry;

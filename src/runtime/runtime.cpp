@@ -1,4 +1,5 @@
 #include "runtime/runtime.hpp"
+#include "runtime/files.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -186,6 +187,7 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
     rt->stats_.init_s = now_s() - t0;
     rt->in_mpi_init_ = in_mpi_init;
     g_runtime = rt.release();
+    publish_served(g_runtime);
     for (const auto &rule : g_runtime->config_.files)
         if (rule.involves(g_runtime->self_name()))
             __atomic_store_n(&dtf_pnc_active_, 1, __ATOMIC_RELEASE);
@@ -1180,6 +1182,7 @@ void Runtime::finalize(bool in_mpi_finalize) {
     Runtime *rt = g_runtime;
     if (!rt) fail(DTF_ERR_NOT_INIT, "dtf_finalize: dtf is not initialized");
     g_runtime = nullptr;
+    publish_served(nullptr);
     __atomic_store_n(&dtf_pnc_active_, 0, __ATOMIC_RELEASE);
     std::unique_ptr<Runtime> owner(rt);
     // Then nothing is left for MPI_Finalize to do, unless dtf could not part from a peer.

@@ -125,7 +125,9 @@ void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub
 // ---------------------------------------------------------------------------------------------
 // Writer side
 
-// FileDefined: to every rank of each reader component, since the writer does not know which ranks
+// FileDefined, at the writer's first put, dtf_transfer or close (not at enddef: a program may
+// define in steps, redef and enddef for each definition as netCDF4-python does, and the readers
+// must see the header as it is when the data begins): to every rank of each reader component, since the writer does not know which ranks
 // will open the file (the readers' ReaderOpened tells; the others drop theirs when withdrawn); to the
 // leader of the plan's readers alone when the session replays a plan of known readers
 // (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it

@@ -35,7 +35,7 @@ constexpr int64_t kHeaderReadChunk = 262144;
 // layout is set (a created file's first enddef; an opened file reports 0).
 MPI_Info file_info(const VirtualFile &vf) {
     std::vector<std::pair<std::string, std::string>> all = vf.hints;
-    const bool laid_out = vf.writer && !vf.continued && vf.defined_sent;
+    const bool laid_out = vf.writer && !vf.continued && vf.enddefs > 0;
     const std::string chunk = std::to_string(kHeaderReadChunk);
     const std::pair<const char *, const char *> pnetcdf[] = {
         {"nc_header_align_size", laid_out ? "512" : "0"}, {"nc_var_align_size", laid_out ? "4" : "0"},
@@ -201,8 +201,8 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
         vf->persist_after = now.read_stamp; // not in the file yet
     // PnetCDF's root reads the header at open.
     if (vf->rank == 0) vf->get_bytes = std::min<int64_t>(vf->header.file_size(), kHeaderReadChunk);
-    // The readers learn the header at the first enddef (the program may add definitions first), put
-    // or dtf_transfer, whichever comes first.
+    // The readers learn the header at the first put, dtf_transfer or close, whichever comes first
+    // (announce_definition).
     vf->ws = open_writer_session(rt, *vf);
     return finish_open(rt, std::move(vf), ncidp);
 }
@@ -229,7 +229,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                 [&](const Message &m) { return is_definition(m, f.path, f.session); },
                 [&] {
                     return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
-                                  "(ncmpi_enddef)%s", f.path.c_str(), f.session, peer_name.c_str(),
+                                  "and begin writing it (its first put, dtf_transfer or close)%s", f.path.c_str(), f.session, peer_name.c_str(),
                                   rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
                                                    "replayed or recorded goes to one reader rank of that session "
                                                    "only: if other ranks open it now, set replay_io=0)" : "");
@@ -319,7 +319,8 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
                 header = c->header->file_header(); // the version this rank read or wrote last
             } else if (!m && !writer) {
                 rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
-                    return format("%s waited for component '%s' to define it (ncmpi_enddef)", context.c_str(),
+                    return format("%s waited for component '%s' to define it and begin writing it (its first put, "
+                                  "dtf_transfer or close)", context.c_str(),
                                   rt.config().components[static_cast<size_t>(f.peer)].c_str());
                 }, f.peer);
             }
@@ -476,8 +477,7 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi__enddef: {
         int rc = h.enddef();
         if (rc != NC_NOERR) return rc;
-        ++vf.enddefs;
-        announce_definition(rt, vf);
+        ++vf.enddefs; // (the readers learn the header at the first put, dtf_transfer or close: announce_definition)
         int64_t size = 0;
         h.inq_layout(&size, nullptr, nullptr);
         if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header

@@ -7,10 +7,10 @@
 // several reader components: the writer does its part below with each of them on its own (its final
 // header as soon as that reader opened, its requests as they come), and an epoch is served once
 // every rank of every reader is done.
-//   writer enddef      rank 0: FileDefined(withdrawals, stamp, header, writer ranks, matchers) -> every
-//                      reader-component rank (a writer that opened the file with NC_WRITE continues
-//                      the last session's header: FileDefined at its first enddef, put or
-//                      dtf_transfer; vfile.cpp)
+//   writer first put   rank 0: FileDefined(withdrawals, stamp, header, writer ranks, matchers) -> every
+//                      reader-component rank, at the first put, dtf_transfer or close (not at enddef:
+//                      a program may define in steps; a writer that opened the file with NC_WRITE
+//                      continues the last session's header; vfile.cpp)
 //   reader open        the reader leader (leader_of) waits for FileDefined and broadcasts it to the
 //                      group; leader: ReaderOpened(reader ranks, plan, stamp) -> writer-file ranks
 //   writer transfer    waits for ReaderOpened; root: withdraws FileDefined from the reader-component ranks
@@ -351,7 +351,7 @@ struct VirtualFile {
 
     // writer
     std::shared_ptr<WriterSession> ws;
-    bool defined_sent = false; // FileDefined sent (first enddef)
+    bool defined_sent = false; // FileDefined sent (first put, dtf_transfer or close: announce_definition)
 
     // reader
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
@@ -419,11 +419,12 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
 int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp);
 // What a real file at `path` would begin with for this rank now (MPI_File_open's probe, probe.cpp),
-// collective over `group`: the header of the session the next read-only open would read, as its
-// writer defined it (waiting for that definition, as vfile_open does, when this rank knows no version
-// of the file yet), or of the last session this rank closed (a later version has not come yet: a
-// real file would still hold that one). Nothing is taken from the queue. Empty: no virtual file here
-// (the component is the file's writer and holds no header): the caller looks at the file system.
+// collective over `group`: the bytes PnetCDF writes at the start of the file (Header::file_header) for
+// the session the next read-only open would read, as its writer defined it (waiting for that
+// definition, as vfile_open does, when this rank knows no version of the file yet), or for the last
+// session this rank closed (a later version has not come yet: a real file would still hold that one).
+// Nothing is taken from the queue. Empty: no virtual file here (the component is the file's writer
+// and holds no header, or a reader whose writer went on without it): the file system answers.
 std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config::FileRule &rule,
                               const std::vector<int> &peers, std::shared_ptr<transport::Group> group);
 // Whether `m` is the writer's definition (FileDefined) of session `session` of `path`, and the

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Front ends on PnetCDF under dtf: netCDF-C's parallel API, Python (mpi4py and netCDF4-python), a
+Fortran reader that asks inquire(exist=) first, in pairs with each other and with PnetCDF programs.
+
+usage: frontends.py SCENARIO --dtfrun PATH --lib LIBDTF --ncpair EXE [options]
+
+Scenarios
+  pair     a writer and a reader of front.nc (ncpair.c: --writer/--reader nc or pnc; ncpair.py:
+           python; inquire_f.F90: inquire), run first one after the other on a plain file without dtf
+           (the oracle), then coupled by dtf (--mode, --launch jobs|mpmd; preloaded,
+           or --linked: programs linked with libdtf, DTF_COMPONENT given per component). The writer
+           starts --delay seconds late, so that the reader looks at the path first. Each reader rank
+           must read byte for byte what the oracle's did, a file-mode file must equal the oracle's
+           byte for byte, and a transfer-mode file must not reach the disk.
+  hdf5     a netCDF-C writer creating a netCDF-4 (HDF5) file that the config names: refused at once
+           with the config line; the reader fails naming the lost writer, nothing hangs.
+  unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
+           before launching, with the fix.
+Python scenarios need --python (the venv of scripts/setup-python.sh): without one the test is
+skipped (status 77) unless DTF_TEST_PYTHON=required. Every launch runs under dtfrun --walltime.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CONFIG = """[INFO]
+ncomp=2
+comp_name="writer"
+comp_name="reader"
+[FILE]
+filename="front.nc"
+writer="writer"
+readers="reader"
+mode="{mode}"
+"""
+SKIP = 77
+
+
+def expect(cond, message):
+    if not cond:
+        print("FAIL: " + message)
+        sys.exit(1)
+
+
+def run(cmd, env=None, timeout=150):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=dict(os.environ, **(env or {})), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout)
+    print(p.stdout)
+    print(f"exit status {p.returncode}", flush=True)
+    return p.returncode, p.stdout
+
+
+def program(args, kind, role, folder, linked=None):
+    """The command of a writer or reader of kind nc, pnc, python or inquire."""
+    if kind == "inquire":
+        return [args.inquire, folder]
+    tail = [folder, args.format, args.access]
+    if kind == "python":
+        return [args.python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncpair.py"), role] + tail
+    return [args.ncpair_linked if (args.linked if linked is None else linked) else args.ncpair, role, kind] + tail
+
+
+def sanitizer_runtimes(lib):
+    """The sanitizer runtimes a sanitizer build of libdtf needs preloaded before it (none otherwise)."""
+    ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+    return re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
+
+
+def dtfrun(args, ini, writer, reader, walltime=90, preload=True):
+    """dtfrun's command for the pair: --preload, or (a sanitizer build, whose runtime must come first)
+    LD_PRELOAD and DTF_COMPONENT through --mpi-args; --linked: DTF_COMPONENT alone (a linked program
+    that never calls dtf_init starts dtf in MPI_Init as that component)."""
+    runtimes = sanitizer_runtimes(args.lib) if preload and not args.linked else []
+    cmd = [args.dtfrun, "-c", ini, "--walltime", str(walltime)] + (["--mpmd"] if args.launch == "mpmd" else [])
+    if preload and not args.linked and not runtimes:
+        cmd += ["--preload", args.lib]
+    for i, (name, ranks, argv) in enumerate((("writer", args.writer_ranks, writer), ("reader", args.reader_ranks, reader))):
+        cmd += ([":"] if i else []) + ["--name", name, "-n", str(ranks)]
+        if args.linked:
+            cmd += ["--mpi-args", f"-x DTF_COMPONENT={name}"]
+        elif runtimes:
+            cmd += ["--mpi-args", f"-x LD_PRELOAD={':'.join(runtimes + [args.lib])} -x DTF_COMPONENT={name}"]
+        cmd += argv
+    return cmd
+
+
+def scenario_pair(args, work):
+    if "python" in (args.writer, args.reader) and not args.python:
+        print("no Python environment (scripts/setup-python.sh): skipped")
+        return SKIP
+    oracle = os.path.join(work, "oracle")
+    os.mkdir(oracle)
+    # The oracle: the same programs one after the other on a plain file, without dtf (the inquire
+    # reader, which checks every value itself, is not run).
+    for role, kind, ranks in (("writer", args.writer, args.writer_ranks), ("reader", args.reader, args.reader_ranks)):
+        if kind != "inquire":
+            cmd = [args.dtfrun, "--walltime", "60", "-n", str(ranks)] + program(args, kind, role, oracle, linked=False)
+            status, _ = run(cmd, {"NCPAIR_DUMP": os.path.join(work, "oracle.dump")})
+            expect(status == 0, f"the {role} without dtf failed")
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write(CONFIG.format(mode=args.mode))
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    env = {"DTF_TIMEOUT": "30", "NCPAIR_DELAY": str(args.delay), "NCPAIR_DUMP": os.path.join(work, "dtf.dump")}
+    env.update(kv.split("=", 1) for kv in args.env)
+    status, out = run(dtfrun(args, ini, program(args, args.writer, "writer", data),
+                             program(args, args.reader, "reader", data)), env)
+    expect(status == 0, f"dtfrun exited with status {status}")
+    verified = "inquire reader: all values verified" if args.reader == "inquire" else "ncpair reader: all values verified"
+    expect(verified in out, "the reader must verify every value")
+    if args.quiet:
+        expect("[dtf " not in out, "DTF_VERBOSE_LEVEL=-1 (quiet): dtf must print nothing but errors")
+    if args.mode == "transfer":
+        expect(not os.listdir(data), f"a transfer-mode file reached the disk: {os.listdir(data)}")
+    else:
+        with open(os.path.join(oracle, "front.nc"), "rb") as a, open(os.path.join(data, "front.nc"), "rb") as b:
+            expect(a.read() == b.read(), "the file-mode file differs from the one the same writer wrote without dtf")
+    if args.reader != "inquire":
+        for r in range(args.reader_ranks):
+            with open(os.path.join(work, f"oracle.dump.{r}"), "rb") as a, \
+                 open(os.path.join(work, f"dtf.dump.{r}"), "rb") as b:
+                expect(a.read() == b.read(), f"reader rank {r} read other bytes than on a plain file")
+    return 0
+
+
+def scenario_hdf5(args, work):
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write(CONFIG.format(mode=args.mode))
+    args.format = "netcdf4"
+    status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work)),
+                      {"DTF_TIMEOUT": "60"})
+    expect(status != 0, "a netCDF-4 file named in the config must fail")
+    expect(f"MPI_File_open of '{work}/front.nc' for writing, outside PnetCDF (a netCDF-4/HDF5 file, or MPI-IO itself): "
+           f"{ini}:5 names it" in out, "the writer must be refused, naming the config line")
+    expect("component 'writer' was lost" in out, "the reader must say that it waited for the lost writer")
+    return 0
+
+
+def scenario_unaware(args, work):
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write(CONFIG.format(mode=args.mode))
+    status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work),
+                             preload=False))
+    expect(status == 2, "dtfrun must stop before launching (status 2)")
+    expect(f"dtfrun: component 'writer': {ini} names files for it, but {args.ncpair} is not linked with libdtf: "
+           f"add --preload " in out, "dtfrun must say that --preload is missing")
+    expect("[writer]" not in out and "[reader]" not in out, "nothing may have been launched")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", choices=["pair", "hdf5", "unaware"])
+    ap.add_argument("--dtfrun", required=True)
+    ap.add_argument("--lib", required=True, help="libdtf.so (for --preload)")
+    ap.add_argument("--ncpair", required=True, help="ncpair.c built without dtf")
+    ap.add_argument("--ncpair-linked", help="ncpair.c linked with libdtf (--linked)")
+    ap.add_argument("--inquire", help="inquire_f.F90")
+    ap.add_argument("--python", help="the Python of the venv scripts/setup-python.sh makes")
+    ap.add_argument("--writer", default="nc", choices=["nc", "pnc", "python"])
+    ap.add_argument("--reader", default="nc", choices=["nc", "pnc", "python", "inquire"])
+    ap.add_argument("--writer-ranks", type=int, default=2)
+    ap.add_argument("--reader-ranks", type=int, default=3)
+    ap.add_argument("--format", default="cdf5", choices=["classic", "64bit-offset", "cdf5"])
+    ap.add_argument("--access", default="collective", choices=["collective", "independent"])
+    ap.add_argument("--mode", default="transfer", choices=["file", "transfer"])
+    ap.add_argument("--launch", default="jobs", choices=["jobs", "mpmd"])
+    ap.add_argument("--linked", action="store_true")
+    ap.add_argument("--delay", type=float, default=1, help="seconds the writer waits before it creates the file")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for both components")
+    ap.add_argument("--quiet", action="store_true", help="expect no dtf output (with --env DTF_VERBOSE_LEVEL=-1)")
+    args = ap.parse_args()
+    if args.python and not os.path.exists(args.python):
+        if os.environ.get("DTF_TEST_PYTHON") == "required":
+            expect(False, f"DTF_TEST_PYTHON=required, but {args.python} does not exist (scripts/setup-python.sh)")
+        args.python = None
+    with tempfile.TemporaryDirectory(prefix="dtf-frontends-") as work:
+        return {"pair": scenario_pair, "hdf5": scenario_hdf5, "unaware": scenario_unaware}[args.scenario](args, work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+/*
+ * A writer and a reader of one netCDF file in parallel, through netCDF-C's parallel API (nc_create_par,
+ * nc_open_par: on classic, 64-bit offset and CDF-5 files the PnetCDF flavour of netCDF-C calls
+ * PnetCDF) or through PnetCDF itself, so that any pair of the two can be run; no dtf call anywhere.
+ *   writer  creates DIR/front.nc: a global text attribute, t(y, x) doubles with attributes, a record
+ *           variable rec(time, y, x) floats of NREC records, and n(x) ints; the ranks write row blocks
+ *           of t and rec, rank 0 writes n (collective calls, or independent ones)
+ *   reader  opens it, checks the format, the dimensions, the attributes and every value, reading
+ *           column blocks (another decomposition), the records and n
+ * Prints "ncpair reader: all values verified" when they are; exit status 1 on wrong data, 2 on an
+ * error. With NCPAIR_DUMP=PREFIX each reader rank writes every byte it read to PREFIX.<rank> (the
+ * tests compare them with the same programs run on a plain file). With NCPAIR_DELAY=S the writer
+ * sleeps S seconds before it creates the file (a reader that starts first looks at it before).
+ *
+ * usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]
+ *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
+ *   ACCESS: collective or independent
+ */
+#include <mpi.h>
+#include <netcdf.h>
+#include <netcdf_par.h>
+#include <pnetcdf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void check(int err, const char *call, int pnc) {
+    if (err == NC_NOERR) return;
+    fprintf(stderr, "ncpair: %s failed: %s\n", call, pnc ? ncmpi_strerror(err) : nc_strerror(err));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+#define NC(call) check((call), #call, 0)
+#define PNC(call) check((call), #call, 1)
+
+static double tval(MPI_Offset y, MPI_Offset x) { return 1000.0 * (double)y + (double)x + 0.25; }
+static float rval(MPI_Offset r, MPI_Offset y, MPI_Offset x) { return (float)(100000 * r + 1000 * y + x) + 0.5f; }
+static int nval(MPI_Offset x) { return (int)(7 * x - 3); }
+
+static void block(MPI_Offset n, int size, int rank, MPI_Offset *start, MPI_Offset *count) {
+    MPI_Offset base = n / size, extra = n % size;
+    *start = rank * base + (rank < extra ? rank : extra);
+    *count = base + (rank < extra ? 1 : 0);
+}
+
+static const char kTitle[] = "dtf front ends";
+static const char kUnits[] = "K";
+static const double kScale[2] = {0.5, 2.0};
+
+static FILE *g_dump;
+static int g_bad;
+static void dump(const void *p, size_t n) {
+    if (g_dump && n && fwrite(p, 1, n, g_dump) != n) {
+        fprintf(stderr, "ncpair: writing the dump failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+static void expect(int ok, const char *what, int rank) {
+    if (!ok && g_bad++ < 10) fprintf(stderr, "ncpair reader rank %d: wrong %s\n", rank, what);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 6) {
+        if (rank == 0) fprintf(stderr, "usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int writer = !strcmp(argv[1], "writer"), pnc = !strcmp(argv[2], "pnc");
+    const char *format = argv[4];
+    const int indep = !strcmp(argv[5], "independent");
+    const MPI_Offset ny = argc > 8 ? atoll(argv[6]) : 7, nx = argc > 8 ? atoll(argv[7]) : 9;
+    const MPI_Offset nrec = argc > 8 ? atoll(argv[8]) : 3;
+    int cmode = NC_CLOBBER, expected_format = NC_FORMAT_CLASSIC;
+    if (!strcmp(format, "64bit-offset")) cmode |= NC_64BIT_OFFSET, expected_format = NC_FORMAT_64BIT_OFFSET;
+    else if (!strcmp(format, "cdf5")) cmode |= NC_64BIT_DATA, expected_format = NC_FORMAT_CDF5;
+    else if (!strcmp(format, "netcdf4")) cmode |= NC_NETCDF4, expected_format = NC_FORMAT_NETCDF4;
+    else if (strcmp(format, "classic")) {
+        if (rank == 0) fprintf(stderr, "ncpair: unknown format '%s'\n", format);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/front.nc", argv[3]);
+    int ncid, dims[3], t, rec, n;
+    MPI_Offset start[3], count[3];
+
+    if (writer) {
+        if (getenv("NCPAIR_DELAY")) sleep((unsigned)atoi(getenv("NCPAIR_DELAY")));
+        block(ny, size, rank, &start[1], &count[1]);
+        start[2] = 0, count[2] = nx;
+        double *tb = malloc(sizeof(double) * (size_t)(count[1] * nx + 1));
+        float *rb = malloc(sizeof(float) * (size_t)(count[1] * nx + 1));
+        int *nb = malloc(sizeof(int) * (size_t)nx);
+        for (MPI_Offset j = 0; j < count[1]; j++)
+            for (MPI_Offset i = 0; i < nx; i++) tb[j * nx + i] = tval(start[1] + j, i);
+        for (MPI_Offset i = 0; i < nx; i++) nb[i] = nval(i);
+        if (pnc) {
+            PNC(ncmpi_create(MPI_COMM_WORLD, path, cmode, MPI_INFO_NULL, &ncid));
+            PNC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
+            PNC(ncmpi_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
+            PNC(ncmpi_def_dim(ncid, "y", ny, &dims[1]));
+            PNC(ncmpi_def_dim(ncid, "x", nx, &dims[2]));
+            PNC(ncmpi_def_var(ncid, "t", NC_DOUBLE, 2, dims + 1, &t));
+            PNC(ncmpi_put_att_text(ncid, t, "units", sizeof kUnits - 1, kUnits));
+            PNC(ncmpi_put_att_double(ncid, t, "scale", NC_DOUBLE, 2, kScale));
+            PNC(ncmpi_def_var(ncid, "rec", NC_FLOAT, 3, dims, &rec));
+            PNC(ncmpi_def_var(ncid, "n", NC_INT, 1, dims + 2, &n));
+            PNC(ncmpi_enddef(ncid));
+            if (indep) PNC(ncmpi_begin_indep_data(ncid));
+            for (MPI_Offset r = 0; r < nrec; r++) {
+                for (MPI_Offset j = 0; j < count[1]; j++)
+                    for (MPI_Offset i = 0; i < nx; i++) rb[j * nx + i] = rval(r, start[1] + j, i);
+                start[0] = r, count[0] = 1;
+                if (indep) PNC(ncmpi_put_vara_float(ncid, rec, start, count, rb));
+                else PNC(ncmpi_put_vara_float_all(ncid, rec, start, count, rb));
+            }
+            if (indep) {
+                PNC(ncmpi_put_vara_double(ncid, t, start + 1, count + 1, tb));
+                if (rank == 0) PNC(ncmpi_put_var_int(ncid, n, nb));
+                PNC(ncmpi_end_indep_data(ncid));
+            } else {
+                PNC(ncmpi_put_vara_double_all(ncid, t, start + 1, count + 1, tb));
+                MPI_Offset s0 = 0, c0 = rank == 0 ? nx : 0;
+                PNC(ncmpi_put_vara_int_all(ncid, n, &s0, &c0, nb));
+            }
+            PNC(ncmpi_close(ncid));
+        } else {
+            NC(nc_create_par(path, cmode, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
+            NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
+            NC(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
+            NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[1]));
+            NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[2]));
+            NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims + 1, &t));
+            NC(nc_put_att_text(ncid, t, "units", sizeof kUnits - 1, kUnits));
+            NC(nc_put_att_double(ncid, t, "scale", NC_DOUBLE, 2, kScale));
+            NC(nc_def_var(ncid, "rec", NC_FLOAT, 3, dims, &rec));
+            NC(nc_def_var(ncid, "n", NC_INT, 1, dims + 2, &n));
+            NC(nc_enddef(ncid));
+            const int how = indep ? NC_INDEPENDENT : NC_COLLECTIVE;
+            NC(nc_var_par_access(ncid, t, how));
+            NC(nc_var_par_access(ncid, rec, how));
+            NC(nc_var_par_access(ncid, n, how));
+            size_t s[3], c[3];
+            for (MPI_Offset r = 0; r < nrec; r++) {
+                for (MPI_Offset j = 0; j < count[1]; j++)
+                    for (MPI_Offset i = 0; i < nx; i++) rb[j * nx + i] = rval(r, start[1] + j, i);
+                s[0] = (size_t)r, c[0] = 1, s[1] = (size_t)start[1], c[1] = (size_t)count[1], s[2] = 0, c[2] = (size_t)nx;
+                NC(nc_put_vara_float(ncid, rec, s, c, rb));
+            }
+            NC(nc_put_vara_double(ncid, t, s + 1, c + 1, tb));
+            size_t s0 = 0, c0 = rank == 0 ? (size_t)nx : 0;
+            if (!indep || rank == 0) NC(nc_put_vara_int(ncid, n, &s0, &c0, nb));
+            NC(nc_close(ncid));
+        }
+        free(tb), free(rb), free(nb);
+        MPI_Finalize();
+        return 0;
+    }
+
+    /* reader: column blocks of t and of each record, all of n */
+    if (getenv("NCPAIR_DUMP")) {
+        char name[4096];
+        snprintf(name, sizeof name, "%s.%d", getenv("NCPAIR_DUMP"), rank);
+        if (!(g_dump = fopen(name, "wb"))) {
+            fprintf(stderr, "ncpair: cannot write %s\n", name);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    int fmt = -1, ndims = 0, nvars = 0, ngatts = 0, unlim = -1;
+    MPI_Offset len_y = 0, len_x = 0, nrecs = 0;
+    char title[64] = "", units[8] = "";
+    double scale[2] = {0, 0};
+    if (pnc) {
+        PNC(ncmpi_open(MPI_COMM_WORLD, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+        PNC(ncmpi_inq_format(ncid, &fmt));
+        PNC(ncmpi_inq(ncid, &ndims, &nvars, &ngatts, &unlim));
+        PNC(ncmpi_inq_dimlen(ncid, 1, &len_y));
+        PNC(ncmpi_inq_dimlen(ncid, 2, &len_x));
+        PNC(ncmpi_inq_dimlen(ncid, unlim < 0 ? 0 : unlim, &nrecs));
+        PNC(ncmpi_get_att_text(ncid, NC_GLOBAL, "title", title));
+        PNC(ncmpi_inq_varid(ncid, "t", &t));
+        PNC(ncmpi_inq_varid(ncid, "rec", &rec));
+        PNC(ncmpi_inq_varid(ncid, "n", &n));
+        PNC(ncmpi_get_att_text(ncid, t, "units", units));
+        PNC(ncmpi_get_att_double(ncid, t, "scale", scale));
+    } else {
+        size_t l;
+        NC(nc_open_par(path, NC_NOWRITE, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
+        NC(nc_inq_format(ncid, &fmt));
+        NC(nc_inq(ncid, &ndims, &nvars, &ngatts, &unlim));
+        NC(nc_inq_dimlen(ncid, 1, &l)), len_y = (MPI_Offset)l;
+        NC(nc_inq_dimlen(ncid, 2, &l)), len_x = (MPI_Offset)l;
+        NC(nc_inq_dimlen(ncid, unlim < 0 ? 0 : unlim, &l)), nrecs = (MPI_Offset)l;
+        NC(nc_get_att_text(ncid, NC_GLOBAL, "title", title));
+        NC(nc_inq_varid(ncid, "t", &t));
+        NC(nc_inq_varid(ncid, "rec", &rec));
+        NC(nc_inq_varid(ncid, "n", &n));
+        NC(nc_get_att_text(ncid, t, "units", units));
+        NC(nc_get_att_double(ncid, t, "scale", scale));
+        const int how = indep ? NC_INDEPENDENT : NC_COLLECTIVE;
+        NC(nc_var_par_access(ncid, t, how));
+        NC(nc_var_par_access(ncid, rec, how));
+        NC(nc_var_par_access(ncid, n, how));
+    }
+    expect(fmt == expected_format, "format", rank);
+    expect(ndims == 3 && nvars == 3 && ngatts == 1 && unlim == 0, "numbers of dimensions, variables, attributes", rank);
+    expect(len_y == ny && len_x == nx && nrecs == nrec, "dimension lengths or record count", rank);
+    expect(!strcmp(title, kTitle) && !strcmp(units, kUnits) && scale[0] == kScale[0] && scale[1] == kScale[1],
+           "attributes", rank);
+    int head[6] = {fmt, ndims, nvars, ngatts, unlim, (int)nrecs};
+    dump(head, sizeof head), dump(title, sizeof title), dump(units, sizeof units), dump(scale, sizeof scale);
+
+    block(nx, size, rank, &start[2], &count[2]);
+    start[1] = 0, count[1] = ny;
+    const size_t cells = (size_t)(ny * count[2]) + 1;
+    double *tb = malloc(sizeof(double) * cells);
+    float *rb = malloc(sizeof(float) * cells);
+    int *nb = malloc(sizeof(int) * (size_t)nx);
+    if (pnc) {
+        if (indep) PNC(ncmpi_begin_indep_data(ncid));
+        if (indep) PNC(ncmpi_get_vara_double(ncid, t, start + 1, count + 1, tb));
+        else PNC(ncmpi_get_vara_double_all(ncid, t, start + 1, count + 1, tb));
+    } else {
+        size_t s[2] = {0, (size_t)start[2]}, c[2] = {(size_t)ny, (size_t)count[2]};
+        NC(nc_get_vara_double(ncid, t, s, c, tb));
+    }
+    for (MPI_Offset j = 0; j < ny; j++)
+        for (MPI_Offset i = 0; i < count[2]; i++) expect(tb[j * count[2] + i] == tval(j, start[2] + i), "t", rank);
+    dump(tb, sizeof(double) * (size_t)(ny * count[2]));
+    for (MPI_Offset r = 0; r < nrec; r++) {
+        start[0] = r, count[0] = 1;
+        if (pnc) {
+            if (indep) PNC(ncmpi_get_vara_float(ncid, rec, start, count, rb));
+            else PNC(ncmpi_get_vara_float_all(ncid, rec, start, count, rb));
+        } else {
+            size_t s[3] = {(size_t)r, 0, (size_t)start[2]}, c[3] = {1, (size_t)ny, (size_t)count[2]};
+            NC(nc_get_vara_float(ncid, rec, s, c, rb));
+        }
+        for (MPI_Offset j = 0; j < ny; j++)
+            for (MPI_Offset i = 0; i < count[2]; i++) expect(rb[j * count[2] + i] == rval(r, j, start[2] + i), "rec", rank);
+        dump(rb, sizeof(float) * (size_t)(ny * count[2]));
+    }
+    if (pnc) {
+        if (indep) PNC(ncmpi_get_var_int(ncid, n, nb));
+        else PNC(ncmpi_get_var_int_all(ncid, n, nb));
+        if (indep) PNC(ncmpi_end_indep_data(ncid));
+        PNC(ncmpi_close(ncid));
+    } else {
+        NC(nc_get_var_int(ncid, n, nb));
+        NC(nc_close(ncid));
+    }
+    for (MPI_Offset i = 0; i < nx; i++) expect(nb[i] == nval(i), "n", rank);
+    dump(nb, sizeof(int) * (size_t)nx);
+    if (g_dump) fclose(g_dump);
+    int bad = g_bad, all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf(all ? "ncpair reader: %d wrong values\n" : "ncpair reader: all values verified\n", all);
+    free(tb), free(rb), free(nb);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
