@@ -93,14 +93,15 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
              "offset and CDF-5 netCDF files); leave it out of the config", t.path.c_str(),
              rt->config().path.c_str(), t.rule->line);
     const bool writer = t.rule->fixed_roles() && t.rule->writer == rt->self_name();
+    if (writer && t.rule->mode == config::Mode::File) return kPass; // (its own file, as it left it)
     const std::string context = format("MPI_File_open of '%s'", t.path.c_str());
     std::shared_ptr<transport::Group> group = rt->group_of(comm, context);
     if (t.rule->mode == config::Mode::Transfer) {
-        const std::vector<char> header = vfile_probe(*rt, t.path, *t.rule, t.peers, group);
+        const std::vector<char> header = vfile_probe(*rt, t.path, *t.rule, t.peers, std::move(group));
         if (header.empty()) return kPass;
         return open_header_copy(t.path, header, info, fh);
     }
-    if (!writer) rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
+    rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
     rt->retire(std::move(group));
     return kPass;
 }

@@ -229,7 +229,8 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
                 [&](const Message &m) { return is_definition(m, f.path, f.session); },
                 [&] {
                     return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
-                                  "and begin writing it (its first put, dtf_transfer or close)%s", f.path.c_str(), f.session, peer_name.c_str(),
+                                  "and begin writing it (its first put, dtf_transfer or close)%s", f.path.c_str(),
+                                  f.session, peer_name.c_str(),
                                   rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
                                                    "replayed or recorded goes to one reader rank of that session "
                                                    "only: if other ranks open it now, set replay_io=0)" : "");
