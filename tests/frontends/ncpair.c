@@ -5,8 +5,9 @@
  *   writer  creates DIR/front.nc: a global text attribute, t(y, x) doubles with attributes, a record
  *           variable rec(time, y, x) floats of NREC records, and n(x) ints; the ranks write row blocks
  *           of t and rec, rank 0 writes n (collective calls, or independent ones)
- *   reader  opens it, checks the format, the dimensions, the attributes and every value, reading
- *           column blocks (another decomposition), the records and n
+ *   reader  asks stat() whether the file exists (a restart check), opens it, checks the format, the
+ *           dimensions, the attributes and every value, reading column blocks (another
+ *           decomposition), the records and n
  * Prints "ncpair reader: all values verified" when they are; exit status 1 on wrong data, 2 on an
  * error. With NCPAIR_DUMP=PREFIX each reader rank writes every byte it read to PREFIX.<rank> (the
  * tests compare them with the same programs run on a plain file). With NCPAIR_DELAY=S the writer
@@ -16,6 +17,7 @@
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
  *   ACCESS: collective or independent
  */
+#include <errno.h>
 #include <mpi.h>
 #include <netcdf.h>
 #include <netcdf_par.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void check(int err, const char *call, int pnc) {
@@ -167,6 +170,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ncpair: cannot write %s\n", name);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
+    }
+    /* A restart check, as programs make one before they open: the file must exist for the reader,
+     * also before the writer has created it (a writer started NCPAIR_DELAY seconds late). */
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "ncpair reader rank %d: stat(%s): %s\n", rank, path, strerror(errno));
+        MPI_Abort(MPI_COMM_WORLD, 3);
     }
     int fmt = -1, ndims = 0, nvars = 0, ngatts = 0, unlim = -1;
     MPI_Offset len_y = 0, len_x = 0, nrecs = 0;

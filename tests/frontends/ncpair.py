@@ -61,6 +61,9 @@ def main():
             n[x0:x0 + lx] = 7 * np.arange(x0, x0 + lx) - 3
         return 0
 
+    if not os.path.exists(path):  # (a restart check: the file exists for the reader before its writer's create)
+        print(f"ncpair reader rank {rank}: {path} does not exist", flush=True)
+        comm.Abort(3)
     dump = open(f"{os.environ['NCPAIR_DUMP']}.{rank}", "wb") if os.environ.get("NCPAIR_DUMP") else None
     x0, lx = block(nx, size, rank)
     y, x = np.meshgrid(np.arange(ny), np.arange(x0, x0 + lx), indexing="ij")
