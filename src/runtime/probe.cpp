@@ -8,7 +8,9 @@
 //     (file mode: until the writer has closed the version this rank reads next, then the real file;
 //     transfer mode: until the writer has defined it, then a file of the header's bytes alone, each
 //     rank's own, made in TMPDIR and unlinked at once). Nothing is taken from dtf's queue: the
-//     ncmpi_open that follows does its own wait, which then returns at once.
+//     ncmpi_open that follows does its own wait, which then returns at once. A rank that already
+//     took part in a session of a comp1=/comp2= file (it may be about to write it back) waits for
+//     nothing and sees the version it knows (vfile_probe: the header of the session it closed).
 //   MPI_File_open for writing outside PnetCDF (HDF5 writing a netCDF-4 file, or MPI-IO itself) of a
 //     path dtf handles: refused with MPI_ERR_ACCESS and a message, since dtf could never serve it.
 //   stat/lstat/fstatat/access/faccessat/euidaccess that find no file: the file exists for a reader
@@ -101,7 +103,12 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
         if (header.empty()) return kPass;
         return open_header_copy(t.path, header, info, fh);
     }
-    rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
+    // A reader named in readers= waits for its next version. With comp1=/comp2= the component may be
+    // about to write the file (an ncmpi_open with NC_WRITE: a write-back): once it has taken part in
+    // a session, the file on disk is a version it knows, as a real file would be, and it goes on.
+    const auto c = rt->counters().find(t.path);
+    const bool known = !t.rule->fixed_roles() && c != rt->counters().end() && c->second.closed() > 0;
+    if (!known) rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
     rt->retire(std::move(group));
     return kPass;
 }

@@ -11,7 +11,9 @@ Scenarios
            or --linked: programs linked with libdtf, DTF_COMPONENT given per component). The writer
            starts --delay seconds late, so that the reader looks at the path first. Each reader rank
            must read byte for byte what the oracle's did, a file-mode file must equal the oracle's
-           byte for byte, and a transfer-mode file must not reach the disk.
+           byte for byte, and a transfer-mode file must not reach the disk. --writeback: the reader
+           then opens the file again with NC_WRITE and writes a variable back, and the writer reads
+           it back (comp1=/comp2=, num_sessions=2: SCALE-LETKF's analysis file).
   hdf5     a netCDF-C writer creating a netCDF-4 (HDF5) file that the config names: refused at once
            with the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
@@ -35,6 +37,19 @@ filename="front.nc"
 writer="writer"
 readers="reader"
 mode="{mode}"
+"""
+# --writeback: the reader writes the file back (NC_WRITE), the writer reads it back: the roles
+# change, so comp1=/comp2=, with both sessions kept (num_sessions=2, as SCALE-LETKF's analysis).
+WRITEBACK_CONFIG = """[INFO]
+ncomp=2
+comp_name="writer"
+comp_name="reader"
+[FILE]
+filename="front.nc"
+comp1="writer"
+comp2="reader"
+mode="{mode}"
+num_sessions=2
 """
 SKIP = 77
 
@@ -99,20 +114,24 @@ def scenario_pair(args, work):
     for role, kind, ranks in (("writer", args.writer, args.writer_ranks), ("reader", args.reader, args.reader_ranks)):
         if kind != "inquire":
             cmd = [args.dtfrun, "--walltime", "60", "-n", str(ranks)] + program(args, kind, role, oracle, linked=False)
-            status, _ = run(cmd, {"NCPAIR_DUMP": os.path.join(work, "oracle.dump")})
+            status, _ = run(cmd, {"NCPAIR_DUMP": os.path.join(work, "oracle.dump"),
+                                  "NCPAIR_WRITEBACK": str(int(args.writeback))})
             expect(status == 0, f"the {role} without dtf failed")
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=args.mode))
+        f.write((WRITEBACK_CONFIG if args.writeback else CONFIG).format(mode=args.mode))
     data = os.path.join(work, "data")
     os.mkdir(data)
-    env = {"DTF_TIMEOUT": "30", "NCPAIR_DELAY": str(args.delay), "NCPAIR_DUMP": os.path.join(work, "dtf.dump")}
+    env = {"DTF_TIMEOUT": "30", "NCPAIR_DELAY": str(args.delay), "NCPAIR_DUMP": os.path.join(work, "dtf.dump"),
+           "NCPAIR_WRITEBACK": str(int(args.writeback)), "NCPAIR_READBACK": str(int(args.writeback))}
     env.update(kv.split("=", 1) for kv in args.env)
     status, out = run(dtfrun(args, ini, program(args, args.writer, "writer", data),
                              program(args, args.reader, "reader", data)), env)
     expect(status == 0, f"dtfrun exited with status {status}")
     verified = "inquire reader: all values verified" if args.reader == "inquire" else "ncpair reader: all values verified"
     expect(verified in out, "the reader must verify every value")
+    if args.writeback:
+        expect("ncpair writer: write-back verified" in out, "the writer must read back what the reader wrote back")
     if args.quiet:
         expect("[dtf " not in out, "DTF_VERBOSE_LEVEL=-1 (quiet): dtf must print nothing but errors")
     if args.mode == "transfer":
@@ -174,6 +193,8 @@ def main():
     ap.add_argument("--launch", default="jobs", choices=["jobs", "mpmd"])
     ap.add_argument("--linked", action="store_true")
     ap.add_argument("--delay", type=float, default=1, help="seconds the writer waits before it creates the file")
+    ap.add_argument("--writeback", action="store_true",
+                    help="the reader writes t + 1 back (NC_WRITE), the writer reads it back (C programs)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for both components")
     ap.add_argument("--quiet", action="store_true", help="expect no dtf output (with --env DTF_VERBOSE_LEVEL=-1)")
     args = ap.parse_args()

@@ -12,6 +12,8 @@
  * error. With NCPAIR_DUMP=PREFIX each reader rank writes every byte it read to PREFIX.<rank> (the
  * tests compare them with the same programs run on a plain file). With NCPAIR_DELAY=S the writer
  * sleeps S seconds before it creates the file (a reader that starts first looks at it before).
+ * NCPAIR_WRITEBACK=1, NCPAIR_READBACK=1: the write-back below (open_again); the reader's existence
+ * check is left out then (the file's config names no roles: comp1=/comp2=).
  *
  * usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
@@ -61,6 +63,40 @@ static void dump(const void *p, size_t n) {
 static void expect(int ok, const char *what, int rank) {
     if (!ok && g_bad++ < 10) fprintf(stderr, "ncpair reader rank %d: wrong %s\n", rank, what);
 }
+
+/* NCPAIR_WRITEBACK=1: the reader opens the file again with NC_WRITE and writes t + 1 over its block
+ * (an assimilation writing its analysis back); NCPAIR_READBACK=1: the writer then opens it again
+ * and checks t + 1 over its own block. */
+static void open_again(int pnc, const char *path, int mode, int *ncid, int *t) {
+    if (pnc) {
+        PNC(ncmpi_open(MPI_COMM_WORLD, path, mode, MPI_INFO_NULL, ncid));
+        PNC(ncmpi_inq_varid(*ncid, "t", t));
+    } else {
+        NC(nc_open_par(path, mode, MPI_COMM_WORLD, MPI_INFO_NULL, ncid));
+        NC(nc_inq_varid(*ncid, "t", t));
+    }
+}
+
+static void access_t(int pnc, int indep, int ncid, int t, const MPI_Offset *start, const MPI_Offset *count,
+                     double *buf, int write) {
+    size_t s[2] = {(size_t)start[0], (size_t)start[1]}, c[2] = {(size_t)count[0], (size_t)count[1]};
+    if (!pnc) {
+        NC(nc_var_par_access(ncid, t, indep ? NC_INDEPENDENT : NC_COLLECTIVE));
+        if (write) NC(nc_put_vara_double(ncid, t, s, c, buf));
+        else NC(nc_get_vara_double(ncid, t, s, c, buf));
+        NC(nc_close(ncid));
+        return;
+    }
+    if (indep) PNC(ncmpi_begin_indep_data(ncid));
+    if (write) PNC(indep ? ncmpi_put_vara_double(ncid, t, start, count, buf)
+                         : ncmpi_put_vara_double_all(ncid, t, start, count, buf));
+    else PNC(indep ? ncmpi_get_vara_double(ncid, t, start, count, buf)
+                   : ncmpi_get_vara_double_all(ncid, t, start, count, buf));
+    if (indep) PNC(ncmpi_end_indep_data(ncid));
+    PNC(ncmpi_close(ncid));
+}
+
+static int env_on(const char *name) { return getenv(name) && atoi(getenv(name)) == 1; }
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -157,9 +193,18 @@ int main(int argc, char **argv) {
             if (!indep || rank == 0) NC(nc_put_vara_int(ncid, n, &s0, &c0, nb));
             NC(nc_close(ncid));
         }
+        int bad = 0, all = 0;
+        if (env_on("NCPAIR_READBACK")) {
+            open_again(pnc, path, NC_NOWRITE, &ncid, &t);
+            access_t(pnc, indep, ncid, t, start + 1, count + 1, tb, 0);
+            for (MPI_Offset j = 0; j < count[1]; j++)
+                for (MPI_Offset i = 0; i < nx; i++) bad += tb[j * nx + i] != tval(start[1] + j, i) + 1;
+            MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            if (rank == 0) printf(all ? "ncpair writer: %d wrong values written back\n" : "ncpair writer: write-back verified\n", all);
+        }
         free(tb), free(rb), free(nb);
         MPI_Finalize();
-        return 0;
+        return all ? 1 : 0;
     }
 
     /* reader: column blocks of t and of each record, all of n */
@@ -174,7 +219,7 @@ int main(int argc, char **argv) {
     /* A restart check, as programs make one before they open: the file must exist for the reader,
      * also before the writer has created it (a writer started NCPAIR_DELAY seconds late). */
     struct stat st;
-    if (stat(path, &st) != 0) {
+    if (!env_on("NCPAIR_WRITEBACK") && stat(path, &st) != 0) { /* (comp1=/comp2=: see frontends.py) */
         fprintf(stderr, "ncpair reader rank %d: stat(%s): %s\n", rank, path, strerror(errno));
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
@@ -263,6 +308,11 @@ int main(int argc, char **argv) {
     }
     for (MPI_Offset i = 0; i < nx; i++) expect(nb[i] == nval(i), "n", rank);
     dump(nb, sizeof(int) * (size_t)nx);
+    if (env_on("NCPAIR_WRITEBACK")) {
+        for (MPI_Offset k = 0; k < ny * count[2]; k++) tb[k] += 1;
+        open_again(pnc, path, NC_WRITE, &ncid, &t);
+        access_t(pnc, indep, ncid, t, start + 1, count + 1, tb, 1);
+    }
     if (g_dump) fclose(g_dump);
     int bad = g_bad, all = 0;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
