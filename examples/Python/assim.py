@@ -10,7 +10,7 @@ Plain mpi4py and netCDF4-python in parallel mode on the PnetCDF flavour of netCD
 dtfrun --preload couples it (its MPI_Init starts dtf, which then serves these files). Set up the
 Python environment with scripts/setup-python.sh; examples/demo.sh --python runs it with the C model.
 
-usage: assim.py CYCLES NZ NY NX MEMBERS
+usage: assim.py [CYCLES [NZ NY NX [MEMBERS]]]   (as examples/C/assim.c: 3, 16 128 128, 2)
 """
 import sys
 
@@ -20,7 +20,11 @@ import netCDF4
 
 comm = MPI.COMM_WORLD
 rank, nranks = comm.Get_rank(), comm.Get_size()
-cycles, nz, ny, nx, members = (int(a) for a in sys.argv[1:6])
+# (The C programs' arguments and defaults: 3 cycles, a 16 x 128 x 128 grid, 2 members.)
+args = [int(a) for a in sys.argv[1:]]
+cycles = args[0] if args else 3
+nz, ny, nx = args[1:4] if len(args) > 3 else (16, 128, 128)
+members = args[4] if len(args) > 4 else 2
 
 
 def block(n, parts, p):
