@@ -184,6 +184,11 @@ template <class Stat> int missing(int rc, const char *path, Stat *st) {
     return 0;
 }
 
+// The same for access(path, mode): a look for existence or reading (F_OK, R_OK).
+int may_exist(int rc, const char *path, int mode) {
+    return mode & (W_OK | X_OK) ? rc : missing(rc, path, static_cast<struct stat *>(nullptr));
+}
+
 bool at_cwd(int dirfd, const char *path) { return dirfd == AT_FDCWD || (path && path[0] == '/'); }
 
 } // namespace
@@ -197,6 +202,7 @@ void publish_served(const Runtime *rt) {
 } // namespace dtf::runtime
 
 using dtf::runtime::at_cwd;
+using dtf::runtime::may_exist;
 using dtf::runtime::missing;
 using dtf::runtime::next_fn;
 
@@ -217,46 +223,41 @@ DTF_API int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_In
     return PMPI_File_open(comm, filename, amode, info, fh);
 }
 
-DTF_API int stat(const char *path, struct stat *st) noexcept {
-    static auto real = next_fn<int (*)(const char *, struct stat *)>("stat");
-    return missing(real(path, st), path, st);
-}
-DTF_API int lstat(const char *path, struct stat *st) noexcept {
-    static auto real = next_fn<int (*)(const char *, struct stat *)>("lstat");
-    return missing(real(path, st), path, st);
-}
-DTF_API int fstatat(int dirfd, const char *path, struct stat *st, int flags) noexcept {
-    static auto real = next_fn<int (*)(int, const char *, struct stat *, int)>("fstatat");
-    const int rc = real(dirfd, path, st, flags);
-    return at_cwd(dirfd, path) ? missing(rc, path, st) : rc;
-}
-DTF_API int stat64(const char *path, struct stat64 *st) noexcept {
-    static auto real = next_fn<int (*)(const char *, struct stat64 *)>("stat64");
-    return missing(real(path, st), path, st);
-}
-DTF_API int lstat64(const char *path, struct stat64 *st) noexcept {
-    static auto real = next_fn<int (*)(const char *, struct stat64 *)>("lstat64");
-    return missing(real(path, st), path, st);
-}
-DTF_API int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) noexcept {
-    static auto real = next_fn<int (*)(int, const char *, struct stat64 *, int)>("fstatat64");
-    const int rc = real(dirfd, path, st, flags);
-    return at_cwd(dirfd, path) ? missing(rc, path, st) : rc;
-}
+// The stat family, with struct stat and struct stat64; fstatat only for a path the caller's working
+// directory resolves (AT_FDCWD or absolute).
+#define DTF_PROBE_STAT(name, Stat)                                                                  \
+    DTF_API int name(const char *path, Stat *st) noexcept {                                         \
+        static auto real = next_fn<int (*)(const char *, Stat *)>(#name);                          \
+        return missing(real(path, st), path, st);                                                   \
+    }
+#define DTF_PROBE_STATAT(name, Stat)                                                                \
+    DTF_API int name(int dirfd, const char *path, Stat *st, int flags) noexcept {                   \
+        static auto real = next_fn<int (*)(int, const char *, Stat *, int)>(#name);                 \
+        const int rc = real(dirfd, path, st, flags);                                                \
+        return at_cwd(dirfd, path) ? missing(rc, path, st) : rc;                                    \
+    }
+DTF_PROBE_STAT(stat, struct stat)
+DTF_PROBE_STAT(lstat, struct stat)
+DTF_PROBE_STATAT(fstatat, struct stat)
+DTF_PROBE_STAT(stat64, struct stat64)
+DTF_PROBE_STAT(lstat64, struct stat64)
+DTF_PROBE_STATAT(fstatat64, struct stat64)
+#undef DTF_PROBE_STAT
+#undef DTF_PROBE_STATAT
+
+// The access family: only a look for existence or reading (a virtual file is read-only).
 DTF_API int access(const char *path, int mode) noexcept {
     static auto real = next_fn<int (*)(const char *, int)>("access");
-    const int rc = real(path, mode);
-    return mode & (W_OK | X_OK) ? rc : missing(rc, path, static_cast<struct stat *>(nullptr));
+    return may_exist(real(path, mode), path, mode);
 }
 DTF_API int faccessat(int dirfd, const char *path, int mode, int flags) noexcept {
     static auto real = next_fn<int (*)(int, const char *, int, int)>("faccessat");
     const int rc = real(dirfd, path, mode, flags);
-    return (mode & (W_OK | X_OK)) || !at_cwd(dirfd, path) ? rc : missing(rc, path, static_cast<struct stat *>(nullptr));
+    return at_cwd(dirfd, path) ? may_exist(rc, path, mode) : rc;
 }
 DTF_API int euidaccess(const char *path, int mode) noexcept {
     static auto real = next_fn<int (*)(const char *, int)>("euidaccess");
-    const int rc = real(path, mode);
-    return mode & (W_OK | X_OK) ? rc : missing(rc, path, static_cast<struct stat *>(nullptr));
+    return may_exist(real(path, mode), path, mode);
 }
 DTF_API int eaccess(const char *path, int mode) noexcept { return euidaccess(path, mode); }
 
