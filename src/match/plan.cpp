@@ -116,6 +116,7 @@ void match_read(const ReadReq &r, const VarWrites &v, std::vector<int> &scratch,
             continue;
         }
         p.writer = w.rank, p.write_id = w.id, p.reader = r.rank, p.read_id = r.id, p.varid = r.varid;
+        p.seq = w.seq, p.fill = w.fill;
     }
 }
 
@@ -197,8 +198,9 @@ void subtract(const Box &b, const Box &p, std::vector<Box> &out) {
 } // namespace
 
 std::string Piece::to_string() const {
-    return format("reader %d read %llu <- writer %d write %llu var %d %s", reader, static_cast<ull>(read_id),
-                  writer, static_cast<ull>(write_id), varid, region.to_string().c_str());
+    return format("reader %d read %llu <- writer %d write %llu%s seq %llu var %d %s", reader, static_cast<ull>(read_id),
+                  writer, static_cast<ull>(write_id), fill ? " (fill)" : "", static_cast<ull>(seq), varid,
+                  region.to_string().c_str());
 }
 
 std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads) {

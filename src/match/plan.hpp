@@ -12,14 +12,21 @@
 
 namespace dtf::match {
 
-// A writer rank's put. `id` is unique per rank and increases in put order.
+// A writer rank's put. `id` is unique per rank and increases in the order the rank's writes take
+// effect. `seq` says when the write took effect on the file: the number of the file's collective
+// calls the writer ranks had made by then (the same on every rank: they make them in the same
+// order), so that writes of several ranks to the same elements apply in PnetCDF's order (see
+// match()). `fill`: the variable's fill value written over the box (ncmpi_fill_var_rec, or the fill
+// of a variable at enddef); no values move for it, a reader writes the fill value itself.
 struct WriteReq {
     int rank;
     uint64_t id;
     int varid;
     Box box;
+    uint64_t seq = 0;
+    bool fill = false;
     bool operator==(const WriteReq &o) const {
-        return rank == o.rank && id == o.id && varid == o.varid && box == o.box;
+        return rank == o.rank && id == o.id && varid == o.varid && box == o.box && seq == o.seq && fill == o.fill;
     }
 };
 
@@ -43,19 +50,31 @@ struct Piece {
         : write_id(write_id), read_id(read_id), writer(writer), reader(reader), varid(varid),
           region(std::move(region)) {}
     uint64_t write_id = 0, read_id = 0; // (members ordered to pack: a plan holds millions of pieces)
+    uint64_t seq = 0;                    // the write's (WriteReq::seq)
     int writer = 0, reader = 0, varid = 0;
+    bool fill = false;                   // the write's (WriteReq::fill): the fill value, no data
     Box region;
     bool operator==(const Piece &o) const {
-        return writer == o.writer && write_id == o.write_id && reader == o.reader &&
-               read_id == o.read_id && varid == o.varid && region == o.region;
+        return writer == o.writer && write_id == o.write_id && reader == o.reader && read_id == o.read_id &&
+               varid == o.varid && seq == o.seq && fill == o.fill && region == o.region;
     }
     std::string to_string() const;
 };
 
+// Whether piece `a`'s write took effect before `b`'s: by seq, then writer rank, then write id. Where
+// pieces of one read overlap, applying them in this order leaves each element as the file would
+// hold it: the last write wins, writes ordered by a collective call of the file (a collective put, a
+// wait_all, a flush, ...) apply in that order whichever ranks made them, and one rank's writes in
+// the order they took effect. PnetCDF leaves undefined what two ranks' overlapping writes within one
+// collective call give; there the higher rank wins.
+inline bool applies_before(const Piece &a, const Piece &b) {
+    if (a.seq != b.seq) return a.seq < b.seq;
+    if (a.writer != b.writer) return a.writer < b.writer;
+    return a.write_id < b.write_id;
+}
+
 // All pieces: for each read, each write of the same varid that intersects it, ordered by
-// (reader, read_id, writer, write_id). Where writes overlap, applying the pieces of a read in this
-// order makes the highest writer rank win, and within one rank the latest put (highest id): dtf's
-// documented deterministic outcome for overlapping writes in one session.
+// (reader, read_id, writer, write_id) (not the order they apply in: applies_before).
 //
 // Throws DTF_ERR_ARG for an invalid box or a (rank, id) pair that occurs twice among the writes or
 // among the reads, and DTF_ERR_PEER when requests on one varid disagree on its number of dimensions.

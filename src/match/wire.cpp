@@ -12,8 +12,12 @@ namespace {
 using ull = unsigned long long;
 
 constexpr size_t kHeaderBytes = 16;
-constexpr size_t kRequestBytes = 20; // fixed part of a request record
-constexpr size_t kPieceBytes = 32;   // fixed part of a piece record
+constexpr size_t kRequestBytes = 20; // fixed part of a request record (a write's: 8 more)
+constexpr size_t kOrderBytes = 8;    // a write's or piece's seq and fill flag
+constexpr size_t kPieceBytes = 40;   // fixed part of a piece record
+constexpr uint64_t kFillBit = uint64_t{1} << 63;
+
+uint64_t order_of(uint64_t seq, bool fill) { return seq | (fill ? kFillBit : 0); }
 constexpr size_t kDimBytes = 24;
 
 const char *kind_name(WireKind k) {
@@ -32,13 +36,21 @@ public:
 
 size_t dims_bytes(const Box &b) { return kDimBytes * static_cast<size_t>(b.ndims()); }
 
+constexpr bool is_write(const WriteReq *) { return true; }
+constexpr bool is_write(const ReadReq *) { return false; }
+void write_order(Writer &w, const WriteReq &q) { w.le(order_of(q.seq, q.fill), 8); }
+void write_order(Writer &, const ReadReq &) {}
+
 template <class Req> std::vector<char> encode_requests(const std::vector<Req> &reqs, WireKind kind) {
+    const size_t fixed = kRequestBytes + (is_write(static_cast<const Req *>(nullptr)) ? kOrderBytes : 0);
     size_t bytes = kHeaderBytes;
-    for (const Req &q : reqs) bytes += kRequestBytes + dims_bytes(q.box);
+    for (const Req &q : reqs) bytes += fixed + dims_bytes(q.box);
     Writer w(bytes);
     w.le(kWireMagic, 4), w.le(kWireVersion, 2), w.le(static_cast<uint16_t>(kind), 2), w.le(reqs.size(), 8);
     for (const Req &q : reqs) {
-        w.i32(q.rank), w.i32(q.varid), w.le(q.id, 8), w.le(static_cast<uint32_t>(q.box.ndims()), 4);
+        w.i32(q.rank), w.i32(q.varid), w.le(q.id, 8);
+        write_order(w, q);
+        w.le(static_cast<uint32_t>(q.box.ndims()), 4);
         w.box(q.box);
     }
     return w.take();
@@ -119,9 +131,16 @@ private:
     }
 };
 
+void read_order(Reader &r, WriteReq &q) {
+    const uint64_t order = r.u(8, "order");
+    q.seq = order & ~kFillBit;
+    q.fill = (order & kFillBit) != 0;
+}
+void read_order(Reader &, ReadReq &) {}
+
 template <class Req> std::vector<Req> decode_requests(const char *data, size_t size, WireKind kind) {
     Reader r(data, size, kind);
-    const uint64_t n = r.header(kRequestBytes);
+    const uint64_t n = r.header(kRequestBytes + (is_write(static_cast<const Req *>(nullptr)) ? kOrderBytes : 0));
     std::vector<Req> out;
     out.reserve(n);
     for (uint64_t i = 0; i < n; ++i) {
@@ -130,6 +149,7 @@ template <class Req> std::vector<Req> decode_requests(const char *data, size_t s
         q.rank = r.i32("rank");
         q.varid = r.i32("varid");
         q.id = r.u(8, "id");
+        read_order(r, q);
         r.non_negative(q.rank, "rank"), r.non_negative(q.varid, "varid");
         q.box = r.box(r.ndims());
         out.push_back(std::move(q));
@@ -151,7 +171,7 @@ std::vector<char> encode(const std::vector<Piece> &pieces) {
     w.le(pieces.size(), 8);
     for (const Piece &p : pieces) {
         w.i32(p.writer), w.i32(p.reader), w.i32(p.varid), w.le(static_cast<uint32_t>(p.region.ndims()), 4);
-        w.le(p.write_id, 8), w.le(p.read_id, 8);
+        w.le(p.write_id, 8), w.le(p.read_id, 8), w.le(order_of(p.seq, p.fill), 8);
         w.box(p.region);
     }
     return w.take();
@@ -178,6 +198,9 @@ std::vector<Piece> decode_pieces(const char *data, size_t size) {
         const uint32_t nd = r.ndims();
         p.write_id = r.u(8, "write_id");
         p.read_id = r.u(8, "read_id");
+        const uint64_t order = r.u(8, "order");
+        p.seq = order & ~kFillBit;
+        p.fill = (order & kFillBit) != 0;
         r.non_negative(p.writer, "writer"), r.non_negative(p.reader, "reader"), r.non_negative(p.varid, "varid");
         p.region = r.box(nd);
         out.push_back(std::move(p));

@@ -5,8 +5,11 @@
 //
 // Format (all integers little-endian, fixed width):
 //   header   u32 magic "DTFM" | u16 version | u16 kind (1 writes, 2 reads, 3 pieces) | u64 records
-//   request  i32 rank | i32 varid | u64 id | u32 ndims | ndims x (i64 start, i64 count, i64 stride)
-//   piece    i32 writer | i32 reader | i32 varid | u32 ndims | u64 write_id | u64 read_id | box as above
+//   request  i32 rank | i32 varid | u64 id | [writes: u64 order] | u32 ndims | ndims x (i64 start,
+//            i64 count, i64 stride)
+//   piece    i32 writer | i32 reader | i32 varid | u32 ndims | u64 write_id | u64 read_id | u64 order |
+//            box as above
+//   order    the write's seq in the low 63 bits, its fill flag in the top bit
 #pragma once
 
 #include <cstddef>
@@ -18,7 +21,7 @@
 namespace dtf::match {
 
 constexpr uint32_t kWireMagic = 0x4d465444; // bytes 'D' 'T' 'F' 'M'
-constexpr uint16_t kWireVersion = 1;
+constexpr uint16_t kWireVersion = 2;
 enum class WireKind : uint16_t { Writes = 1, Reads = 2, Pieces = 3 };
 
 std::vector<char> encode(const std::vector<WriteReq> &writes);

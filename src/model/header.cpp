@@ -741,6 +741,38 @@ int Header::inq_var_fill(int varid, int *no_fill, void *fill_value) const {
     return NC_NOERR;
 }
 
+std::vector<Header::Fill> Header::enddef_fills() const {
+    std::vector<Fill> fills;
+    for (int v = old_nvars_; v < static_cast<int>(vars_.size()); ++v) {
+        if (vars_[static_cast<size_t>(v)].no_fill) continue;
+        const bool record = is_record_var(v);
+        if (record && numrecs_ == 0) continue;
+        Fill f{v, std::vector<int64_t>(vars_[static_cast<size_t>(v)].dimids.size(), 0), shape(v)};
+        if (record) f.count[0] = numrecs_;
+        if (std::find(f.count.begin(), f.count.end(), 0) == f.count.end()) fills.push_back(std::move(f));
+    }
+    return fills;
+}
+
+int Header::check_fill_rec(int varid) const {
+    if (read_only_) return NC_EPERM;
+    if (define_mode_) return NC_EINDEFINE;
+    if (varid == NC_GLOBAL) return NC_EGLOBAL;
+    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    if (!is_record_var(varid)) return NC_ENOTRECVAR;
+    if (indep_mode_) return NC_EINDEP;
+    const Var &v = vars_[static_cast<size_t>(varid)];
+    if (v.no_fill && att_index(v.atts, _FillValue) < 0) return NC_ENOTFILL;
+    return NC_NOERR;
+}
+
+Header::Fill Header::record_fill(int varid, int64_t recno) const {
+    Fill f{varid, std::vector<int64_t>(vars_[static_cast<size_t>(varid)].dimids.size(), 0), shape(varid)};
+    f.start[0] = recno;
+    f.count[0] = 1;
+    return f;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Inquiries
 
@@ -821,9 +853,11 @@ int Header::inq_varid(const char *name, int *varidp) const {
 
 int Header::check_access(const Access &a) const {
     if (a.is_write && read_only_) return NC_EPERM;
-    if (define_mode_) return NC_EINDEFINE;
-    if (a.collective && indep_mode_) return NC_EINDEP;
-    if (!a.collective && !indep_mode_) return NC_ENOTINDEP;
+    if (!a.nonblocking) {
+        if (define_mode_) return NC_EINDEFINE;
+        if (a.collective && indep_mode_) return NC_EINDEP;
+        if (!a.collective && !indep_mode_) return NC_ENOTINDEP;
+    }
     if (a.varid == NC_GLOBAL) return NC_EGLOBAL;
     if (a.varid < 0 || a.varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
     const nc_type type = vars_[a.varid].type;
@@ -875,13 +909,12 @@ void Header::note_write(const Access &a) {
 
 // ---------------------------------------------------------------------------------------------
 // Serialization: "DTFH", version, format, numrecs, header extent, dimensions, global attributes,
-// variables (with the writer's fill mode of each). Integers little-endian; attribute values
-// little-endian per element.
+// variables. Integers little-endian; attribute values little-endian per element.
 
 namespace {
 
 constexpr char kMagic[4] = {'D', 'T', 'F', 'H'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // Copies n elements of `size` bytes, reversing each on big-endian hosts (values are kept
 // little-endian on the wire).
@@ -997,7 +1030,6 @@ std::vector<char> Header::encode() const {
         w.u32(static_cast<uint32_t>(v.type));
         w.u32(static_cast<uint32_t>(v.dimids.size()));
         for (int d : v.dimids) w.u32(static_cast<uint32_t>(d));
-        w.le(v.no_fill ? 1 : 0, 1);
         w.atts(v.atts);
     }
     return w.take();
@@ -1030,9 +1062,6 @@ bool read_var(Reader &r, int format, const std::unordered_map<std::string, int> 
         if (!r.i32(&d)) return false;
         v->dimids.push_back(d);
     }
-    unsigned char no_fill;
-    if (!r.raw(&no_fill, 1) || no_fill > 1) return false;
-    v->writer_no_fill = no_fill == 1;
     v->no_fill = false; // what ncmpi_open gives every variable
     return read_atts(r, &v->atts);
 }

@@ -40,11 +40,9 @@ struct Var {
     std::vector<Att> atts;
     // Fill mode of the variable. PnetCDF sets it from the file's fill mode at def_var, overwrites
     // it for every variable at set_fill and per variable at def_var_fill. A fill value is the
-    // _FillValue attribute (def_var_fill writes one), not a separate field.
+    // _FillValue attribute (def_var_fill writes one), not a separate field. (False after decode, as
+    // ncmpi_open sets it for every variable.)
     bool no_fill = true;
-    // In a decoded header: the writer's no_fill when it encoded the header. (no_fill itself is
-    // false after decode, as ncmpi_open sets it for every variable; the file is in NC_NOFILL mode.)
-    bool writer_no_fill = true;
 };
 
 // Which flavour of a data call (ncmpi_put_var_*, _var1_, _vara_, _vars_, _varm_).
@@ -59,6 +57,9 @@ struct Access {
     const int64_t *stride = nullptr; // Api::vars/varm only; nullptr means all 1
     bool is_write = false;
     bool collective = true;  // the _all variants
+    // iput/iget/bput: posted in any mode (define mode too; the wait is in data mode), so neither the
+    // define mode nor the data mode is checked.
+    bool nonblocking = false;
     // Type of the user buffer (NC_CHAR for _text, NC_BYTE for _schar, ...). NC_NAT for the
     // flexible API, where PnetCDF makes no NC_ECHAR check.
     nc_type memtype = NC_NAT;
@@ -136,11 +137,28 @@ public:
     int inq_var_fill(int varid, int *no_fill, void *fill_value) const;
     int fill_mode() const { return fill_mode_; } // NC_FILL or NC_NOFILL
 
+    // ---- the fill values PnetCDF writes into a file (it reads zeros where nothing was written)
+    // A region of a variable that gets its fill value.
+    struct Fill {
+        int varid;
+        std::vector<int64_t> start, count;
+    };
+    // What a successful enddef fills (call it right after): every variable in fill mode defined since
+    // define mode was entered, a fixed-size one whole, a record variable over the records the file
+    // has (none in a new file). PnetCDF fills nothing else by itself: records added later stay
+    // unwritten (zeros) unless ncmpi_fill_var_rec fills them.
+    std::vector<Fill> enddef_fills() const;
+    // ncmpi_fill_var_rec's checks, in PnetCDF's order: NC_EPERM, NC_EINDEFINE, NC_EGLOBAL,
+    // NC_ENOTVAR, NC_ENOTRECVAR, NC_EINDEP, NC_ENOTFILL (a variable in NC_NOFILL mode without a
+    // _FillValue attribute; with one, the record is filled all the same). Its region: record `recno`.
+    int check_fill_rec(int varid) const;
+    Fill record_fill(int varid, int64_t recno) const;
+
     // ---- record dimension and data access
     int64_t numrecs() const { return numrecs_; }
     void set_numrecs(int64_t n) { numrecs_ = n; }
     // The checks PnetCDF makes before a put/get, in its order: NC_EPERM, NC_EINDEFINE,
-    // NC_EINDEP/NC_ENOTINDEP, NC_EGLOBAL/NC_ENOTVAR, NC_ECHAR, then start/count/stride:
+    // NC_EINDEP/NC_ENOTINDEP (those two not for a nonblocking call), NC_EGLOBAL/NC_ENOTVAR, NC_ECHAR, then start/count/stride:
     // NC_EINVALCOORDS (also for a null start), NC_ENEGATIVECNT, NC_EEDGE (also for a null
     // count), NC_ESTRIDE. Reads of record variables are bounded by numrecs(); writes are not.
     int check_access(const Access &a) const;
@@ -176,7 +194,7 @@ public:
     }
 
     // ---- serialization (to send the header to readers): what a file holds, plus the writer's
-    // header extent and fill mode per variable (Var::writer_no_fill). decode() validates
+    // header extent. decode() validates
     // everything (as the define calls would), never reads past `size`, and returns NC_ENOTNC
     // (bad magic/version) or NC_EINVAL (anything else malformed) without touching *out. The
     // decoded header is what ncmpi_open(NC_WRITE) gives: data mode, collective, writable,

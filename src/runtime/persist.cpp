@@ -15,9 +15,9 @@
 //
 // Aggregated output (GRAPES; aggregators=, subfiles=, aggregate_steps= of the rule): the ranks form
 // groups of consecutive ranks (config::aggregator_group); each rank sends its writes to its group's
-// first rank, which puts them (its own first, then the others' in rank order: the same order of
-// overlapping writes as without aggregators); only those ranks open the file, together, or each its
-// own subfile (arrange). aggregate_steps=k holds a rule's jobs until k are queued (flush_persist).
+// first rank, which puts them (in the order they took effect, as without aggregators: put_values);
+// only those ranks open the file, together, or each its own subfile (arrange). aggregate_steps=k
+// holds a rule's jobs until k are queued (flush_persist).
 //
 // I/O server (CFIO2; ioserver= of the rule): each writer rank sends its part of the job to one server
 // rank instead (ship_job: its writes, the values of large ones as messages of their own; the root's
@@ -30,6 +30,7 @@
 #include <exception>
 #include <deque>
 #include <set>
+#include <tuple>
 
 #include "common/bytes.hpp"
 #include "common/clock.hpp"
@@ -123,8 +124,11 @@ std::vector<const model::Att *> changed_atts(File &f, int varid, const std::vect
 }
 
 // The definitions of `h` the file lacks: all of them for a new file; for a continued one what this
-// session added (dimensions, variables, attributes, fill settings of new variables).
-void define(File &f, const model::Header &h, bool created, const std::string &where) {
+// session added (dimensions, variables, attributes, fill settings of new variables). `own_fills`:
+// the session's fills are among its writes (the file of the session's ranks), so PnetCDF fills
+// nothing; else (a subfile, which holds the writes of some ranks only) PnetCDF fills the variables in
+// fill mode at enddef, as it would in a file of their own.
+void define(File &f, const model::Header &h, bool created, bool own_fills, const std::string &where) {
     int ndims = 0, nvars = 0, ngatts = 0, unlim = -1;
     if (!created)
         f.call<int (*)(int, int *, int *, int *, int *)>(DTF_FN_ncmpi_inq, f.ncid, &ndims, &nvars, &ngatts, &unlim);
@@ -159,8 +163,10 @@ void define(File &f, const model::Header &h, bool created, const std::string &wh
     if (!created && !changes) return;
     if (!created) f.call<int (*)(int)>(DTF_FN_ncmpi_redef, f.ncid);
     int old_mode = 0;
-    // The file's fill mode first: each variable defined after takes it (then its own, below).
-    f.call<int (*)(int, int, int *)>(DTF_FN_ncmpi_set_fill, f.ncid, h.fill_mode(), &old_mode);
+    // The file's fill mode first: each variable defined after takes it (then its own, below). (With
+    // own_fills, the session's fills at its enddefs and ncmpi_fill_var_rec are writes, in their order:
+    // put_values.)
+    f.call<int (*)(int, int, int *)>(DTF_FN_ncmpi_set_fill, f.ncid, own_fills ? NC_NOFILL : h.fill_mode(), &old_mode);
     for (size_t d = static_cast<size_t>(ndims); d < h.dims().size(); ++d) {
         int id = -1;
         f.call<int (*)(int, const char *, MPI_Offset, int *)>(DTF_FN_ncmpi_def_dim, f.ncid, h.dims()[d].name.c_str(),
@@ -176,7 +182,7 @@ void define(File &f, const model::Header &h, bool created, const std::string &wh
     for (const model::Att *a : gatts) put_att(f, NC_GLOBAL, *a);
     for (size_t v = 0; v < h.vars().size(); ++v)
         for (const model::Att *a : vatts[v]) put_att(f, static_cast<int>(v), *a);
-    for (size_t v = static_cast<size_t>(nvars); v < h.vars().size(); ++v)
+    for (size_t v = static_cast<size_t>(nvars); v < h.vars().size() && !own_fills; ++v)
         f.call<int (*)(int, int, int, const void *)>(DTF_FN_ncmpi_def_var_fill, f.ncid, static_cast<int>(v),
                                                      h.vars()[v].no_fill ? 1 : 0, nullptr);
     f.call<int (*)(int)>(DTF_FN_ncmpi_enddef, f.ncid);
@@ -207,16 +213,24 @@ void put_one(File &f, const model::Header &h, const WriteRecord &w) {
     const match::Box &b = w.meta.box;
     const nc_type type = h.vars()[static_cast<size_t>(w.meta.varid)].type;
     const MPI_Offset n = b.size();
+    std::vector<char> filled; // a fill: its value over the box
+    const char *values = w.values();
+    if (w.meta.fill) {
+        const size_t es = types::type_size(type);
+        filled.resize(static_cast<size_t>(n) * es);
+        for (MPI_Offset i = 0; i < n; ++i) std::memcpy(filled.data() + static_cast<size_t>(i) * es, values, es);
+        values = filled.data();
+    }
     if (b.ndims() == 0) {
         f.call<int (*)(int, int, const void *, MPI_Offset, MPI_Datatype)>(
-            DTF_FN_ncmpi_put_var, f.ncid, w.meta.varid, static_cast<const void *>(w.values()), n, types::mpi_type(type));
+            DTF_FN_ncmpi_put_var, f.ncid, w.meta.varid, static_cast<const void *>(values), n, types::mpi_type(type));
         return;
     }
     const std::vector<MPI_Offset> start(b.start.data(), b.start.data() + b.ndims()),
         count(b.count.data(), b.count.data() + b.ndims()), stride(b.stride.data(), b.stride.data() + b.ndims());
     f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset,
                    MPI_Datatype)>(DTF_FN_ncmpi_put_vars, f.ncid, w.meta.varid, start.data(), count.data(), stride.data(),
-                                  static_cast<const void *>(w.values()), n, types::mpi_type(type));
+                                  static_cast<const void *>(values), n, types::mpi_type(type));
 }
 
 // The variables that two ranks of `comm` write in overlapping regions (by the bounding box of each
@@ -229,7 +243,7 @@ std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::
     for (const WriteRecord *wp : writes) {
         const WriteRecord &w = *wp;
         const match::Box &b = w.meta.box;
-        if (w.fill || b.empty()) continue;
+        if (b.empty()) continue;
         int64_t *v = &mine[static_cast<size_t>(w.meta.varid) * per];
         for (int d = 0; d < b.ndims(); ++d) {
             const int64_t lo = b.start[static_cast<size_t>(d)],
@@ -264,33 +278,71 @@ std::vector<bool> shared_vars(MPI_Comm comm, const model::Header &h, const std::
     return shared;
 }
 
+// The rounds of shared writes (put_values): the (seq, rank) pairs of every rank's writes to shared
+// variables, in the order they took effect (match::applies_before), the same list on every rank of `comm`.
+std::vector<std::pair<uint64_t, int>> shared_rounds(MPI_Comm comm, const std::vector<const WriteRecord *> &writes,
+                                                    const std::vector<bool> &shared) {
+    std::vector<int64_t> mine; // this rank's seqs, distinct
+    for (const WriteRecord *w : writes)
+        if (shared[static_cast<size_t>(w->meta.varid)]) mine.push_back(static_cast<int64_t>(w->meta.seq));
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    int size = 1, n = static_cast<int>(mine.size());
+    MPI_Comm_size(comm, &size);
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+    std::vector<int64_t> all;
+    {
+        transport::Blocking unlocked;
+        transport::check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather (persist=1)");
+        for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
+        all.resize(static_cast<size_t>(displs.back() + counts.back()));
+        transport::check_mpi(MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(),
+                                            MPI_INT64_T, comm), "MPI_Allgatherv (persist=1)");
+    }
+    std::vector<std::pair<uint64_t, int>> rounds;
+    for (int r = 0; r < size; ++r)
+        for (int i = 0; i < counts[static_cast<size_t>(r)]; ++i)
+            rounds.emplace_back(static_cast<uint64_t>(all[static_cast<size_t>(displs[static_cast<size_t>(r)] + i)]), r);
+    std::sort(rounds.begin(), rounds.end());
+    return rounds;
+}
+
 // This rank's writes, each as its own independent put (PnetCDF's nonblocking puts of one rank,
 // combined at wait into one write, can write bytes of the alignment padding next to a small variable
 // that file mode leaves zero), in rounds that end in a collective call (every rank reaches each,
-// whatever failed before on this one): first the records ncmpi_fill_var_rec filled (a collective
-// call, made before the puts of those records; dtf keeps its values on rank 0); then the puts, in
-// their order; those to a variable that another rank writes in the same region rank after rank, so
-// that, as for the readers, the highest rank's value wins.
-void put_values(File &f, MPI_Comm comm, const model::Header &h, const std::vector<const WriteRecord *> &writes) {
+// whatever failed before on this one): first the writes to variables no other rank writes in the same
+// region, each rank's in its order; then the others, one round per (seq, rank) in the order they took
+// effect, so that the file holds what the readers got (match::applies_before). Fills are writes too
+// (of the fill value: the file is made without PnetCDF's own fills, see define()).
+void put_values(File &f, MPI_Comm comm, const model::Header &h, std::vector<const WriteRecord *> writes) {
+    // (an aggregator's or I/O server's writes come from several ranks: in the order they took effect)
+    std::stable_sort(writes.begin(), writes.end(), [](const WriteRecord *a, const WriteRecord *b) {
+        return std::make_tuple(a->meta.seq, a->meta.rank, a->meta.id) < std::make_tuple(b->meta.seq, b->meta.rank, b->meta.id);
+    });
     const std::vector<bool> shared = shared_vars(comm, h, writes);
-    int rank = 0, size = 1;
+    int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
     const bool any_shared = std::find(shared.begin(), shared.end(), true) != shared.end();
+    const std::vector<std::pair<uint64_t, int>> rounds =
+        any_shared ? shared_rounds(comm, writes, shared) : std::vector<std::pair<uint64_t, int>>{};
     std::exception_ptr failed;
-    // round -1: fills; 0: the puts to variables no other rank writes there; 1 + r: rank r's other puts
-    for (int round = -1; round <= (any_shared ? size : 0); ++round) {
+    // round -1: the writes to variables no other rank writes there; then rounds[i]
+    for (int round = -1; round < static_cast<int>(rounds.size()); ++round) {
         f.call<int (*)(int)>(DTF_FN_ncmpi_begin_indep_data, f.ncid);
         for (const WriteRecord *wp : writes) try {
             const WriteRecord &w = *wp;
-            const bool in = round < 0 ? w.fill
-                            : round == 0 ? !w.fill && !shared[static_cast<size_t>(w.meta.varid)]
-                                         : !w.fill && shared[static_cast<size_t>(w.meta.varid)] && rank == round - 1;
+            const bool in = !shared[static_cast<size_t>(w.meta.varid)]
+                                ? round < 0
+                                : round >= 0 && rounds[static_cast<size_t>(round)] == std::make_pair(w.meta.seq, rank);
             if (in && !failed) put_one(f, h, w);
         } catch (...) {
             if (!failed) failed = std::current_exception();
         }
         f.call<int (*)(int)>(DTF_FN_ncmpi_end_indep_data, f.ncid);
+        if (!rounds.empty()) { // (PnetCDF synchronizes the ranks there only in a file with record variables)
+            transport::Blocking unlocked;
+            transport::check_mpi(MPI_Barrier(comm), "MPI_Barrier (persist=1)");
+        }
     }
     if (failed) std::rethrow_exception(failed);
     // A record count that no write reaches (a zero-length put beyond the last record): PnetCDF counts
@@ -320,6 +372,7 @@ struct FileSpec {
     int cmode;
     bool continued;
     int enddefs;
+    bool subfile = false; // subfiles=1: one of the aggregators' files (define())
 };
 
 // Write it with the real PnetCDF, collective over `comm`: create it (or open it, when the session
@@ -338,7 +391,7 @@ void write_file(const FileSpec &spec, MPI_Comm comm, const std::vector<const Wri
     if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     if (failed) std::rethrow_exception(failed);
     try { // the definitions fail alike too (same calls on every rank), a put on its rank only
-        define(f, spec.header, !spec.continued, where);
+        define(f, spec.header, !spec.continued, !spec.subfile, where);
         if (spec.enddefs > 1 && !spec.continued) check_layout(f, spec.header, where);
         put_values(f, comm, spec.header, writes);
     } catch (...) {
@@ -348,8 +401,10 @@ void write_file(const FileSpec &spec, MPI_Comm comm, const std::vector<const Wri
     if (failed) std::rethrow_exception(failed);
 }
 
+// The bytes a write keeps: its box's elements, or a fill's value.
 size_t value_bytes(const model::Header &h, const WriteRecord &w) {
-    return static_cast<size_t>(w.meta.box.size()) * types::type_size(h.vars()[static_cast<size_t>(w.meta.varid)].type);
+    return static_cast<size_t>(w.meta.fill ? 1 : w.meta.box.size()) *
+           types::type_size(h.vars()[static_cast<size_t>(w.meta.varid)].type);
 }
 
 // An MPI communicator made for one write (MPI_Comm_split), freed with it.
@@ -369,7 +424,7 @@ void split(MPI_Comm comm, int color, int key, Comm *out) {
 }
 
 // What one rank writes to one file: its own writes, or with aggregators=, an aggregator's: the writes
-// of its group's ranks in rank order (each rank's in the order it made them), the others' values in
+// of its group's ranks (put_values orders them), the others' values in
 // `received`; the ranks that are not aggregators write nothing.
 struct Output {
     bool writes_file = true;
@@ -411,8 +466,7 @@ std::vector<char> recv_bytes(MPI_Comm comm, int from) {
 constexpr size_t kSentApart = size_t{64} << 10;
 
 // What comes before the values in pack_writes(): the writes' metadata (match::encode), then for each
-// its flags (1: fill values; 2: its values come apart, not after the head); *values: the bytes of
-// values after it.
+// its flags (2: its values come apart, not after the head); *values: the bytes of values after it.
 std::vector<char> writes_head(const model::Header &h, const std::vector<WriteRecord> &writes, size_t apart,
                               size_t *values) {
     std::vector<match::WriteReq> metas;
@@ -425,7 +479,7 @@ std::vector<char> writes_head(const model::Header &h, const std::vector<WriteRec
     out.raw(m.data(), m.size());
     for (const WriteRecord &w : writes) {
         const size_t n = value_bytes(h, w);
-        out.i32((w.fill ? 1 : 0) | (n >= apart ? 2 : 0));
+        out.i32(n >= apart ? 2 : 0);
         if (n < apart) *values += n;
     }
     return out.take();
@@ -469,8 +523,7 @@ void unpack_writes(const model::Header &h, const std::vector<char> &bytes, std::
         flags.i32(&flag);
         WriteRecord w;
         w.meta = std::move(metas[i]);
-        if (w.meta.varid < 0 || static_cast<size_t>(w.meta.varid) >= h.vars().size() || (flag & ~3) != 0) bad();
-        w.fill = (flag & 1) != 0;
+        if (w.meta.varid < 0 || static_cast<size_t>(w.meta.varid) >= h.vars().size() || (flag & ~2) != 0) bad();
         const size_t n = value_bytes(h, w);
         if (flag & 2) {
             if (!apart) bad();
@@ -614,7 +667,8 @@ void write_job(Runtime &rt, PersistJob &job) {
     rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
     if (out.writes_file) transport::on_all(out.writers, [&] {
         const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
-        write_file({path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, out.comm,
+        write_file({path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs, job.rule->subfiles},
+                   out.comm,
                    out.writes, where);
     });
     log::debug("%s: done", where.c_str());

@@ -339,6 +339,7 @@ void start_packing(WriterSession &ws) {
     for (size_t pos = 0; pos < ws.writes.size(); ++pos) {
         WriteRecord &w = ws.writes[pos];
         pack_write(ws, pos, w.meta, w.values());
+        if (w.meta.fill) continue; // (no values of it move: its fill value is all it keeps)
         w.packed = true;
         w.borrowed = nullptr;
         ws.pool->give(std::move(w.data));
@@ -429,8 +430,9 @@ void serve_request(Runtime &rt, WriterSession &ws, int reader, const Message &m)
         if (!ws.memo_new) ws.memo_new = std::make_shared<MatchMemo>();
         ws.memo_new->results.emplace_back(reads, pieces);
     }
-    std::map<int, std::vector<match::Piece>> by_writer;
-    for (const auto &p : pieces) by_writer[p.writer].push_back(p);
+    std::map<int, std::vector<match::Piece>> by_writer; // (no values move for a fill: the reader writes it)
+    for (const auto &p : pieces)
+        if (!p.fill) by_writer[p.writer].push_back(p);
     for (auto &[writer, list] : by_writer) {
         ws.ordered_self = ws.ordered_self || writer == ws.rank;
         ws.ordered_any = true;
@@ -853,13 +855,32 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     }
 }
 
+// Fills not announced yet whose variable's fill value changed since they were made (a _FillValue
+// deleted, renamed or copied over in a later define mode): the file holds the old value there, the
+// readers know only the new one, so those become writes of their values.
+void settle_fills(VirtualFile &vf) {
+    WriterSession &ws = *vf.ws;
+    for (size_t i = ws.writes_announced; i < ws.writes.size(); ++i) {
+        WriteRecord &w = ws.writes[i];
+        if (!w.meta.fill || w.data == fill_value(vf.header, w.meta.varid)) continue;
+        const size_t es = w.data.size(), n = static_cast<size_t>(w.meta.box.size());
+        std::vector<char> values = ws.pool->take(n * es);
+        for (size_t k = 0; k < n; ++k) std::memcpy(values.data() + k * es, w.data.data(), es);
+        ws.pool->give(std::move(w.data));
+        w.data = std::move(values);
+        w.meta.fill = false;
+    }
+}
+
 // dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
 // the background and this returns at once (the values are dtf's copies); without it, it serves
 // until every reader rank is done, or, in a replayed epoch, until its data is delivered.
 int serve(Runtime &rt, VirtualFile &vf) {
     announce_definition(rt, vf); // a file opened with NC_WRITE and not written to
+    ++vf.ws->seq; // (a collective call: writes after it take effect after those before)
     vf.ws->finish_due = true;
     finish_epoch(rt, *vf.ws); // the previous epoch, completely
+    settle_fills(vf);
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
     if (!rt.progress_thread_running() || vf.rule->falls_back())
@@ -1126,8 +1147,9 @@ void wait_receives(Runtime &rt, const VirtualFile &vf, transport::Channel &chann
 std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
     std::map<int, size_t> bytes;
     for (const auto &p : pieces)
-        bytes[p.writer] += static_cast<size_t>(p.region.size()) *
-                           types::type_size(vf.header.vars()[static_cast<size_t>(p.varid)].type);
+        if (!p.fill)
+            bytes[p.writer] += static_cast<size_t>(p.region.size()) *
+                               types::type_size(vf.header.vars()[static_cast<size_t>(p.varid)].type);
     return bytes;
 }
 
@@ -1157,8 +1179,11 @@ struct PostedBatch {
     std::vector<ReadRecord *> records; // posted ahead: the gets, in batch order
     std::vector<match::Piece> pieces;
     std::map<uint64_t, Part> by_id;
-    std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`
-    std::map<int, std::vector<char>> data; // pieces that overlap: each writer's message, unpacked in writer order
+    std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`, the data pieces
+    // Pieces that overlap (ordered): each writer's message, received whole, and every piece applied
+    // in the order the writes took effect (apply_ordered); else each message lands in place.
+    bool ordered = false;
+    std::map<int, std::vector<char>> data;
     std::vector<Ticket> recvs;
     std::vector<Part> uncovered; // parts some of whose elements no piece covers
     // The writers' verdict at the end of the messages that carry one (with_verdict), by writer, with
@@ -1405,42 +1430,99 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
     return pieces;
 }
 
+// The variable's fill value over the region of fill piece `p`, in its get's destination.
+void fill_piece(const PostedBatch &posted, const match::Piece &p) {
+    const PostedBatch::Part part = posted.by_id.at(p.read_id);
+    const ReadRecord &r = *part.record;
+    const size_t es = types::type_size(r.xtype);
+    char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
+    match::for_each_run(r.parts[part.index].box, p.region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) std::memcpy(base + static_cast<size_t>(off + k * step) * es, r.fill.data(), es);
+    });
+}
+
+// An ordered batch's pieces, once every message came: each applied in the order its write took
+// effect (match::applies_before), from its writer's message or (a fill) the fill value.
+void apply_ordered(Runtime &rt, PostedBatch &posted) {
+    std::vector<std::pair<const match::Piece *, const char *>> order; // with where its values are
+    for (auto &[writer, buf] : posted.data) {
+        phase::add_bytes(phase::Pack, buf.size());
+        const char *src = buf.data();
+        for (const auto *p : posted.by_writer.at(writer)) {
+            order.emplace_back(p, src);
+            const ReadRecord &r = *posted.by_id.at(p->read_id).record;
+            src += static_cast<size_t>(p->region.size()) * types::type_size(r.xtype);
+        }
+    }
+    for (const auto &p : posted.pieces)
+        if (p.fill) order.emplace_back(&p, nullptr);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
+    for (const auto &[p, src] : order) {
+        if (!src) {
+            fill_piece(posted, *p);
+            continue;
+        }
+        const PostedBatch::Part part = posted.by_id.at(p->read_id);
+        ReadRecord &r = *part.record;
+        const size_t es = types::type_size(r.xtype);
+        copy_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * es, p->region,
+                    const_cast<char *>(src), es, false);
+    }
+    for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
+}
+
 // Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
 // (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
-// staging buffer. Where pieces overlap (writes of several ranks to one element), messages go to
-// buffers of dtf's instead and are unpacked in writer order, so that the same writer's value wins
-// whatever the order they arrive in. `ahead`: only if every element of every get is covered by a
-// piece (nothing but the writers' data is written into the user's buffers); false if not.
+// staging buffer. Elements no piece covers read as zeros; a fill piece (the writers' fill, for which
+// no values move) gets the variable's fill value here, before any data lands, when it took effect
+// before every data piece of its get. Where pieces overlap otherwise (one element written by several
+// writes), messages go to buffers of dtf's instead and every piece is applied in the order the writes
+// took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
+// messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
+// but the writers' data is written into the user's buffers before they agreed); false if not.
 bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch,
                 std::vector<match::Piece> pieces, bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
-    // A get into the user's buffer itself (direct): elements no piece covers get the fill value
-    // first, before any data can land there.
-    std::map<uint64_t, std::vector<match::Box>> regions;
-    for (const auto &p : pieces) regions[p.read_id].push_back(p.region);
-    bool overlap = false;
-    std::vector<std::pair<ReadRecord *, size_t>> to_fill;
+    std::map<uint64_t, std::vector<const match::Piece *>> of_read;
+    for (const auto &p : pieces) of_read[p.read_id].push_back(&p);
+    bool ordered = from != nullptr;
+    std::vector<std::pair<ReadRecord *, size_t>> to_zero;
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) {
             const match::Box &box = r->parts[i].box;
-            const auto &mine = regions[r->parts[i].id];
-            const int64_t covered = match::covered_count(box, mine);
+            std::vector<match::Box> data_regions, all_regions;
+            const match::Piece *last_fill = nullptr, *first_data = nullptr;
+            for (const match::Piece *p : of_read[r->parts[i].id]) {
+                all_regions.push_back(p->region);
+                if (p->fill) {
+                    if (!last_fill || match::applies_before(*last_fill, *p)) last_fill = p;
+                } else {
+                    data_regions.push_back(p->region);
+                    if (!first_data || match::applies_before(*p, *first_data)) first_data = p;
+                }
+            }
+            if (ahead && last_fill) return false;
             int64_t sum = 0;
-            for (const auto &g : mine) sum += g.size();
-            overlap = overlap || sum != covered || from;
-            if (covered == box.size()) continue;
+            for (const auto &g : data_regions) sum += g.size();
+            ordered = ordered || sum != match::covered_count(box, data_regions) ||
+                      (last_fill && first_data && match::applies_before(*first_data, *last_fill));
+            if (match::covered_count(box, all_regions) == box.size()) continue;
             if (ahead) return false;
             out.uncovered.push_back(PostedBatch::Part{r, i});
-            if (r->direct) to_fill.emplace_back(r, i);
+            if (r->direct) to_zero.emplace_back(r, i); // (staging starts as zeros)
         }
-    for (auto [r, i] : to_fill) {
+    for (auto [r, i] : to_zero) {
         const size_t es = types::type_size(r->xtype);
-        char *base = r->dest + static_cast<size_t>(r->offsets[i]) * es;
-        for (int64_t k = 0; k < r->parts[i].box.size(); ++k) std::memcpy(base + static_cast<size_t>(k) * es, r->fill.data(), es);
+        std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * es, 0, static_cast<size_t>(r->parts[i].box.size()) * es);
     }
     out.pieces = std::move(pieces);
+    out.ordered = ordered;
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
-    for (const auto &p : out.pieces) out.by_writer[p.writer].push_back(&p);
+    for (const auto &p : out.pieces) {
+        if (!p.fill) out.by_writer[p.writer].push_back(&p);
+        else if (!ordered) fill_piece(out, p); // (before any data lands)
+    }
     transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     for (auto &[writer, list] : out.by_writer) {
@@ -1451,7 +1533,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             const ReadRecord &r = *part.record;
             const size_t es = types::type_size(r.xtype);
             n += static_cast<size_t>(p->region.size()) * es;
-            if (overlap) continue;
+            if (ordered) continue;
             char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
             match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
                 if (step == 1) {
@@ -1466,7 +1548,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             out.data[writer] = std::move(from->data.at(writer));
             continue;
         }
-        if (overlap) {
+        if (ordered) {
             std::vector<char> &buf = out.data[writer];
             buf = rt.buffers().take(n);
             spans = {{buf.data(), n}};
@@ -1619,19 +1701,7 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
                       posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     phase::Scope convert(phase::Pack);
-    for (auto &[writer, buf] : posted.data) {
-        phase::add_bytes(phase::Pack, buf.size());
-        char *src = buf.data();
-        for (const auto *p : posted.by_writer.at(writer)) {
-            const PostedBatch::Part part = posted.by_id.at(p->read_id);
-            ReadRecord &r = *part.record;
-            const size_t es = types::type_size(r.xtype);
-            char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
-            copy_region(r.parts[part.index].box, base, p->region, src, es, false);
-            src += static_cast<size_t>(p->region.size()) * es;
-        }
-        rt.buffers().give(std::move(buf));
-    }
+    if (posted.ordered) apply_ordered(rt, posted);
 }
 
 // Execute a batch of gets: the writers' data (receive_batch), or the file's once the writer wrote

@@ -17,9 +17,6 @@
 
 namespace dtf::runtime {
 
-void announce_definition(Runtime &rt, VirtualFile &vf);
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
-
 namespace {
 
 template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
@@ -74,9 +71,8 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
     model::Access a;
     a.varid = c->varid = arg<int>(args, in.varid);
     a.is_write = is_write;
-    // Nonblocking calls are allowed in both data modes: present them as the mode the file is in.
-    const bool nonblocking = in.mode == DTF_PNC_MODE_NB || in.mode == DTF_PNC_MODE_BPUT;
-    a.collective = nonblocking ? !vf.header.in_indep_mode() : in.mode == DTF_PNC_MODE_COLL;
+    a.nonblocking = in.mode == DTF_PNC_MODE_NB || in.mode == DTF_PNC_MODE_BPUT;
+    a.collective = in.mode == DTF_PNC_MODE_COLL;
     a.memtype = in.flexible ? NC_NAT : in.memtype;
     if (in.kind == DTF_PNC_KIND_VARN) {
         // varn: num (start, count) pairs; a NULL counts array means one element each.
@@ -126,10 +122,16 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
     return NC_NOERR;
 }
 
-// Writes take effect in the order they are recorded: that order decides overlaps within one rank.
+// The next write of this rank: ids in the order the writes take effect (which decides overlaps
+// within one rank), seq the file's collective calls so far (which decides them across ranks).
+match::WriteReq next_write(const VirtualFile &vf, int varid, const match::Box &box) {
+    match::WriteReq m{vf.rank, vf.ws->writes.size() + 1, varid, box};
+    m.seq = vf.ws->seq;
+    return m;
+}
+
 void record_write(VirtualFile &vf, WriteRecord &&w) {
     if (w.meta.box.empty()) return;
-    w.meta.id = vf.ws->writes.size() + 1;
     vf.ws->writes.push_back(std::move(w));
 }
 
@@ -147,7 +149,7 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         const size_t bytes = static_cast<size_t>(box.size()) * es;
         vf.put_bytes += static_cast<int64_t>(bytes);
         WriteRecord w;
-        w.meta = match::WriteReq{vf.rank, vf.ws->writes.size() + 1, varid, box};
+        w.meta = next_write(vf, varid, box);
         if (!box.empty() && pack_for_replay(rt, vf, w.meta, values + offset)) {
             w.packed = true;
         } else if (boxes.size() == 1 && !owned.empty()) {
@@ -187,13 +189,26 @@ int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *
     return rc;
 }
 
-// The variable's fill value (its _FillValue or the default), type_size(xtype) bytes.
-std::vector<char> fill_of(const VirtualFile &vf, int varid, nc_type xtype) {
-    std::vector<char> fill(types::type_size(xtype));
+} // namespace
+
+std::vector<char> fill_value(const model::Header &h, int varid) {
+    std::vector<char> fill(types::type_size(h.vars()[static_cast<size_t>(varid)].type));
     int no_fill = 0;
-    vf.header.inq_var_fill(varid, &no_fill, fill.data());
+    h.inq_var_fill(varid, &no_fill, fill.data());
     return fill;
 }
+
+void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Fill &f) {
+    if (vf.rank != 0) return;
+    WriteRecord w;
+    w.meta = next_write(vf, f.varid, match::Box::vara(f.start, f.count));
+    w.meta.fill = true;
+    w.data = fill_value(vf.header, f.varid);
+    pack_for_replay(rt, vf, w.meta, w.data.data()); // (nothing of it is packed: it keeps its place in the plan)
+    record_write(vf, std::move(w));
+}
+
+namespace {
 
 // The values of a put of `varid` in the variable's type: the user's memory itself when no conversion
 // is needed and it is laid out densely, else a converted copy (in *owned). Returns the conversion's
@@ -212,7 +227,7 @@ int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLay
     const size_t n = static_cast<size_t>(layout.nelems), es = types::type_size(xtype);
     *owned = rt.buffers().take(n * es);
     *values = owned->data();
-    const std::vector<char> fill = fill_of(vf, varid, xtype);
+    const std::vector<char> fill = fill_value(vf.header, varid);
     return types::convert_put(mem, layout.memtype, owned->data(), xtype, n, fill.data(), vf.header.format());
 }
 
@@ -264,7 +279,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
         size_t offset = 0;
         for (const auto &box : c.boxes) {
             WriteRecord w;
-            w.meta = match::WriteReq{vf.rank, 0, c.varid, box};
+            w.meta = match::WriteReq{vf.rank, 0, c.varid, box}; // (recorded at wait: record_values)
             const size_t bytes = static_cast<size_t>(box.size()) * es;
             w.data = rt.buffers().take(bytes);
             if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
@@ -327,18 +342,16 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
         r->offsets.push_back(offset);
         offset += box.size();
     }
-    // Elements no writer wrote read as the fill value when the variable is filled, else as zeros.
+    // Elements no writer wrote read as zeros, as in a file PnetCDF wrote (it writes fill values only
+    // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces).
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    const std::vector<char> fill = vf.header.vars()[static_cast<size_t>(varid)].writer_no_fill
-                                       ? std::vector<char>(es, 0)
-                                       : fill_of(vf, varid, c.xtype);
+    r->fill = fill_value(vf.header, varid);
     r->direct = c.buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, c.xtype, r->format);
-    if (r->direct) { // the data goes straight into the user's buffer (read_batch fills what no piece covers)
+    if (r->direct) { // the data goes straight into the user's buffer (read_batch zeroes what no piece covers)
         r->dest = static_cast<char *>(c.buf);
-        r->fill = fill;
     } else {
         r->staging = rt.buffers().take(n * es);
-        for (size_t i = 0; i < n; ++i) std::memcpy(r->staging.data() + i * es, fill.data(), es);
+        std::memset(r->staging.data(), 0, n * es);
         r->dest = r->staging.data();
     }
     if (in.mode == DTF_PNC_MODE_NB) {
@@ -358,8 +371,14 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
 }
 
 // ncmpi_wait / ncmpi_wait_all: complete the named nonblocking requests (NC_REQ_ALL: all of them).
-// Puts completed when they were posted; gets are fetched now, in one batch.
-int wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
+// Puts take effect now (their values were taken at the call, or now for an iput); gets are
+// fetched now, in one batch, after the puts (as PnetCDF).
+int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *statuses) {
+    // PnetCDF's checks: ncmpi_wait_all is collective and ncmpi_wait independent.
+    if (vf.header.in_define_mode()) return NC_EINDEFINE;
+    if (all && vf.header.in_indep_mode()) return NC_EINDEP;
+    if (!all && !vf.header.in_indep_mode()) return NC_ENOTINDEP;
+    if (!all && count == 0) return NC_NOERR;
     std::vector<int> ids;
     if (count == NC_REQ_ALL) {
         for (auto &[id, r] : vf.pending) ids.push_back(id);
@@ -449,36 +468,19 @@ int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses
     return rc;
 }
 
-// ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a write of the fill value over the
-// record, so data any other rank writes there wins (higher rank), as do rank 0's own later puts. It is
-// a put like any other (record_values): a replayed session keeps only the pieces the readers read.
+// ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a fill of the record, a write
+// that takes effect at this call (data written there before is overwritten, data written after wins).
 int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno) {
-    if (!vf.writer) return NC_EPERM;
-    if (vf.header.in_define_mode()) return NC_EINDEFINE;
-    if (varid < 0 || varid >= static_cast<int>(vf.header.vars().size())) return NC_ENOTVAR;
-    if (!vf.header.is_record_var(varid)) return NC_ENOTRECVAR;
+    if (int rc = vf.header.check_fill_rec(varid)) return rc;
     if (recno < 0) return NC_EINVALCOORDS;
     if (vf.header.numrecs() < recno + 1) vf.header.set_numrecs(recno + 1);
     count_numrecs(vf);
-    if (vf.header.vars()[static_cast<size_t>(varid)].no_fill) return NC_NOERR;
-    std::vector<int64_t> shape = vf.header.shape(varid);
-    shape[0] = 1;
-    match::Box box = match::Box::vara(std::vector<int64_t>(shape.size(), 0), shape);
-    box.start[0] = recno;
-    const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
-    const size_t n = static_cast<size_t>(box.size()), es = types::type_size(xtype);
-    if (vf.rank != 0 || n == 0) return NC_NOERR;
-    const std::vector<char> fill = fill_of(vf, varid, xtype);
-    std::vector<char> values = rt.buffers().take(n * es);
-    for (size_t i = 0; i < n; ++i) std::memcpy(values.data() + i * es, fill.data(), es);
-    const char *data = values.data();
-    record_values(rt, vf, varid, {box}, data, std::move(values));
-    vf.ws->writes.back().fill = true;
+    record_fill(rt, vf, vf.header.record_fill(varid, recno));
     return NC_NOERR;
 }
 
-int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses) {
-    return wait(rt, vf, count, reqs, statuses);
+int vfile_wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *statuses) {
+    return wait(rt, vf, all, count, reqs, statuses);
 }
 
 } // namespace dtf::runtime

@@ -16,13 +16,6 @@
 
 namespace dtf::runtime {
 
-void announce_definition(Runtime &rt, VirtualFile &vf);
-int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
-int vfile_wait(Runtime &rt, VirtualFile &vf, int count, int *reqs, int *statuses);
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
-int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
-int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses);
-
 namespace {
 
 template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
@@ -362,6 +355,21 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
 
 namespace {
 
+// ncmpi_enddef (or the one ncmpi_close makes in define mode): the fills PnetCDF writes then (of the
+// variables defined since define mode was entered), and the header its root writes. (The readers
+// learn the header later: announce_definition.)
+int writer_enddef(Runtime &rt, VirtualFile &vf) {
+    model::Header &h = vf.header;
+    const int rc = h.enddef();
+    if (rc != NC_NOERR || !vf.writer) return rc;
+    ++vf.enddefs;
+    for (const model::Header::Fill &f : h.enddef_fills()) record_fill(rt, vf, f);
+    int64_t size = 0;
+    h.inq_layout(&size, nullptr, nullptr);
+    if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header
+    return rc;
+}
+
 // fallback=: the writer ranks agree whether any of them gave up the readers (before the close: at a
 // dtf_transfer; or while serving them now); if one did, they all write the file, as persist=1 does,
 // and the close succeeds. Two agreements, since writer_close is collective: all ranks call it or none.
@@ -395,10 +403,8 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     std::exception_ptr unserved;
     if (abort) drop_ahead(rt, vf);
     if (!abort) {
-        if (vf.writer && vf.header.in_define_mode() && (rc = vf.header.enddef()) == NC_NOERR) {
-            ++vf.enddefs;
+        if (vf.writer && vf.header.in_define_mode() && (rc = writer_enddef(rt, vf)) == NC_NOERR)
             announce_definition(rt, vf);
-        }
         // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
         // the progress thread the writer's session may go on being served after the close.
         if (vf.writer) {
@@ -475,15 +481,7 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     // Define calls on the reader's header return what PnetCDF returns on a read-only file (NC_EPERM...).
     switch (fn) {
     case DTF_FN_ncmpi_enddef:
-    case DTF_FN_ncmpi__enddef: {
-        int rc = h.enddef();
-        if (rc != NC_NOERR) return rc;
-        ++vf.enddefs; // (the readers learn the header at the first put, dtf_transfer or close: announce_definition)
-        int64_t size = 0;
-        h.inq_layout(&size, nullptr, nullptr);
-        if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header
-        return rc;
-    }
+    case DTF_FN_ncmpi__enddef: return writer_enddef(rt, vf);
     case DTF_FN_ncmpi_redef: return h.redef();
     case DTF_FN_ncmpi_begin_indep_data: return h.begin_indep_data();
     case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();
@@ -604,6 +602,19 @@ int attribute_call(VirtualFile &vf, int fn, void **args) {
 } // namespace
 
 namespace {
+// Whether every rank of the file makes the call, in the same order: a collective put or get,
+// ncmpi_wait_all, ncmpi_flush, a change of mode, ncmpi_fill_var_rec. The writes made by then took
+// effect before those made after, whichever ranks made them (WriteReq::seq).
+bool collective_call(int fn) {
+    switch (fn) {
+    case DTF_FN_ncmpi_wait_all: case DTF_FN_ncmpi_flush: case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_sync_numrecs:
+    case DTF_FN_ncmpi_begin_indep_data: case DTF_FN_ncmpi_end_indep_data: case DTF_FN_ncmpi_enddef:
+    case DTF_FN_ncmpi__enddef: case DTF_FN_ncmpi_redef: case DTF_FN_ncmpi_fill_var_rec:
+        return true;
+    default: return dtf_pnc_info(fn)->mode == DTF_PNC_MODE_COLL;
+    }
+}
+
 // The dtf_timers phase of a call on a virtual file (the phases entered inside it take their share).
 phase::Phase phase_of(int fn) {
     switch (fn) {
@@ -619,11 +630,13 @@ phase::Phase phase_of(int fn) {
 
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     phase::Scope timer(phase_of(fn));
+    if (vf.writer && collective_call(fn)) ++vf.ws->seq; // (the writes it makes take effect after the others)
     switch (fn) {
     case DTF_FN_ncmpi_close: return close_file(rt, vf, false);
     case DTF_FN_ncmpi_abort: return close_file(rt, vf, true);
     case DTF_FN_ncmpi_wait: case DTF_FN_ncmpi_wait_all:
-        return vfile_wait(rt, vf, arg<int>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3));
+        return vfile_wait(rt, vf, fn == DTF_FN_ncmpi_wait_all, arg<int>(args, 1), arg<int *>(args, 2),
+                          arg<int *>(args, 3));
     // bput values are copied at once: the attached buffer is only accounted for, never used.
     case DTF_FN_ncmpi_buffer_attach:
         if (vf.bput_buffer > 0) return NC_EPREVATTACHBUF;

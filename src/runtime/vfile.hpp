@@ -63,10 +63,12 @@ class Runtime;
 
 struct WriteRecord {
     match::WriteReq meta;
-    std::vector<char> data; // the elements of meta.box in row-major order, variable's type, native order
+    // The elements of meta.box in row-major order, variable's type, native order; for a fill
+    // (meta.fill: ncmpi_fill_var_rec, or a variable's fill at enddef, recorded by rank 0) one element,
+    // the fill value, which stands for all of them.
+    std::vector<char> data;
     const char *borrowed = nullptr; // buffer_data=0: the same, in the user's buffer (data is empty)
     bool packed = false;    // replay: only the plan's pieces were kept (in the data messages), not data
-    bool fill = false;      // ncmpi_fill_var_rec's fill values (recorded by rank 0)
     bool persist_copy = false; // data: copied from the user's buffer at close for persist=1 (freed once written)
     const char *values() const { return borrowed ? borrowed : data.data(); }
 };
@@ -217,6 +219,9 @@ struct WriterSession {
     int rank = 0, size = 1, workgroup = 1;     // workgroup: ranks per matcher (MAX_WORKGROUP_SIZE)
     std::vector<int> ranks;                    // component rank of each rank of group
     std::vector<WriteRecord> writes;           // write id = position + 1
+    // The collective calls the program made on the file so far (the same count on every writer
+    // rank): the seq of the writes that take effect now (match::WriteReq::seq).
+    uint64_t seq = 0;
     size_t writes_announced = 0;               // writes whose metadata went to the matcher
     std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
     int epoch = 0;                             // epochs (dtf_transfer calls) started
@@ -434,6 +439,21 @@ std::vector<char> defined_header(const Message &m);
 // Any ncmpi_* call on a virtual ncid (args as in hook.h).
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_transfer(Runtime &rt, VirtualFile &vf);
+// The calls vfile_call hands on (vdispatch.cpp): puts and gets; ncmpi_wait_all (`all`) and
+// ncmpi_wait; ncmpi_cancel; ncmpi_fill_var_rec.
+int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
+int vfile_wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *statuses);
+int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses);
+int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
+// The fill value of `varid` in `h` (its _FillValue or the default), in the variable's type.
+std::vector<char> fill_value(const model::Header &h, int varid);
+// Writer: a fill of the variable's fill value over `f`, taking effect now (rank 0 records it; no
+// values move for it: readers write the fill value themselves).
+void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Fill &f);
+// Writer: FileDefined to the readers, once (transfer.cpp).
+void announce_definition(Runtime &rt, VirtualFile &vf);
+// Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
+int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
 // Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
 // for every reader rank, with whether one left the replayed plan.
 void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all);

@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.hpp"
@@ -367,7 +368,10 @@ Box single_element(const Index &shape) {
 // Writes of one variable by P ranks, per a random decomposition; ids from next_id[rank].
 void add_writes(Workload &w, int varid, const Index &shape, int P, std::vector<uint64_t> &next_id) {
     const int n = static_cast<int>(shape.size());
-    auto put = [&](int rank, Box b) { w.writes.push_back(WriteReq{rank, next_id[rank]++, varid, std::move(b)}); };
+    // seq: when each write took effect (a few collective calls apart); now and then a fill
+    auto put = [&](int rank, Box b) {
+        w.writes.push_back(WriteReq{rank, next_id[rank]++, varid, std::move(b), static_cast<uint64_t>(rnd(0, 3)), coin(10)});
+    };
     const int kind = static_cast<int>(rnd(0, 4));
     if (n == 0 || kind == 0) { // overlapping random boxes
         for (int r = 0; r < P; ++r)
@@ -533,14 +537,18 @@ std::vector<Piece> brute_match(std::vector<WriteReq> writes, std::vector<ReadReq
     for (const ReadReq &r : reads)
         for (const WriteReq &w : writes)
             if (w.varid == r.varid)
-                if (auto region = intersect(w.box, r.box))
+                if (auto region = intersect(w.box, r.box)) {
                     out.push_back(Piece{w.rank, w.id, r.rank, r.id, r.varid, *region});
+                    out.back().seq = w.seq, out.back().fill = w.fill;
+                }
     return out;
 }
 
-// Checks coverage helpers and the "highest rank, then latest put wins" outcome for one read.
+// Checks coverage helpers and the "last write wins" outcome for one read: applying its pieces in
+// applies_before order leaves each element with the write of the highest (seq, rank, id).
 bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const Plan &plan) {
-    const std::vector<Piece> pieces = plan.pieces_for_read(r.rank, r.id);
+    std::vector<Piece> pieces = plan.pieces_for_read(r.rank, r.id);
+    std::stable_sort(pieces.begin(), pieces.end(), applies_before);
     std::map<Index, std::pair<int, uint64_t>> applied; // element -> (writer, write_id), applying in order
     for (const Piece &p : pieces) {
         if (!subset(p.region, r.box)) return false;
@@ -549,14 +557,14 @@ bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const Pla
     int64_t covered = 0;
     std::set<Index> holes;
     for (const Index &x : elements(r.box)) {
-        std::optional<std::pair<int, uint64_t>> best; // the highest (rank, id) writing x
+        std::optional<std::tuple<uint64_t, int, uint64_t>> best; // the last (seq, rank, id) writing x
         for (const WriteReq &w : writes)
-            if (w.varid == r.varid && w.box.contains(x) && (!best || *best < std::make_pair(w.rank, w.id)))
-                best = std::make_pair(w.rank, w.id);
+            if (w.varid == r.varid && w.box.contains(x) && (!best || *best < std::make_tuple(w.seq, w.rank, w.id)))
+                best = std::make_tuple(w.seq, w.rank, w.id);
         auto it = applied.find(x);
         if (best) {
             ++covered;
-            if (it == applied.end() || it->second != *best) return false;
+            if (it == applied.end() || it->second != std::make_pair(std::get<1>(*best), std::get<2>(*best))) return false;
         } else {
             if (it != applied.end()) return false;
             holes.insert(x);
@@ -619,12 +627,12 @@ void test_match_fixed() {
     };
     const Plan plan = make_plan(writes, reads);
     CHECK_EQ("fixed plan", plan.to_string(),
-             "reader 0 read 5 <- writer 0 write 0 var 7 [1:1:1, 0:3:1]\n"
-             "reader 0 read 5 <- writer 1 write 0 var 7 [2:1:1, 0:3:1]\n"
-             "reader 0 read 5 <- writer 1 write 1 var 7 [1:1:1, 1:1:1]\n"
-             "reader 0 read 6 <- writer 0 write 1 var 9 []\n"
-             "reader 1 read 0 <- writer 0 write 0 var 7 [0:2:1, 0:3:2]\n"
-             "reader 1 read 0 <- writer 1 write 0 var 7 [2:2:1, 0:3:2]\n");
+             "reader 0 read 5 <- writer 0 write 0 seq 0 var 7 [1:1:1, 0:3:1]\n"
+             "reader 0 read 5 <- writer 1 write 0 seq 0 var 7 [2:1:1, 0:3:1]\n"
+             "reader 0 read 5 <- writer 1 write 1 seq 0 var 7 [1:1:1, 1:1:1]\n"
+             "reader 0 read 6 <- writer 0 write 1 seq 0 var 9 []\n"
+             "reader 1 read 0 <- writer 0 write 0 seq 0 var 7 [0:2:1, 0:3:2]\n"
+             "reader 1 read 0 <- writer 1 write 0 seq 0 var 7 [2:2:1, 0:3:2]\n");
     CHECK("writers/readers", plan.writers() == std::vector<int>({0, 1}) && plan.readers() == std::vector<int>({0, 1}));
     CHECK("pieces_between", plan.pieces_between(1, 0).size() == 2 && plan.pieces_for_writer(0).size() == 3);
     CHECK("covered", covered_count(reads[0].box, plan.pieces_for_read(0, 5)) == 6);
@@ -725,7 +733,8 @@ void test_wire() {
     CHECK("reads round trip", decode_reads(encode(w.reads)) == w.reads);
     CHECK("pieces round trip", decode_pieces(encode(pieces)) == pieces);
     CHECK("empty round trip", decode_writes(encode(std::vector<WriteReq>{})).empty());
-    const std::vector<WriteReq> big_ids = {{0, ~uint64_t(0), 2147483647, box({int64_t(1) << 62}, {1}, {1})}};
+    const std::vector<WriteReq> big_ids = {{0, ~uint64_t(0), 2147483647, box({int64_t(1) << 62}, {1}, {1}),
+                                            ~uint64_t(0) >> 1, true}};
     CHECK("extreme values round trip", decode_writes(encode(big_ids)) == big_ids);
 
     int bad_rt = 0;
@@ -753,11 +762,11 @@ void test_wire() {
     }
     CHECK("every truncation is DTF_ERR_PEER", not_peer == 0);
     CHECK_EQ("truncated message text", error_of(DTF_ERR_PEER, [&] { decode_writes(m.data(), 81); }),
-             "malformed write list message (81 bytes): truncated: 2 dimensions need 48 bytes at offset 36, 45 "
+             "malformed write list message (81 bytes): truncated: 2 dimensions need 48 bytes at offset 44, 37 "
              "left (record 0 of 2)");
 
     // Hand-made corruptions at known offsets (header: magic 0, version 4, kind 6, count 8; first
-    // record: rank 16, varid 20, id 24, ndims 32, dims from 36).
+    // record: rank 16, varid 20, id 24, seq and fill 32, ndims 40, dims from 44).
     auto patched = [&](size_t off, std::vector<unsigned char> bytes) {
         std::vector<char> c = m;
         for (size_t i = 0; i < bytes.size(); ++i) c[off + i] = static_cast<char>(bytes[i]);
@@ -770,31 +779,31 @@ void test_wire() {
     };
     const std::string pre = dtf::format("malformed write list message (%zu bytes): ", m.size());
     CHECK_EQ("bad magic", patched(0, {'X'}), pre + "magic 0x4d465458, expected 0x4d465444");
-    CHECK_EQ("bad version", patched(4, {9}), pre + "wire version 9, expected 1 (peer runs another dtf version?)");
+    CHECK_EQ("bad version", patched(4, {9}), pre + "wire version 9, expected 2 (peer runs another dtf version?)");
     CHECK_EQ("wrong kind", error_of(DTF_ERR_PEER, [&] { decode_reads(m); }),
              dtf::format("malformed read list message (%zu bytes): message kind 1, expected 2", m.size()));
-    CHECK("message size", m.size() == 104);
+    CHECK("message size", m.size() == 120);
     CHECK_EQ("huge count", patched(8, i64le(int64_t(1) << 60)),
-             pre + "1152921504606846976 records announced but only 88 bytes follow (at least 20 per record)");
+             pre + "1152921504606846976 records announced but only 104 bytes follow (at least 28 per record)");
     CHECK_EQ("count 2^64-1", patched(8, i64le(-1)),
-             pre + "18446744073709551615 records announced but only 88 bytes follow (at least 20 per record)");
+             pre + "18446744073709551615 records announced but only 104 bytes follow (at least 28 per record)");
     CHECK_EQ("too many records for the bytes", patched(8, i64le(3)),
-             pre + "truncated: rank needs 4 bytes at offset 104, 0 left (record 2 of 3)");
+             pre + "truncated: rank needs 4 bytes at offset 120, 0 left (record 2 of 3)");
     CHECK_EQ("negative rank", patched(16, {0xff, 0xff, 0xff, 0xff}), pre + "negative rank -1 (record 0 of 2)");
-    CHECK_EQ("ndims 1025", patched(32, {0x01, 0x04}), pre + "ndims 1025 > 1024 (record 0 of 2)");
-    CHECK_EQ("ndims huge", patched(32, {0xff, 0xff, 0xff, 0xff}), pre + "ndims 4294967295 > 1024 (record 0 of 2)");
-    CHECK_EQ("ndims beyond the bytes", patched(32, {100}),
-             pre + "truncated: 100 dimensions need 2400 bytes at offset 36, 68 left (record 0 of 2)");
-    CHECK_EQ("stride 0", patched(36 + 16, i64le(0)),
+    CHECK_EQ("ndims 1025", patched(40, {0x01, 0x04}), pre + "ndims 1025 > 1024 (record 0 of 2)");
+    CHECK_EQ("ndims huge", patched(40, {0xff, 0xff, 0xff, 0xff}), pre + "ndims 4294967295 > 1024 (record 0 of 2)");
+    CHECK_EQ("ndims beyond the bytes", patched(40, {100}),
+             pre + "truncated: 100 dimensions need 2400 bytes at offset 44, 76 left (record 0 of 2)");
+    CHECK_EQ("stride 0", patched(44 + 16, i64le(0)),
              pre + "box dimension 0 (start 1, count 3, stride 0): stride < 1 (record 0 of 2)");
-    CHECK_EQ("negative count", patched(36 + 8, i64le(-3)),
+    CHECK_EQ("negative count", patched(44 + 8, i64le(-3)),
              pre + "box dimension 0 (start 1, count -3, stride 1): negative count (record 0 of 2)");
-    CHECK("last index overflow", patched(36 + 16, i64le(int64_t(1) << 62)).find("last index overflows int64") !=
+    CHECK("last index overflow", patched(44 + 16, i64le(int64_t(1) << 62)).find("last index overflows int64") !=
                                      std::string::npos);
     std::vector<char> trailing = m;
     trailing.push_back(0);
     CHECK_EQ("trailing byte", error_of(DTF_ERR_PEER, [&] { decode_writes(trailing); }),
-             "malformed write list message (105 bytes): 1 trailing bytes after the last record");
+             "malformed write list message (121 bytes): 1 trailing bytes after the last record");
     CHECK("null data, size 0", error_of(DTF_ERR_PEER, [] { decode_pieces(nullptr, 0); }).find("truncated: magic") !=
                                    std::string::npos);
 

@@ -414,7 +414,6 @@ void test_codec() {
     CHECK("same vars", back.vars().size() == 2 && back.vars()[0].type == NC_UINT64);
     CHECK("same atts", back.vars()[0].atts.size() == 2 &&
                            back.vars()[0].atts[0].bytes == h.vars()[0].atts[0].bytes);
-    CHECK("writer fill modes", !back.vars()[0].writer_no_fill && back.vars()[1].writer_no_fill);
     int no_fill = -1;
     unsigned long long fill = 0;
     CHECK("open: nofill file", back.fill_mode() == NC_NOFILL);
