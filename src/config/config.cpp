@@ -152,6 +152,7 @@ const std::vector<KeySpec> kFileKeys = {
     {"mode", "\"transfer\" or \"file\"", false},
     {"replay_io", "0 or 1", false},
     {"num_sessions", "an integer >= 1", false},
+    {"writer_closes", "an integer >= 1", false},
     {"write_only", "0 or 1", false},
     {"mirror_io_root", "0 or 1", false},
     {"persist", "0 or 1", false},
@@ -388,6 +389,7 @@ void Parser::apply_file(const RawSection &section) {
         else if (e.key == "mode") rule.mode = to_mode(e);
         else if (e.key == "replay_io") rule.replay_io = to_bool(e), lines.replay_io = e.line;
         else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
+        else if (e.key == "writer_closes") rule.writer_closes = to_int(e, 1);
         else if (e.key == "write_only") rule.write_only = to_bool(e);
         else if (e.key == "persist") rule.persist = to_bool(e);
         else if (e.key == "aggregators") rule.aggregators = to_int(e, 0), lines.aggregators = e.line;
@@ -913,8 +915,8 @@ std::string describe(const Config &c, const Settings &s) {
         }
         else
             out += "comp1=" + quoted(r.comp1) + "\ncomp2=" + quoted(r.comp2) + "\n";
-        out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\n", mode_name(r.mode),
-                      r.replay_io, r.num_sessions);
+        out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\nwriter_closes=%d\n", mode_name(r.mode),
+                      r.replay_io, r.num_sessions, r.writer_closes);
         out += format("write_only=%d\nmirror_io_root=%d\npersist=%d\n", r.write_only, r.mirror_io_root, r.persist);
         if (r.persist && r.mode == Mode::Transfer)
             out += format("aggregators=%d\nsubfiles=%d\naggregate_steps=%d\n", r.aggregators, r.subfiles,

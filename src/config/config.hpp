@@ -27,6 +27,9 @@ struct FileRule {
     Mode mode = Mode::Transfer;
     bool replay_io = false;
     int num_sessions = 1; // open/close sessions before dtf forgets the file
+    // The writer's turn on a version of the file ends at its writer_closes-th close of it (or at
+    // dtf_finalize): until then it may open the file again, read-only or with NC_WRITE, as its own.
+    int writer_closes = 1;
     bool write_only = false;
     bool mirror_io_root = false;
     // persist=1, transfer mode: the readers get the data over MPI and the writer also writes the file

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,20 @@ template <class F> void for_each_run(const Box &outer, const Box &sub, F &&f) {
         }
         off += r.loop_step[d];
     }
+}
+
+// Copy the elements of `sub` (a subset of `outer`) between a buffer laid out as `outer` and a dense
+// buffer laid out as `sub` (elements of `es` bytes): packing (to_dense) or unpacking.
+inline void copy_region(const Box &outer, char *outer_buf, const Box &sub, char *dense, size_t es, bool to_dense) {
+    for_each_run(outer, sub, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+        char *o = outer_buf + static_cast<size_t>(off) * es, *d = dense + static_cast<size_t>(sub_off) * es;
+        if (step == 1) {
+            std::memcpy(to_dense ? d : o, to_dense ? o : d, static_cast<size_t>(len) * es);
+            return;
+        }
+        for (int64_t i = 0; i < len; ++i, o += step * static_cast<int64_t>(es), d += es)
+            std::memcpy(to_dense ? d : o, to_dense ? o : d, es);
+    });
 }
 
 } // namespace dtf::match

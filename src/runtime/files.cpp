@@ -133,6 +133,19 @@ void wait_on_disk(Runtime &rt, const Target &t, transport::Group &group, const s
 
 using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
 
+// A session of the file closed on every rank of `group`: once every rank has closed (so the data is in
+// the file), the other components hear of it.
+void closed(Runtime &rt, const std::string &path, bool writer, transport::Group &group, const std::vector<int> &peers) {
+    rt.barrier(group, format("closing '%s'", path.c_str()));
+    PathCounters &c = rt.counters()[path];
+    const int session = writer ? ++c.my_writes : ++c.my_reads;
+    ++(writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+    if (group.rank() == 0)
+        for (int peer : peers)
+            rt.notify(peer, Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0, path,
+                                    {}});
+}
+
 int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
     Target t;
     if (!find_target(rt, path, &t)) return DTF_PNC_PASS;
@@ -140,8 +153,15 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const bool create = fn == DTF_FN_ncmpi_create;
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     const std::string context = format("%s of '%s'", call, t.path.c_str());
-    const bool writer = create || (mode & NC_WRITE);
-    check_role(rt, t, writer, call);
+    // Within this component's turn on the file (writer_closes), it opens the file as its own, either way.
+    const bool in_turn = rt.turns().count(t.path) != 0;
+    const bool writer = create || (mode & NC_WRITE) || in_turn;
+    if (in_turn && create)
+        fail(DTF_ERR_UNSUPPORTED, "ncmpi_create of '%s': this component creates it again while its turn on it lasts "
+             "(it closed it %d of the %d times writer_closes= says, %s:%d): open it instead, or set writer_closes to "
+             "the number of times it closes this version", t.path.c_str(), rt.turns().at(t.path).closes,
+             t.rule->writer_closes, rt.config().path.c_str(), t.rule->line);
+    if (!in_turn) check_role(rt, t, writer, call);
     std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
     if (!writer && t.rule->fixed_roles() && rt.absent(rt.config().component_index(t.rule->writer))) {
         wait_on_disk(rt, t, *group, context);
@@ -149,12 +169,13 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     }
     flush_persist(rt, group.get(), t.rule, !writer); // files of persist=1 sessions closed before
     if (t.rule->mode == config::Mode::Transfer) {
-        const int rc = create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)
-                              : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
+        const int rc = in_turn ? resume_turn(rt, t.path, std::move(group), mode, ncidp)
+                       : create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)
+                                : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
         if (rc == NC_NOERR) rt.virtual_file(*ncidp)->hints = transport::info_entries(info);
         return rc;
     }
-    rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
+    if (!in_turn) rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
     const OpenFn open = real<OpenFn>(fn);
     int rc;
     {
@@ -193,20 +214,37 @@ int close_file(Runtime &rt, int fn, int ncid) {
                   rc != NC_NOERR ? "not closed cleanly" : "aborted");
         return rc;
     }
-    // Every rank has closed (so the data is in the file) before the other component hears of it.
-    rt.barrier(*f.group, format("closing '%s'", f.path.c_str()));
-    const int rank = f.group->rank();
-    PathCounters &c = rt.counters()[f.path];
-    int session = f.writer ? ++c.my_writes : ++c.my_reads;
-    ++(f.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
-    if (rank == 0)
-        for (int peer : f.peers)
-            rt.notify(peer, Message{f.writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0,
-                                    f.path, {}});
+    if (f.writer && f.rule->writer_closes > 1) { // the turn goes on until its last close
+        Turn &turn = rt.turns()[f.path];
+        if (++turn.closes < f.rule->writer_closes) {
+            turn.group = f.group;
+            turn.peers = f.peers;
+            return rc;
+        }
+        rt.turns().erase(f.path);
+    }
+    closed(rt, f.path, f.writer, *f.group, f.peers);
     return rc;
 }
 
 } // namespace
+
+void end_turns(Runtime &rt) {
+    // (by path: the same order on every rank)
+    while (!rt.turns().empty()) {
+        auto it = rt.turns().begin();
+        const std::string path = it->first;
+        if (it->second.file) { // transfer mode: closed for the last time
+            Turn turn = std::move(it->second);
+            rt.turns().erase(it);
+            close_turn(rt, std::move(turn.file));
+            continue;
+        }
+        Turn turn = std::move(it->second);
+        rt.turns().erase(it);
+        closed(rt, path, true, *turn.group, turn.peers);
+    }
+}
 
 } // namespace dtf::runtime
 

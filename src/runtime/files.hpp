@@ -24,6 +24,10 @@ bool find_target(Runtime &rt, const char *path, Target *t);
 // names the call for the timeout message.
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call);
 
+// dtf_finalize: the writer turns of this rank that are not over (writer_closes) end now, as at their
+// last close: collective over the ranks of each, in the order of their paths.
+void end_turns(Runtime &rt);
+
 // The probes (probe.cpp) look at the config without the runtime lock, so that a thread of MPI's own
 // that stats a file never waits for dtf: init publishes its config and component, finalize withdraws
 // them (nullptr).

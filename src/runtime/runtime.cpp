@@ -1181,6 +1181,13 @@ void Runtime::stop_progress_thread() {
 void Runtime::finalize(bool in_mpi_finalize) {
     Runtime *rt = g_runtime;
     if (!rt) fail(DTF_ERR_NOT_INIT, "dtf_finalize: dtf is not initialized");
+    // Writer turns not over (writer_closes) end first, as at their last close: the readers get them.
+    std::exception_ptr unended;
+    try {
+        end_turns(*rt);
+    } catch (...) {
+        unended = std::current_exception();
+    }
     g_runtime = nullptr;
     publish_served(nullptr);
     __atomic_store_n(&dtf_pnc_active_, 0, __ATOMIC_RELEASE);
@@ -1196,6 +1203,7 @@ void Runtime::finalize(bool in_mpi_finalize) {
         throw;
     }
     unwatch();
+    if (unended) std::rethrow_exception(unended);
 }
 
 namespace {

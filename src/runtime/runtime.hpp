@@ -153,6 +153,17 @@ struct PathCounters {
     int closed() const { return my_writes + my_reads; }
 };
 
+// A writer's turn on a path that lasts several closes (FileRule::writer_closes), between them: how
+// many times this rank closed the file in it so far; in transfer mode the file itself, as it was
+// closed (its session goes on at the next open); in file mode the ranks that closed it and the
+// components that hear of the turn's end.
+struct Turn {
+    int closes = 0;
+    std::unique_ptr<VirtualFile> file;
+    std::shared_ptr<transport::Group> group;
+    std::vector<int> peers;
+};
+
 // A file dtf handles that is open on this rank.
 struct OpenFile {
     int ncid = -1;
@@ -212,6 +223,8 @@ public:
 
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
+    // The writer turns of this rank that are not over, by path (files.cpp ends them at dtf_finalize).
+    std::map<std::string, Turn> &turns() { return turns_; }
     // Transfer mode: forget what this rank knows of `path` once its sessions there reach the rule's
     // num_sessions and none of them is open or still being served. By then no message about them can
     // come any more (each kind's last one was taken: see the reader's close), so the next session of
@@ -394,6 +407,7 @@ private:
     MPI_Comm world_ = MPI_COMM_NULL;
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
+    std::map<std::string, Turn> turns_;
     uint32_t stamps_ = 0;
     int tag_ub_ = 32767; // MPI_TAG_UB
     bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)

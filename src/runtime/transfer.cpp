@@ -106,20 +106,6 @@ auto header_final_of(const VirtualFile &vf, int epoch = -1) {
     };
 }
 
-// Copy the elements of `sub` (a subset of `outer`) between a buffer laid out as `outer` and a dense
-// buffer laid out as `sub` (elements of `es` bytes): packing (to_dense) or unpacking.
-void copy_region(const match::Box &outer, char *outer_buf, const match::Box &sub, char *dense, size_t es, bool to_dense) {
-    match::for_each_run(outer, sub, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
-        char *o = outer_buf + static_cast<size_t>(off) * es, *d = dense + static_cast<size_t>(sub_off) * es;
-        if (step == 1) {
-            std::memcpy(to_dense ? d : o, to_dense ? o : d, static_cast<size_t>(len) * es);
-            return;
-        }
-        for (int64_t i = 0; i < len; ++i, o += step * static_cast<int64_t>(es), d += es)
-            std::memcpy(to_dense ? d : o, to_dense ? o : d, es);
-    });
-}
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -325,7 +311,7 @@ bool pack_write(WriterSession &ws, size_t pos, const match::WriteReq &meta, cons
     phase::Scope timer(phase::Pack);
     bool complete = false;
     for (const auto &t : ws.targets[pos]) {
-        copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
+        match::copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
         phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
         complete = --ws.missing[t.order] == 0 || complete;
     }
@@ -469,7 +455,7 @@ std::vector<char> gather_pieces(Runtime &rt, WriterSession &ws, const std::vecto
     for (const auto &p : pieces) {
         WriteRecord &w = record(p);
         const size_t es = ws.elsize[static_cast<size_t>(w.meta.varid)];
-        copy_region(w.meta.box, const_cast<char *>(w.values()), p.region, bytes.data() + base, es, true);
+        match::copy_region(w.meta.box, const_cast<char *>(w.values()), p.region, bytes.data() + base, es, true);
         base += static_cast<size_t>(p.region.size()) * es;
     }
     phase::add_bytes(phase::Pack, bytes.size());
@@ -1466,7 +1452,7 @@ void apply_ordered(Runtime &rt, PostedBatch &posted) {
         const PostedBatch::Part part = posted.by_id.at(p->read_id);
         ReadRecord &r = *part.record;
         const size_t es = types::type_size(r.xtype);
-        copy_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * es, p->region,
+        match::copy_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * es, p->region,
                     const_cast<char *>(src), es, false);
     }
     for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
@@ -1704,6 +1690,25 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
     if (posted.ordered) apply_ordered(rt, posted);
 }
 
+int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch) {
+    phase::Scope convert(phase::Pack);
+    int first_error = NC_NOERR;
+    for (auto *r : batch) {
+        for (const auto &part : r->parts)
+            vf.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
+        if (r->direct) continue; // already in place, nothing to convert
+        const size_t n = r->staging.size() / types::type_size(r->xtype);
+        std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
+        int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
+        int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
+        r->status = rc2 != NC_NOERR ? rc2 : rc;
+        rt.buffers().give(std::move(r->staging));
+        rt.buffers().give(std::move(mem));
+        if (first_error == NC_NOERR) first_error = r->status;
+    }
+    return first_error;
+}
+
 // Execute a batch of gets: the writers' data (receive_batch), or the file's once the writer wrote
 // the session there instead (fallback=); then convert.
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
@@ -1723,21 +1728,7 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         }
     }
     if (vf.from_file) read_from_file(rt, vf, batch);
-    phase::Scope convert(phase::Pack);
-    int first_error = NC_NOERR;
-    for (auto *r : batch) {
-        for (const auto &part : r->parts)
-            vf.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
-        if (r->direct) continue; // already in place, nothing to convert
-        const size_t n = r->staging.size() / types::type_size(r->xtype);
-        std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
-        int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
-        int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
-        r->status = rc2 != NC_NOERR ? rc2 : rc;
-        rt.buffers().give(std::move(r->staging));
-        rt.buffers().give(std::move(mem));
-        if (first_error == NC_NOERR) first_error = r->status;
-    }
+    int first_error = finish_gets(rt, vf, batch);
     // Elements of variables defined before this session (an ncmpi_open with NC_WRITE continued the
     // file) that this session's writers did not write: the file holds an earlier session's values
     // there, which transfer mode does not keep. Those gets fail rather than return fill values.

@@ -239,7 +239,8 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     types::MemLayout layout;
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
-    announce_definition(rt, vf); // a file opened with NC_WRITE: by its first put (vfile.cpp, continue_file)
+    // (an iput or bput may be posted in define mode: the definition is announced at the first put after it)
+    if (!vf.header.in_define_mode()) announce_definition(rt, vf);
     const int64_t numrecs_before = vf.header.numrecs();
     const bool nonblocking = in.req >= 0;
     int *req = nonblocking ? arg<int *>(args, in.req) : nullptr;
@@ -309,15 +310,12 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
                           shape.c_str(), writer.c_str(), ncmpi_strerror(rc)));
 }
 
-int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
-    if (vf.writer) // the writer keeps only what it puts in this session, and only until the reader took it
-        fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode, session %d): this component %s the file, and in transfer "
-             "mode only the other component reads it; read the values in the session they were written in, or set "
-             "mode=\"file\" for it (%s:%d)", dtf_pnc_name(fn), vf.path.c_str(), vf.session,
-             vf.continued ? "opened with NC_WRITE, so it writes" : "writes", rt.config().path.c_str(), vf.rule->line);
+// The record of a get (its parts, where its values go), or PnetCDF's error for it.
+int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args,
+                std::unique_ptr<ReadRecord> *out) {
     const int varid = arg<int>(args, in.varid);
     // Reads are bounded by the final numrecs (or, while a replay may come, the plan's: records_ahead).
-    const bool record = vf.header.is_record_var(varid), ahead = record && records_ahead(vf);
+    const bool record = !vf.writer && vf.header.is_record_var(varid), ahead = record && records_ahead(vf);
     if (record && !ahead) wait_header_final(rt, vf);
     Call c;
     std::vector<model::Access> accesses;
@@ -354,20 +352,54 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
         std::memset(r->staging.data(), 0, n * es);
         r->dest = r->staging.data();
     }
+    *out = std::move(r);
+    return NC_NOERR;
+}
+
+// The writer's igets on its own file (read_own) that a wait completes: ncmpi_wait_all (`all`) is
+// collective, though only some ranks may have gets: the ranks agree whether any has (and on the
+// record count, as PnetCDF's collective calls do); ncmpi_wait is independent.
+int own_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool all) {
+    if (!all) return batch.empty() ? NC_NOERR : read_own(rt, vf, batch, false);
+    {
+        int64_t agreed[2] = {batch.empty() ? 0 : 1, vf.header.numrecs()};
+        rt.allreduce_max(*vf.group, agreed, 2, format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session));
+        vf.header.set_numrecs(agreed[1]);
+        if (!agreed[0]) return NC_NOERR;
+    }
+    return read_own(rt, vf, batch, true);
+}
+
+int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
+    const bool collective = in.mode == DTF_PNC_MODE_COLL;
+    if (vf.writer && collective) { // (the record count first: the get is checked against it)
+        int64_t numrecs = vf.header.numrecs();
+        rt.allreduce_max(*vf.group, &numrecs, 1, format("%s on '%s' (session %d)", dtf_pnc_name(fn), vf.path.c_str(),
+                                                        vf.session));
+        vf.header.set_numrecs(numrecs);
+    }
+    std::unique_ptr<ReadRecord> r;
+    const int rc = prepare_get(rt, vf, in, fn, args, &r);
     if (in.mode == DTF_PNC_MODE_NB) {
+        if (rc != NC_NOERR) return rc;
         int *req = arg<int *>(args, in.req);
-        if (c.nelems == 0) { // as PnetCDF: nothing to do, no request
-            if (req) *req = NC_REQ_NULL;
+        if (r->parts.empty() || std::all_of(r->parts.begin(), r->parts.end(), [](const auto &p) { return p.box.empty(); })) {
+            if (req) *req = NC_REQ_NULL; // as PnetCDF: nothing to do, no request
             return NC_NOERR;
         }
         int id = vf.next_request++;
         if (req) *req = id;
         vf.pending[id] = std::move(r);
-        post_ahead(rt, vf);
+        if (!vf.writer) post_ahead(rt, vf);
         return NC_NOERR;
     }
-    std::vector<ReadRecord *> batch{r.get()};
-    return read_batch(rt, vf, batch);
+    std::vector<ReadRecord *> batch;
+    if (rc == NC_NOERR) batch.push_back(r.get());
+    if (vf.writer) { // (a collective get that failed on this rank still joins the others)
+        const int own = collective || rc == NC_NOERR ? read_own(rt, vf, batch, collective) : rc;
+        return rc != NC_NOERR ? rc : own;
+    }
+    return rc != NC_NOERR ? rc : read_batch(rt, vf, batch);
 }
 
 // ncmpi_wait / ncmpi_wait_all: complete the named nonblocking requests (NC_REQ_ALL: all of them).
@@ -388,6 +420,27 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
         if (count < 0 || (count > 0 && !reqs)) return NC_EINVAL;
         ids.assign(reqs, reqs + count);
     }
+    // The puts first: they take effect now, before the gets read (as PnetCDF's wait).
+    std::vector<int> put_status(ids.size(), NC_NOERR);
+    std::vector<bool> was_put(ids.size(), false);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        auto p = vf.pending_puts.find(ids[i]);
+        if (p == vf.pending_puts.end()) continue;
+        int st = p->second.status;
+        if (const auto &d = p->second.deferred) {
+            const char *values = nullptr;
+            std::vector<char> owned;
+            st = values_of(rt, vf, d->varid, d->layout, d->buf, &values, &owned);
+            if (st == NC_NOERR || st == NC_ERANGE) record_values(rt, vf, d->varid, d->boxes, values, std::move(owned));
+        }
+        for (auto &w : p->second.records)
+            record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
+        if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
+        count_numrecs(vf);
+        vf.pending_puts.erase(p);
+        put_status[i] = st;
+        was_put[i] = true;
+    }
     std::vector<ReadRecord *> batch;
     for (int id : ids) {
         auto it = vf.pending.find(id);
@@ -395,7 +448,7 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
     }
     int rc;
     try {
-        rc = read_batch(rt, vf, batch);
+        rc = vf.writer ? own_gets(rt, vf, batch, all) : read_batch(rt, vf, batch);
     } catch (...) {
         // The gets failed with this wait: they are no longer pending, so that nothing writes into
         // their buffers later (the next wait, dtf_transfer or close), which the program may have freed.
@@ -404,23 +457,11 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
     }
     for (size_t i = 0; i < ids.size(); ++i) {
         const int id = ids[i];
-        int st = NC_NOERR;
-        if (auto it = vf.pending.find(id); it != vf.pending.end()) {
+        int st = put_status[i];
+        if (was_put[i]) {
+        } else if (auto it = vf.pending.find(id); it != vf.pending.end()) {
             st = it->second->status;
             vf.pending.erase(it);
-        } else if (auto p = vf.pending_puts.find(id); p != vf.pending_puts.end()) {
-            st = p->second.status;
-            if (const auto &d = p->second.deferred) {
-                const char *values = nullptr;
-                std::vector<char> owned;
-                st = values_of(rt, vf, d->varid, d->layout, d->buf, &values, &owned);
-                if (st == NC_NOERR || st == NC_ERANGE) record_values(rt, vf, d->varid, d->boxes, values, std::move(owned));
-            }
-            for (auto &w : p->second.records)
-                record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
-            if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
-            count_numrecs(vf);
-            vf.pending_puts.erase(p);
         } else if (id != NC_REQ_NULL) {
             st = NC_EINVAL_REQUEST; // not pending (e.g. already completed): the id stays as it is
         }

@@ -370,6 +370,45 @@ int writer_enddef(Runtime &rt, VirtualFile &vf) {
     return rc;
 }
 
+} // namespace
+
+int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
+    if (!ncidp) return NC_EINVAL;
+    auto it = rt.turns().find(path);
+    VirtualFile &f = *it->second.file;
+    if (group->component_ranks() != f.ranks)
+        fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' (transfer mode, session %d): other ranks open it than those that "
+             "wrote it in this turn (writer_closes=%d, %s:%d): open it with the communicator it was created with",
+             path.c_str(), f.session, f.rule->writer_closes, rt.config().path.c_str(), f.rule->line);
+    rt.retire(std::move(group)); // (the session has its own)
+    std::unique_ptr<VirtualFile> vf = std::move(it->second.file);
+    rt.turns().erase(it);
+    // As ncmpi_open leaves a file: data mode, collective, NC_NOFILL, read-only without NC_WRITE. Its
+    // root reads the header; nothing was put or got through this ncid yet.
+    model::Header opened;
+    const std::vector<char> encoded = vf->header.encode();
+    if (model::Header::decode(encoded.data(), encoded.size(), &opened) != NC_NOERR)
+        fail(DTF_ERR_INTERNAL, "'%s': the header of this turn does not decode", path.c_str());
+    opened.set_read_only(!(omode & NC_WRITE));
+    vf->header = std::move(opened);
+    vf->put_bytes = 0;
+    vf->get_bytes = vf->rank == 0 ? std::min<int64_t>(vf->header.file_size(), kHeaderReadChunk) : 0;
+    vf->ncid = next_virtual_ncid();
+    *ncidp = vf->ncid;
+    log::debug("opened '%s' again in this component's turn (session %d, %s) as virtual ncid %d", path.c_str(),
+               vf->session, omode & NC_WRITE ? "NC_WRITE" : "read-only", vf->ncid);
+    rt.virtual_files()[vf->ncid] = std::move(vf);
+    return NC_NOERR;
+}
+
+void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file) {
+    VirtualFile &vf = *(rt.virtual_files()[file->ncid = next_virtual_ncid()] = std::move(file));
+    vf.turn_closes = vf.rule->writer_closes - 1; // (this close ends the turn)
+    vfile_call(rt, vf, DTF_FN_ncmpi_close, nullptr);
+}
+
+namespace {
+
 // fallback=: the writer ranks agree whether any of them gave up the readers (before the close: at a
 // dtf_transfer; or while serving them now); if one did, they all write the file, as persist=1 does,
 // and the close succeeds. Two agreements, since writer_close is collective: all ranks call it or none.
@@ -395,7 +434,26 @@ void close_or_fall_back(Runtime &rt, VirtualFile &vf) {
                 rt.config().path.c_str(), vf.rule->line, why.c_str());
 }
 
+// Closed before the writer's turn ended (writer_closes): the file stays as it is, out of reach of its
+// ncid, until the writer opens it again (resume_turn) or dtf_finalize ends the turn (close_turn).
+// Its requests still pending are dropped, as PnetCDF cancels them at a close.
+int suspend(Runtime &rt, VirtualFile &vf) {
+    const int rc = vf.header.in_define_mode() ? writer_enddef(rt, vf) : NC_NOERR;
+    vf.pending.clear();
+    vf.pending_puts.clear();
+    vf.bput_buffer = 0;
+    Turn &turn = rt.turns()[vf.path];
+    turn.closes = vf.turn_closes;
+    auto it = rt.virtual_files().find(vf.ncid);
+    turn.file = std::move(it->second);
+    rt.virtual_files().erase(it); // (vf lives on in the turn)
+    log::debug("'%s' closed %d of the %d times of this component's turn (writer_closes)", turn.file->path.c_str(),
+               turn.closes, turn.file->rule->writer_closes);
+    return rc;
+}
+
 int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
+    if (vf.writer && !abort && ++vf.turn_closes < vf.rule->writer_closes) return suspend(rt, vf);
     int rc = NC_NOERR;
     std::exception_ptr unwritten; // persist=1: the file could not be written (reported once the close is done)
     // Serving or fetching failed (e.g. the peer was lost): reported once the close is done, since the

@@ -40,6 +40,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -222,6 +223,11 @@ struct WriterSession {
     // The collective calls the program made on the file so far (the same count on every writer
     // rank): the seq of the writes that take effect now (match::WriteReq::seq).
     uint64_t seq = 0;
+    // Gets of the writer on its own file (readback.cpp): the other ranks' writes it learned, how many
+    // of its own it told them, and their messages not taken yet (by rank: each sends in order).
+    std::vector<match::WriteReq> readback_writes;
+    size_t readback_told = 0;
+    std::map<int, std::deque<std::vector<char>>> readback_inbox;
     size_t writes_announced = 0;               // writes whose metadata went to the matcher
     std::vector<match::WriteReq> group_writes; // matcher: the writes of its work group
     int epoch = 0;                             // epochs (dtf_transfer calls) started
@@ -349,6 +355,7 @@ struct VirtualFile {
     // earlier session's values, which transfer mode does not keep. Reader: sent with FileDefined.
     int inherited = 0;
     bool continued = false; // writer: opened with NC_WRITE (not created)
+    int turn_closes = 0;    // writer: closes of the file in this turn so far (FileRule::writer_closes)
     int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
     int enddefs = 0;        // writer: enddefs in this session
     int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
@@ -423,6 +430,12 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
 int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp);
+// The writer opens again a file it closed before its turn ended (writer_closes; Runtime::turns): the
+// file as it left it, its session going on: read-only (its gets read what it wrote: read_own) or with
+// NC_WRITE. `group`: the ranks that open it, which must be those that wrote it.
+int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport::Group> group, int omode, int *ncidp);
+// dtf_finalize: a file whose turn did not end closed as at its last close (files.cpp, end_turns).
+void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file);
 // What a real file at `path` would begin with for this rank now (MPI_File_open's probe, probe.cpp),
 // collective over `group`: the bytes PnetCDF writes at the start of the file (Header::file_header) for
 // the session the next read-only open would read, as its writer defined it (waiting for that
@@ -454,6 +467,15 @@ void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Fill &f);
 void announce_definition(Runtime &rt, VirtualFile &vf);
 // Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
+// A batch of gets whose values are in place (each in its destination, in the variable's type): the
+// bytes counted (ncmpi_inq_get_size), the staged ones converted into the user's buffers; the first
+// get's error (NC_ERANGE...), each get's in its status.
+int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch);
+// Writer: the gets of `batch` on the file this component writes (readback.cpp): every element as the
+// session's writes so far left it (the last write wins, fills included; zeros where nothing was
+// written), as PnetCDF reads the file. Collective over the session's ranks, each with its own gets (perhaps
+// none); an independent get (`collective` false) only where the session has one rank.
+int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool collective);
 // Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
 // for every reader rank, with whether one left the replayed plan.
 void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all);

@@ -55,7 +55,7 @@ bool same(const Config &a, const Config &b) {
         const FileRule &x = a.files[i], &y = b.files[i];
         if (x.pattern != y.pattern || x.excludes != y.excludes || x.comp1 != y.comp1 ||
             x.comp2 != y.comp2 || x.writer != y.writer || x.readers != y.readers || x.mode != y.mode || x.replay_io != y.replay_io ||
-            x.num_sessions != y.num_sessions || x.write_only != y.write_only ||
+            x.num_sessions != y.num_sessions || x.writer_closes != y.writer_closes || x.write_only != y.write_only ||
             x.mirror_io_root != y.mirror_io_root || x.persist != y.persist || x.aggregators != y.aggregators ||
             x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps || x.ioserver != y.ioserver ||
             x.fallback_s != y.fallback_s)
@@ -86,6 +86,7 @@ comp2="assim"
 mode="transfer"
 replay_io=1
 num_sessions=3
+writer_closes=2
 write_only=0
 mirror_io_root=1
 
@@ -107,8 +108,8 @@ struct BadCase {
 
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
-                                  "num_sessions, write_only, mirror_io_root, persist, aggregators, subfiles, "
-                                  "aggregate_steps, ioserver, fallback";
+                                  "num_sessions, writer_closes, write_only, mirror_io_root, persist, aggregators, "
+                                  "subfiles, aggregate_steps, ioserver, fallback";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
     const BadCase cases[] = {
@@ -260,6 +261,8 @@ void test_errors() {
          "t.ini:5: key 'ncomp' repeated in this [INFO] section (first given on line 2)"},
         {"num_sessions zero", kInfo + kFile + "num_sessions=0\n",
          "t.ini:9: bad value '0' for 'num_sessions'; expected an integer >= 1"},
+        {"writer_closes zero", kInfo + kFile + "writer_closes=0\n",
+         "t.ini:9: bad value '0' for 'writer_closes'; expected an integer >= 1"},
         {"duplicate INFO", kInfo + "[INFO]\n",
          "t.ini:5: duplicate [INFO] section (the first one is on line 1)"},
         {"no INFO", kFile, "t.ini:1: no [INFO] section; expected one with ncomp= and comp_name= entries"},
@@ -284,9 +287,9 @@ void test_example() {
     CHECK_EQ(n, a.pattern, "data/%/hist.%.nc");
     CHECK(n, (a.excludes == std::vector<std::string>{"060000", "restart"}));
     CHECK(n, a.comp1 == "model" && a.comp2 == "assim" && a.mode == Mode::Transfer);
-    CHECK(n, a.replay_io && a.num_sessions == 3 && !a.write_only && a.mirror_io_root && a.line == 9);
+    CHECK(n, a.replay_io && a.num_sessions == 3 && a.writer_closes == 2 && !a.write_only && a.mirror_io_root && a.line == 9);
     CHECK(n, b.pattern == "obs.nc" && b.comp1 == "assim" && b.mode == Mode::File && b.write_only);
-    CHECK(n, !b.replay_io && b.num_sessions == 1 && !b.mirror_io_root && b.line == 21);
+    CHECK(n, !b.replay_io && b.num_sessions == 1 && b.writer_closes == 1 && !b.mirror_io_root && b.line == 22);
     CHECK(n, c.component_index("assim") == 1 && c.component_index("ocean") == -1);
 }
 
@@ -562,7 +565,7 @@ void test_describe() {
     std::string out = describe(parse(kExample, "r.ini"), s);
     CHECK("describe settings", out.find("\n; DTF_TIMEOUT=2.5\n") != std::string::npos);
     CHECK("describe settings", out.find("\n; DTF_VERBOSE_LEVEL=1\n") != std::string::npos);
-    CHECK("describe defaults", out.find("\nnum_sessions=1\n") != std::string::npos);
+    CHECK("describe defaults", out.find("\nnum_sessions=1\nwriter_closes=1\n") != std::string::npos);
     CHECK("describe quoted", out.find("\nmode=\"file\"\n") != std::string::npos);
     CHECK("describe default timeout",
           describe(parse(kInfo, "r.ini"), Settings{}).find("; DTF_TIMEOUT=120\n") != std::string::npos);

@@ -1,0 +1,156 @@
+// Transfer mode: a writer reading the file it writes (PnetCDF examples and many programs check what
+// they wrote with a get on the same open file, or on the file opened again within the writer's turn:
+// writer_closes=). The values are with the ranks that wrote them, so such a get is collective over the
+// session's ranks: they tell each other their new writes and this call's reads, all of them match the
+// reads against all the writes alike (match::match), each sends the others the pieces of its writes
+// they read, and each applies its pieces in the order the writes took effect.
+#include <pnetcdf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/bytes.hpp"
+#include "common/phase.hpp"
+#include "match/wire.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/vfile.hpp"
+#include "types/convert.hpp"
+
+namespace dtf::runtime {
+
+namespace {
+
+using transport::Tag;
+
+// The next readback message of rank `source` (each rank's come in the order it sent them).
+std::vector<char> next_from(Runtime &rt, WriterSession &ws, int source, const std::string &context) {
+    std::deque<std::vector<char>> &queue = ws.readback_inbox[source];
+    rt.wait_until([&] {
+        while (auto in = ws.local->poll(Tag::Readback, "receiving a readback"))
+            ws.readback_inbox[in->source].push_back(std::move(in->bytes));
+        return !queue.empty();
+    }, [&] { return format("%s waited for writer rank %d to make the same collective call", context.c_str(), source); });
+    std::vector<char> m = std::move(queue.front());
+    queue.pop_front();
+    return m;
+}
+
+// The values of `pieces` (of this rank's writes) as one dense message, in order.
+std::vector<char> gather(Runtime &rt, const VirtualFile &vf, const std::vector<const match::Piece *> &pieces,
+                         const std::string &context) {
+    const WriterSession &ws = *vf.ws;
+    size_t total = 0;
+    for (const auto *p : pieces)
+        total += static_cast<size_t>(p->region.size()) * types::type_size(vf.header.vars()[static_cast<size_t>(p->varid)].type);
+    std::vector<char> bytes = rt.buffers().take(total);
+    char *at = bytes.data();
+    for (const auto *p : pieces) {
+        const WriteRecord &w = ws.writes[p->write_id - 1];
+        if (w.packed)
+            fail(DTF_ERR_UNSUPPORTED, "%s: this session replays the transfer pattern of an earlier one and kept only the "
+                 "values its readers read (replay_io=1, %s:%d); set replay_io=0 for this file", context.c_str(),
+                 rt.config().path.c_str(), vf.rule->line);
+        const size_t es = types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
+        match::copy_region(w.meta.box, const_cast<char *>(w.values()), p->region, at, es, true);
+        at += static_cast<size_t>(p->region.size()) * es;
+    }
+    return bytes;
+}
+
+} // namespace
+
+int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool collective) {
+    WriterSession &ws = *vf.ws;
+    const std::string context = format("a get on '%s' (transfer mode, session %d), which this component writes",
+                                       vf.path.c_str(), vf.session);
+    if (!collective && vf.size > 1)
+        fail(DTF_ERR_UNSUPPORTED, "%s: an independent get there reads values that other ranks of its %d may have "
+             "written, which are with them: use the collective get (the _all variant, or ncmpi_wait_all), or "
+             "mode=\"file\" for this file (%s:%d)", context.c_str(), vf.size, rt.config().path.c_str(), vf.rule->line);
+    phase::Scope timer(phase::Transfer);
+    // This rank's reads (ids: where each part is), the writes of every rank, the reads of every rank.
+    std::vector<match::ReadReq> reads;
+    std::vector<std::pair<ReadRecord *, size_t>> part_of;
+    for (auto *r : batch)
+        for (size_t i = 0; i < r->parts.size(); ++i) {
+            reads.push_back(match::ReadReq{vf.rank, part_of.size(), r->parts[i].varid, r->parts[i].box});
+            part_of.emplace_back(r, i);
+        }
+    std::vector<match::WriteReq> writes = ws.readback_writes;
+    for (const WriteRecord &w : ws.writes) writes.push_back(w.meta);
+    std::vector<match::ReadReq> all_reads = reads;
+    std::vector<int> others;
+    for (int q = 0; q < vf.size; ++q)
+        if (q != vf.rank) others.push_back(q);
+    std::vector<transport::Ticket> sends;
+    if (!others.empty()) {
+        PayloadWriter p;
+        p.bytes(match::encode(std::vector<match::WriteReq>(writes.end() - static_cast<std::ptrdiff_t>(ws.writes.size() - ws.readback_told), writes.end())));
+        p.bytes(match::encode(reads));
+        ws.readback_told = ws.writes.size();
+        sends.push_back(ws.local->send(others, Tag::Readback, p.take(), "sending a readback's writes and reads"));
+        for (int q : others) {
+            const std::vector<char> m = next_from(rt, ws, q, context);
+            PayloadReader in(m, "readback");
+            for (auto &w : match::decode_writes(in.bytes())) ws.readback_writes.push_back(w);
+            for (auto &r : match::decode_reads(in.bytes())) all_reads.push_back(r);
+        }
+        writes = ws.readback_writes;
+        for (const WriteRecord &w : ws.writes) writes.push_back(w.meta);
+    }
+    // Every rank matches every read alike; each sends the others the values of its pieces they read.
+    const std::vector<match::Piece> pieces = match::match(writes, all_reads);
+    std::map<int, std::vector<const match::Piece *>> to, from; // data pieces this rank sends / gets, by rank
+    std::vector<const match::Piece *> fills;
+    for (const match::Piece &p : pieces) {
+        if (p.fill) {
+            if (p.reader == vf.rank) fills.push_back(&p);
+        } else if (p.writer == vf.rank) {
+            to[p.reader].push_back(&p);
+        }
+        if (!p.fill && p.reader == vf.rank) from[p.writer].push_back(&p);
+    }
+    std::map<int, std::vector<char>> values;
+    for (auto &[q, list] : to) {
+        if (q == vf.rank) values[q] = gather(rt, vf, list, context);
+        else sends.push_back(ws.local->send(q, Tag::Readback, gather(rt, vf, list, context), "sending a readback's values"));
+    }
+    for (auto &[q, list] : from)
+        if (q != vf.rank) values[q] = next_from(rt, ws, q, context);
+    // This rank's pieces in the order their writes took effect (the last write wins), over zeros.
+    for (auto *r : batch)
+        if (r->direct)
+            for (size_t i = 0; i < r->parts.size(); ++i)
+                std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * types::type_size(r->xtype), 0,
+                            static_cast<size_t>(r->parts[i].box.size()) * types::type_size(r->xtype));
+    std::vector<std::pair<const match::Piece *, const char *>> order = {};
+    for (auto &[q, list] : from) {
+        const char *src = values.at(q).data();
+        for (const auto *p : list) {
+            order.emplace_back(p, src);
+            src += static_cast<size_t>(p->region.size()) * types::type_size(part_of[p->read_id].first->xtype);
+        }
+    }
+    for (const auto *p : fills) order.emplace_back(p, nullptr);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
+    for (const auto &[p, src] : order) {
+        ReadRecord &r = *part_of[p->read_id].first;
+        const size_t i = part_of[p->read_id].second, es = types::type_size(r.xtype);
+        char *base = r.dest + static_cast<size_t>(r.offsets[i]) * es;
+        if (src) {
+            match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
+            continue;
+        }
+        match::for_each_run(r.parts[i].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+            for (int64_t k = 0; k < len; ++k) std::memcpy(base + static_cast<size_t>(off + k * step) * es, r.fill.data(), es);
+        });
+    }
+    for (auto &[q, bytes] : values) rt.buffers().give(std::move(bytes));
+    rt.wait_until([&] { return ws.local->done(sends); },
+                  [&] { return format("%s waited for %zu of its bytes to reach the other writer ranks", context.c_str(),
+                                      ws.local->pending_bytes(sends)); });
+    return finish_gets(rt, vf, batch);
+}
+
+} // namespace dtf::runtime
