@@ -64,9 +64,10 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     const std::string context = format("a get on '%s' (transfer mode, session %d), which this component writes",
                                        vf.path.c_str(), vf.session);
     if (!collective && vf.size > 1)
-        fail(DTF_ERR_UNSUPPORTED, "%s: an independent get there reads values that other ranks of its %d may have "
-             "written, which are with them: use the collective get (the _all variant, or ncmpi_wait_all), or "
-             "mode=\"file\" for this file (%s:%d)", context.c_str(), vf.size, rt.config().path.c_str(), vf.rule->line);
+        fail(DTF_ERR_UNSUPPORTED, "%s: an independent get there may read values that the %d other writer ranks "
+             "wrote, which are with them: use the collective get (the _all variant, or ncmpi_wait_all), or "
+             "mode=\"file\" for this file (%s:%d)", context.c_str(), vf.size - 1, rt.config().path.c_str(),
+             vf.rule->line);
     phase::Scope timer(phase::Transfer);
     // This rank's reads (ids: where each part is), the writes of every rank, the reads of every rank.
     std::vector<match::ReadReq> reads;
@@ -150,7 +151,24 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     rt.wait_until([&] { return ws.local->done(sends); },
                   [&] { return format("%s waited for %zu of its bytes to reach the other writer ranks", context.c_str(),
                                       ws.local->pending_bytes(sends)); });
-    return finish_gets(rt, vf, batch);
+    int rc = finish_gets(rt, vf, batch);
+    // A variable of an earlier session (the file was opened with NC_WRITE): where this session wrote
+    // nothing, the file holds that session's values, which transfer mode does not keep.
+    std::map<uint64_t, std::vector<match::Box>> regions;
+    for (const auto &[p, src] : order) regions[p->read_id].push_back(p->region);
+    for (const match::ReadReq &read : reads) {
+        if (read.varid >= vf.inherited || match::covered_count(read.box, regions[read.id]) == read.box.size()) continue;
+        ReadRecord &r = *part_of[read.id].first;
+        r.status = DTF_ERR_UNSUPPORTED;
+        if (rc == NC_NOERR) rc = DTF_ERR_UNSUPPORTED;
+        report_error(DTF_ERR_UNSUPPORTED,
+                     format("%s: variable '%s' %s: this component opened the file with NC_WRITE and did not write all of "
+                            "these elements since; the file holds the values of an earlier session there, which transfer "
+                            "mode does not keep (read them in that session, or write them again)", context.c_str(),
+                            vf.header.vars()[static_cast<size_t>(read.varid)].name.c_str(), read.box.to_string().c_str())
+                         .c_str());
+    }
+    return rc;
 }
 
 } // namespace dtf::runtime

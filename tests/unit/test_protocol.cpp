@@ -506,7 +506,8 @@ int get_rows(Runtime &rt, int ncid, const char *var, MPI_Offset first, MPI_Offse
 // nothing; later after reading it), add a variable u, write t but its last row and the upper half of
 // u; the first writers read that back. What the second session wrote arrives, u's unwritten half is
 // u's fill (zeros: no fill mode), t's last row (the file keeps the first session's values there) is
-// refused, and so is a get of the component that opened the file for writing. An NC_WRITE open of a
+// refused; the component that opened the file for writing reads back what it wrote (collective),
+// not that last row, and not with an independent get of its 3 ranks. An NC_WRITE open of a
 // file whose rule allows one session says why it cannot be done.
 void test_write_back() {
     World w({2, 3});
@@ -566,13 +567,21 @@ void test_write_back() {
                        static_cast<const MPI_Offset *>(tc), static_cast<const double *>(tv.data())) == NC_NOERR);
             CHECK(call(rt, DTF_FN_ncmpi_put_vara_double_all, ncid, u, static_cast<const MPI_Offset *>(b.start),
                        static_cast<const MPI_Offset *>(uc), static_cast<const double *>(uv.data())) == NC_NOERR);
+            // It reads back what it wrote (collective: the values are with the ranks that wrote them), but
+            // not what the last session left in the file; an independent get there is refused.
+            double one = -1;
+            MPI_Offset first[2] = {0, 0}, last[2] = {kRows - 1, 0};
+            CHECK(call(rt, DTF_FN_ncmpi_get_var1_double_all, ncid, t, static_cast<const MPI_Offset *>(first), &one) == NC_NOERR);
+            CHECK(one == value(cycle + 50, 0, 0));
+            CHECK(call(rt, DTF_FN_ncmpi_get_var1_double_all, ncid, t, static_cast<const MPI_Offset *>(last), &one) ==
+                  DTF_ERR_UNSUPPORTED);
+            CHECK(call(rt, DTF_FN_ncmpi_begin_indep_data, ncid) == NC_NOERR);
             try {
-                double one;
-                MPI_Offset at[2] = {0, 0};
-                call(rt, DTF_FN_ncmpi_get_var1_double, ncid, t, static_cast<const MPI_Offset *>(at), &one);
+                call(rt, DTF_FN_ncmpi_get_var1_double, ncid, t, static_cast<const MPI_Offset *>(first), &one);
             } catch (const Error &e) {
                 if (cycle == 1) own_get[static_cast<size_t>(r)] = e.what();
             }
+            CHECK(call(rt, DTF_FN_ncmpi_end_indep_data, ncid) == NC_NOERR);
             CHECK(transfer(rt, ncid) == NC_NOERR);
             CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
         }
@@ -581,8 +590,8 @@ void test_write_back() {
         CHECK(e.find("a get on '/run/written.1.nc' (session 2) of variable 't' [5:1:1, 0:10:1]: component 'assim' "
                      "opened the file with NC_WRITE and did not write all of these elements") != std::string::npos);
     for (const auto &e : own_get)
-        CHECK(e.find("ncmpi_get_var1_double on '/run/written.1.nc' (transfer mode, session 2): this component opened "
-                     "with NC_WRITE") != std::string::npos);
+        CHECK(e.find("a get on '/run/written.1.nc' (transfer mode, session 2), which this component writes: an "
+                     "independent get there may read values that the 2 other writer ranks wrote") != std::string::npos);
     for (const auto &e : one_session)
         CHECK(e.find("ncmpi_open of '/run/matched.9.nc' with NC_WRITE (transfer mode): writing it again makes "
                      "session 2 of the file, but protocol.ini:") != std::string::npos &&
