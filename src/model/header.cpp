@@ -173,15 +173,47 @@ void Header::changed() {
 // ---------------------------------------------------------------------------------------------
 // File state
 
-int Header::enddef() {
+namespace {
+
+constexpr int64_t kHeaderAlign = 512; // PnetCDF's default alignment of the header extent
+
+// Offsets and sizes wrap around like PnetCDF's (a CDF-5 file can describe more than 2^63 bytes:
+// PnetCDF then reports negative offsets); unsigned arithmetic makes that well-defined here.
+int64_t wrap_add(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+int64_t round4(int64_t n) { return wrap_add(n, 3) & ~int64_t(3); }
+
+} // namespace
+
+int Header::enddef(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) {
     changed();
     if (!define_mode_) return NC_ENOTINDEFINE; // also for read-only files (not NC_EPERM)
+    if (h_minfree < 0 || v_align < 0 || v_minfree < 0 || r_align < 0) return NC_EINVAL;
     if (int err = check_vlens()) return err;
+    // The alignments, once (as PnetCDF: the first enddef of a create or open settles them): the hints,
+    // else the header's follows _enddef's v_align (or r_align when there are fixed-size variables),
+    // else 512; the variables' and the record section's 4, or r_align; all rounded up to 4.
+    if (align_.header == 0) {
+        int64_t fixed = 0;
+        for (size_t v = 0; v < vars_.size(); ++v)
+            if (!is_record_var(static_cast<int>(v))) fixed = wrap_add(fixed, var_len(static_cast<int>(v)));
+        align_.header = hints_.header ? hints_.header : v_align > 0 ? v_align : fixed > 0 && r_align > 0 ? r_align : kHeaderAlign;
+        align_.var = hints_.var;
+        align_.record = hints_.record ? hints_.record : r_align;
+        for (int64_t *a : {&align_.header, &align_.var, &align_.record}) *a = *a == 0 ? 4 : round4(*a);
+    }
     Layout layout;
-    if (int err = compute_layout(layout_.extent, &layout)) return err;
+    if (int err = compute_layout(has_old_ ? &old_layout_ : nullptr, h_minfree, v_minfree, &layout)) return err;
     layout_ = std::move(layout);
     define_mode_ = false;
     return NC_NOERR;
+}
+
+void Header::set_alignment_hints(int64_t header, int64_t var, int64_t record) {
+    changed();
+    hints_ = Alignment{std::max<int64_t>(header, 0), std::max<int64_t>(var, 0), std::max<int64_t>(record, 0)};
 }
 
 int Header::redef() {
@@ -189,6 +221,8 @@ int Header::redef() {
     if (define_mode_) return NC_EINDEFINE;
     define_mode_ = true;
     old_nvars_ = static_cast<int>(vars_.size());
+    old_layout_ = layout_;
+    has_old_ = true;
     indep_mode_ = false;
     return NC_NOERR;
 }
@@ -209,16 +243,6 @@ int Header::end_indep_data() {
 // File layout: the CDF header and where PnetCDF puts each variable (CDF-1/CDF-2/CDF-5 spec).
 
 namespace {
-
-constexpr int64_t kHeaderAlign = 512; // PnetCDF's default alignment of the header extent
-
-// Offsets and sizes wrap around like PnetCDF's (a CDF-5 file can describe more than 2^63 bytes:
-// PnetCDF then reports negative offsets); unsigned arithmetic makes that well-defined here.
-int64_t wrap_add(int64_t a, int64_t b) {
-    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-
-int64_t round4(int64_t n) { return wrap_add(n, 3) & ~int64_t(3); }
 
 // NON_NEG counts and lengths are 8 bytes in CDF-5, 4 bytes before.
 int64_t count_size(int format) { return format == NC_FORMAT_CDF5 ? 8 : 4; }
@@ -257,31 +281,52 @@ int64_t Header::header_size() const {
     return n;
 }
 
-// Fixed-size variables follow the header extent (aligned to 512 bytes when there are variables;
-// it never shrinks across redefinitions), then one record of each record variable. CDF-1 offsets
-// are 32-bit signed.
-int Header::compute_layout(int64_t min_extent, Layout *out) const {
-    const int64_t size = header_size();
-    const int64_t align = vars_.empty() ? 1 : kHeaderAlign; // no alignment without variables
-    out->extent = std::max(min_extent, (size + align - 1) / align * align);
+// PnetCDF's layout (NC_begins): the header extent after h_minfree bytes of free space, aligned
+// (none without variables); each fixed-size variable aligned; the record section after v_minfree free
+// bytes, aligned to the variables' and then to the record alignment; the record variables one after
+// the other in it. On a redefinition nothing moves down from where `old` had it. CDF-1 offsets are
+// 32-bit signed.
+int Header::compute_layout(const Layout *old, int64_t h_minfree, int64_t v_minfree, Layout *out) const {
+    auto rndup = [](int64_t x, int64_t a) { return static_cast<int64_t>((static_cast<uint64_t>(x) + a - 1) / a * a); };
     out->begin.assign(vars_.size(), 0);
-    int64_t end = out->extent;
-    for (int pass = 0; pass < 2; ++pass) { // fixed-size variables, then record variables
-        for (size_t i = 0; i < vars_.size(); ++i) {
-            const int id = static_cast<int>(i);
-            if (is_record_var(id) != (pass == 1)) continue;
-            out->begin[i] = end;
-            if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
-            end = wrap_add(end, var_len(id));
-        }
+    int64_t end = vars_.empty() ? header_size() : rndup(wrap_add(header_size(), h_minfree), align_.header);
+    if (old) end = std::max(end, old->extent);
+    // Each pass moves along the old layout's variables of its kind (their begins never move down).
+    std::vector<int64_t> old_fixed, old_record;
+    for (size_t i = 0; old && i < old->begin.size() && i < vars_.size(); ++i)
+        (is_record_var(static_cast<int>(i)) ? old_record : old_fixed).push_back(old->begin[i]);
+    int first_fixed = -1;
+    size_t j = 0;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+        const int id = static_cast<int>(i);
+        if (is_record_var(id)) continue;
+        if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
+        out->begin[i] = rndup(end, align_.var);
+        if (j < old_fixed.size()) out->begin[i] = std::max(out->begin[i], old_fixed[j++]);
+        if (first_fixed < 0) first_fixed = id;
+        end = wrap_add(out->begin[i], var_len(id));
     }
+    int64_t rec = old ? old->begin_rec : 0;
+    if (rec < end || rec != rndup(rec, align_.var)) rec = rndup(end, align_.var);
+    if (rec < wrap_add(end, v_minfree)) rec = rndup(wrap_add(end, v_minfree), align_.var);
+    if (align_.record > 1) rec = rndup(rec, align_.record);
+    if (old) rec = std::max(rec, old->begin_rec);
+    out->begin_rec = rec;
+    out->extent = first_fixed >= 0 ? out->begin[static_cast<size_t>(first_fixed)] : rec;
+    end = rec;
+    j = 0;
     int nrec = 0, last = -1;
     out->recsize = 0;
     for (size_t i = 0; i < vars_.size(); ++i) {
-        if (!is_record_var(static_cast<int>(i))) continue;
+        const int id = static_cast<int>(i);
+        if (!is_record_var(id)) continue;
+        if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
+        out->begin[i] = end;
+        if (j < old_record.size()) out->begin[i] = std::max(out->begin[i], old_record[j++]);
+        end = wrap_add(out->begin[i], var_len(id));
+        out->recsize = wrap_add(out->recsize, var_len(id));
         ++nrec;
-        last = static_cast<int>(i);
-        out->recsize = wrap_add(out->recsize, var_len(last));
+        last = id;
     }
     if (nrec == 1) { // a single record variable is not padded
         const Var &v = vars_[last];
@@ -741,13 +786,13 @@ int Header::inq_var_fill(int varid, int *no_fill, void *fill_value) const {
     return NC_NOERR;
 }
 
-std::vector<Header::Fill> Header::enddef_fills() const {
-    std::vector<Fill> fills;
+std::vector<Header::Region> Header::enddef_fills() const {
+    std::vector<Region> fills;
     for (int v = old_nvars_; v < static_cast<int>(vars_.size()); ++v) {
         if (vars_[static_cast<size_t>(v)].no_fill) continue;
         const bool record = is_record_var(v);
         if (record && numrecs_ == 0) continue;
-        Fill f{v, std::vector<int64_t>(vars_[static_cast<size_t>(v)].dimids.size(), 0), shape(v)};
+        Region f{v, std::vector<int64_t>(vars_[static_cast<size_t>(v)].dimids.size(), 0), shape(v)};
         if (record) f.count[0] = numrecs_;
         if (std::find(f.count.begin(), f.count.end(), 0) == f.count.end()) fills.push_back(std::move(f));
     }
@@ -766,11 +811,91 @@ int Header::check_fill_rec(int varid) const {
     return NC_NOERR;
 }
 
-Header::Fill Header::record_fill(int varid, int64_t recno) const {
-    Fill f{varid, std::vector<int64_t>(vars_[static_cast<size_t>(varid)].dimids.size(), 0), shape(varid)};
+Header::Region Header::record_fill(int varid, int64_t recno) const {
+    Region f{varid, std::vector<int64_t>(vars_[static_cast<size_t>(varid)].dimids.size(), 0), shape(varid)};
     f.start[0] = recno;
     f.count[0] = 1;
     return f;
+}
+
+namespace {
+
+// The elements first .. first + n - 1 (row-major) of an array of `shape`, as boxes in that order:
+// each the largest block that starts at the next element (whole rows where they are whole).
+void linear_boxes(int varid, const std::vector<int64_t> &prefix, const std::vector<int64_t> &shape, int64_t first,
+                  int64_t n, std::vector<Header::Region> *out) {
+    const size_t k = shape.size();
+    std::vector<int64_t> per(k + 1, 1); // per[d]: elements per step of dimension d
+    for (size_t d = k; d-- > 0;) per[d] = per[d + 1] * shape[d];
+    while (n > 0) {
+        std::vector<int64_t> idx(k);
+        for (size_t d = 0; d < k; ++d) idx[d] = first / per[d + 1] % shape[d];
+        // The outermost dimension d whose inner ones start at 0 here and fit whole: the box takes
+        // as many steps of d as fit, the inner dimensions whole.
+        size_t d = k == 0 ? 0 : k - 1;
+        while (d > 0 && idx[d] == 0 && per[d] <= n) --d;
+        Header::Region r{varid, prefix, std::vector<int64_t>(prefix.size(), 1)};
+        int64_t c = 1;
+        for (size_t j = 0; j < k; ++j) {
+            int64_t count = j < d ? 1 : j == d ? std::min(n / per[d + 1], shape[d] - idx[d]) : shape[j];
+            if (j == d) c = count;
+            r.start.push_back(idx[j]);
+            r.count.push_back(count);
+        }
+        out->push_back(std::move(r));
+        const int64_t taken = k == 0 ? 1 : c * per[d + 1];
+        first += taken;
+        n -= taken;
+    }
+}
+
+} // namespace
+
+int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t>> &runs, std::vector<Region> *out,
+                         int64_t *numrecs) const {
+    const nc_type type = vars_[static_cast<size_t>(varid)].type;
+    const int64_t es = type_size(type), base = layout_.begin[static_cast<size_t>(varid)];
+    int64_t begin_rec = -1; // the first record variable's begin
+    for (size_t v = 0; v < vars_.size(); ++v)
+        if (is_record_var(static_cast<int>(v)) && (begin_rec < 0 || layout_.begin[v] < begin_rec)) begin_rec = layout_.begin[v];
+    int64_t true_ub = 0;
+    for (auto [offset, bytes] : runs) {
+        true_ub = std::max(true_ub, offset + bytes);
+        for (int64_t at = base + offset, end = at + bytes; at < end;) {
+            // The variable (and record) holding byte `at`, the element there, and how far it goes on.
+            int found = -1;
+            int64_t rec = -1, start = 0, limit = 0; // element index in the variable (or record), bytes left there
+            for (size_t v = 0; v < vars_.size() && found < 0; ++v) {
+                const int id = static_cast<int>(v);
+                int64_t slab = es;
+                for (size_t i = is_record_var(id) ? 1 : 0; i < vars_[v].dimids.size(); ++i) slab *= dims_[static_cast<size_t>(vars_[v].dimids[i])].len;
+                int64_t from = layout_.begin[v], r = -1;
+                if (is_record_var(id)) {
+                    if (at < begin_rec || layout_.recsize <= 0) continue;
+                    r = (at - begin_rec) / layout_.recsize;
+                    from += r * layout_.recsize;
+                }
+                if (at < from || at >= from + slab || vars_[v].type != type) continue;
+                if ((at - from) % es != 0) return NC_EINVAL;
+                found = id, rec = r, start = (at - from) / es, limit = from + slab - at;
+            }
+            if (found < 0) return NC_EINVAL;
+            const int64_t take = std::min(limit, end - at);
+            if (take % es != 0) return NC_EINVAL;
+            std::vector<int64_t> shape = this->shape(found);
+            std::vector<int64_t> prefix;
+            if (rec >= 0) {
+                shape.erase(shape.begin());
+                prefix.push_back(rec);
+            }
+            linear_boxes(found, prefix, shape, start, take / es, out);
+            at += take;
+        }
+    }
+    *numrecs = numrecs_;
+    if (is_record_var(varid) && layout_.recsize > 0)
+        *numrecs = std::max(numrecs_, (true_ub + layout_.recsize - 1) / layout_.recsize);
+    return NC_NOERR;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -908,8 +1033,8 @@ void Header::note_write(const Access &a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Serialization: "DTFH", version, format, numrecs, header extent, dimensions, global attributes,
-// variables. Integers little-endian; attribute values little-endian per element.
+// Serialization: "DTFH", version, format, numrecs, dimensions, global attributes, variables, the
+// variables' begins. Integers little-endian; attribute values little-endian per element.
 
 namespace {
 
@@ -1017,7 +1142,6 @@ std::vector<char> Header::encode() const {
     w.u32(kVersion);    // [4, 8)
     w.u32(static_cast<uint32_t>(format_)); // [8, 12)
     w.u64(static_cast<uint64_t>(numrecs_)); // [kNumrecsAt, kNumrecsEnd)
-    w.u64(static_cast<uint64_t>(layout_.extent));
     w.u32(static_cast<uint32_t>(dims_.size()));
     for (const Dim &d : dims_) {
         w.str(d.name);
@@ -1032,6 +1156,9 @@ std::vector<char> Header::encode() const {
         for (int d : v.dimids) w.u32(static_cast<uint32_t>(d));
         w.atts(v.atts);
     }
+    // Where the last enddef put the variables (those defined since have no offset yet).
+    w.u32(static_cast<uint32_t>(layout_.begin.size()));
+    for (int64_t b : layout_.begin) w.u64(static_cast<uint64_t>(b));
     return w.take();
 }
 
@@ -1076,11 +1203,8 @@ int Header::decode(const char *data, size_t size, Header *out) {
         version != kVersion)
         return NC_ENOTNC;
     int format;
-    int64_t extent;
     Header h;
-    if (!r.i32(&format) || !valid_format(format) || !r.i64(&h.numrecs_) || h.numrecs_ < 0 ||
-        !r.i64(&extent) || extent < 0)
-        return NC_EINVAL;
+    if (!r.i32(&format) || !valid_format(format) || !r.i64(&h.numrecs_) || h.numrecs_ < 0) return NC_EINVAL;
     h.format_ = format;
     if (!read_dims(r, format, &h.dims_) || !read_atts(r, &h.gatts_)) return NC_EINVAL;
     uint32_t nvars;
@@ -1094,12 +1218,38 @@ int Header::decode(const char *data, size_t size, Header *out) {
         h.var_ids_.emplace(v.name, static_cast<int>(h.vars_.size()));
         h.vars_.push_back(std::move(v));
     }
+    uint32_t nbegins;
+    if (!r.count(&nbegins, 8) || nbegins > nvars) return NC_EINVAL;
+    Layout &l = h.layout_;
+    l.begin.resize(nbegins);
+    for (int64_t &b : l.begin)
+        if (!r.i64(&b) || b < 0) return NC_EINVAL;
     if (r.left() != 0) return NC_EINVAL;
     h.define_mode_ = false;
     h.old_nvars_ = static_cast<int>(h.vars_.size());
-    // The writer's header extent (larger than needed after a redefinition shrank the header).
-    if (h.compute_layout(extent, &h.layout_) != NC_NOERR) return NC_EINVAL;
-    if (h.vars_.empty()) h.layout_.extent = 0; // what ncmpi_open reports
+    // What ncmpi_open takes from the begins (ncmpio_NC_begins on a header read): the record section
+    // at the first record variable, or at the end of the last fixed-size one; nothing without variables.
+    int first_rec = -1, nrec = 0;
+    for (size_t i = 0; i < nbegins; ++i) {
+        const int id = static_cast<int>(i);
+        if (h.is_record_var(id)) {
+            if (first_rec < 0) first_rec = id;
+            l.recsize = wrap_add(l.recsize, h.var_len(id));
+            ++nrec;
+        } else {
+            l.begin_rec = wrap_add(l.begin[i], h.var_len(id));
+            if (l.extent == 0) l.extent = l.begin[i];
+        }
+    }
+    if (first_rec >= 0) {
+        l.begin_rec = l.begin[static_cast<size_t>(first_rec)];
+        if (nrec == 1) {
+            const Var &v = h.vars_[static_cast<size_t>(first_rec)];
+            l.recsize = type_size(v.type);
+            for (size_t i = 1; i < v.dimids.size(); ++i) l.recsize *= h.dims_[static_cast<size_t>(v.dimids[i])].len;
+        }
+    }
+    if (l.extent == 0) l.extent = l.begin_rec;
     *out = std::move(h);
     return NC_NOERR;
 }

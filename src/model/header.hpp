@@ -88,7 +88,17 @@ public:
     explicit Header(int format = NC_FORMAT_CLASSIC);
 
     // ---- file state
-    int enddef();
+    // ncmpi_enddef, or ncmpi__enddef with its free space and alignment arguments (NC_EINVAL if negative).
+    int enddef(int64_t h_minfree = 0, int64_t v_align = 0, int64_t v_minfree = 0, int64_t r_align = 0);
+    // The alignment hints the file was created or opened with (nc_header_align_size,
+    // nc_var_align_size, nc_record_align_size; 0 where not given): they shape the layout at enddef.
+    void set_alignment_hints(int64_t header, int64_t var, int64_t record);
+    // The alignments the layout uses since the first enddef (PnetCDF reports them as the hints in
+    // ncmpi_inq_file_info); all 0 before.
+    struct Alignment {
+        int64_t header = 0, var = 0, record = 0;
+    };
+    const Alignment &alignment() const { return align_; }
     int redef();
     bool in_define_mode() const { return define_mode_; }
     // Opened without NC_WRITE: modifying calls return NC_EPERM (those that need define mode
@@ -137,22 +147,29 @@ public:
     int inq_var_fill(int varid, int *no_fill, void *fill_value) const;
     int fill_mode() const { return fill_mode_; } // NC_FILL or NC_NOFILL
 
-    // ---- the fill values PnetCDF writes into a file (it reads zeros where nothing was written)
-    // A region of a variable that gets its fill value.
-    struct Fill {
+    // A box of one variable's elements (start and count per dimension).
+    struct Region {
         int varid;
         std::vector<int64_t> start, count;
     };
+    // ---- the fill values PnetCDF writes into a file (it reads zeros where nothing was written)
     // What a successful enddef fills (call it right after): every variable in fill mode defined since
     // define mode was entered, a fixed-size one whole, a record variable over the records the file
     // has (none in a new file). PnetCDF fills nothing else by itself: records added later stay
     // unwritten (zeros) unless ncmpi_fill_var_rec fills them.
-    std::vector<Fill> enddef_fills() const;
+    std::vector<Region> enddef_fills() const;
     // ncmpi_fill_var_rec's checks, in PnetCDF's order: NC_EPERM, NC_EINDEFINE, NC_EGLOBAL,
     // NC_ENOTVAR, NC_ENOTRECVAR, NC_EINDEP, NC_ENOTFILL (a variable in NC_NOFILL mode without a
     // _FillValue attribute; with one, the record is filled all the same). Its region: record `recno`.
     int check_fill_rec(int varid) const;
-    Fill record_fill(int varid, int64_t recno) const;
+    Region record_fill(int varid, int64_t recno) const;
+    // ncmpi_put_vard/get_vard: the elements the file bytes `runs` hold ((offset, bytes) from the
+    // begin of variable `varid` in this layout, in the file type's order), as regions in that order,
+    // and the record count PnetCDF gives a put of them (numrecs() if `varid` is not a record
+    // variable). NC_EINVAL when a byte is not in an element of a variable of `varid`'s type (the
+    // header, padding, a variable of another type) or a run cuts an element.
+    int vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t>> &runs, std::vector<Region> *out,
+                     int64_t *numrecs) const;
 
     // ---- record dimension and data access
     int64_t numrecs() const { return numrecs_; }
@@ -193,8 +210,8 @@ public:
         return d.len == NC_UNLIMITED ? numrecs_ : d.len;
     }
 
-    // ---- serialization (to send the header to readers): what a file holds, plus the writer's
-    // header extent. decode() validates
+    // ---- serialization (to send the header to readers): what a file holds (with the variables'
+    // begins, as a file header has them). decode() validates
     // everything (as the define calls would), never reads past `size`, and returns NC_ENOTNC
     // (bad magic/version) or NC_EINVAL (anything else malformed) without touching *out. The
     // decoded header is what ncmpi_open(NC_WRITE) gives: data mode, collective, writable,
@@ -225,12 +242,12 @@ private:
     int check_start_count(const Access &a) const;
     void changed(); // a new revision(): every mutator calls it before it changes anything
     struct Layout {
-        int64_t extent = 0, recsize = 0;
+        int64_t extent = 0, recsize = 0, begin_rec = 0;
         std::vector<int64_t> begin; // per variable
     };
     int64_t var_len(int varid) const;
     int64_t header_size() const;
-    int compute_layout(int64_t min_extent, Layout *out) const;
+    int compute_layout(const Layout *old, int64_t h_minfree, int64_t v_minfree, Layout *out) const;
 
     int format_;
     bool define_mode_ = true;
@@ -242,6 +259,10 @@ private:
     // value (NC_ELATEFILL). 0 for a new file, all variables after redef or decode (open).
     int old_nvars_ = 0;
     Layout layout_;
+    // The layout when define mode was entered by redef or decode (none in a new file): no offset moves down.
+    bool has_old_ = false;
+    Layout old_layout_;
+    Alignment hints_, align_; // given (0: not), and in use since the first enddef
     std::vector<Dim> dims_;
     std::vector<Var> vars_;
     // Variable ids by name (find_var): a file of n variables is defined or decoded in O(n), not

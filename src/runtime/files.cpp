@@ -69,7 +69,9 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
     fail(DTF_ERR_CONFIG, "%s of '%s'%s: %s:%d names '%s' as its writer and %s as its readers, so component '%s' may "
          "only %s", call, t.path.c_str(), writer && std::strcmp(call, "ncmpi_open") == 0 ? " with NC_WRITE" : "",
          rt.config().path.c_str(), r.line, r.writer.c_str(), readers.c_str(), rt.self_name().c_str(),
-         writer ? "open it for reading" : "create it or open it with NC_WRITE");
+         writer ? "open it for reading"
+                : "create it or open it with NC_WRITE (to read back what it wrote before its readers get the file, set "
+                  "writer_closes= to the number of times it closes the file: its turn then lasts until then)");
 }
 
 } // namespace
@@ -172,7 +174,10 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
         const int rc = in_turn ? resume_turn(rt, t.path, std::move(group), mode, ncidp)
                        : create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)
                                 : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
-        if (rc == NC_NOERR) rt.virtual_file(*ncidp)->hints = transport::info_entries(info);
+        if (rc != NC_NOERR) return rc;
+        VirtualFile &vf = *rt.virtual_file(*ncidp);
+        vf.hints = transport::info_entries(info);
+        if (vf.writer && !vf.header.read_only()) apply_alignment_hints(vf.header, vf.hints);
         return rc;
     }
     if (!in_turn) rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);

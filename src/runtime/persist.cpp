@@ -188,8 +188,9 @@ void define(File &f, const model::Header &h, bool created, bool own_fills, const
     f.call<int (*)(int)>(DTF_FN_ncmpi_enddef, f.ncid);
 }
 
-// A session that redefined the file after its first enddef: file mode laid it out in steps, this
-// write in one; the same layout, or an error (never another file).
+// The file laid out as the session's: it may not be where the session redefined the file after its
+// first enddef (file mode laid it out in steps, this write in one) or gave ncmpi__enddef free space
+// or alignments (this write's enddef has none); the same layout, or an error (never another file).
 void check_layout(File &f, const model::Header &h, const std::string &where) {
     MPI_Offset extent = 0;
     int64_t want_extent = 0;
@@ -203,10 +204,11 @@ void check_layout(File &f, const model::Header &h, const std::string &where) {
         same = h.inq_varoffset(static_cast<int>(v), &want) == NC_NOERR && want == offset;
     }
     if (!same)
-        fail(DTF_ERR_UNSUPPORTED, "%s: the session redefined the file after its first enddef, and written in one step the "
-             "file would be laid out otherwise than file mode lays it out (header extent %lld, file mode's %lld): "
-             "persist=1 does not reproduce that; define everything before the first enddef", where.c_str(),
-             static_cast<long long>(extent), static_cast<long long>(want_extent));
+        fail(DTF_ERR_UNSUPPORTED, "%s: written in one step, the file would be laid out otherwise than file mode lays it "
+             "out (header extent %lld, file mode's %lld), as the session redefined it after its first enddef or gave "
+             "ncmpi__enddef free space or alignments: persist=1 does not reproduce that; define everything before "
+             "the first enddef, with ncmpi_enddef", where.c_str(), static_cast<long long>(extent),
+             static_cast<long long>(want_extent));
 }
 
 void put_one(File &f, const model::Header &h, const WriteRecord &w) {
@@ -392,7 +394,7 @@ void write_file(const FileSpec &spec, MPI_Comm comm, const std::vector<const Wri
     if (failed) std::rethrow_exception(failed);
     try { // the definitions fail alike too (same calls on every rank), a put on its rank only
         define(f, spec.header, !spec.continued, !spec.subfile, where);
-        if (spec.enddefs > 1 && !spec.continued) check_layout(f, spec.header, where);
+        if (!spec.continued) check_layout(f, spec.header, where);
         put_values(f, comm, spec.header, writes);
     } catch (...) {
         failed = std::current_exception();

@@ -143,9 +143,7 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
             match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
             continue;
         }
-        match::for_each_run(r.parts[i].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-            for (int64_t k = 0; k < len; ++k) std::memcpy(base + static_cast<size_t>(off + k * step) * es, r.fill.data(), es);
-        });
+        fill_region(r.parts[i].box, base, p->region, fill_value(vf.header, p->varid));
     }
     for (auto &[q, bytes] : values) rt.buffers().give(std::move(bytes));
     rt.wait_until([&] { return ws.local->done(sends); },

@@ -1417,19 +1417,16 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
 }
 
 // The variable's fill value over the region of fill piece `p`, in its get's destination.
-void fill_piece(const PostedBatch &posted, const match::Piece &p) {
+void fill_piece(const VirtualFile &vf, const PostedBatch &posted, const match::Piece &p) {
     const PostedBatch::Part part = posted.by_id.at(p.read_id);
     const ReadRecord &r = *part.record;
-    const size_t es = types::type_size(r.xtype);
-    char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
-    match::for_each_run(r.parts[part.index].box, p.region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-        for (int64_t k = 0; k < len; ++k) std::memcpy(base + static_cast<size_t>(off + k * step) * es, r.fill.data(), es);
-    });
+    fill_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * types::type_size(r.xtype),
+                p.region, fill_value(vf.header, p.varid));
 }
 
 // An ordered batch's pieces, once every message came: each applied in the order its write took
 // effect (match::applies_before), from its writer's message or (a fill) the fill value.
-void apply_ordered(Runtime &rt, PostedBatch &posted) {
+void apply_ordered(Runtime &rt, const VirtualFile &vf, PostedBatch &posted) {
     std::vector<std::pair<const match::Piece *, const char *>> order; // with where its values are
     for (auto &[writer, buf] : posted.data) {
         phase::add_bytes(phase::Pack, buf.size());
@@ -1446,7 +1443,7 @@ void apply_ordered(Runtime &rt, PostedBatch &posted) {
                      [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
     for (const auto &[p, src] : order) {
         if (!src) {
-            fill_piece(posted, *p);
+            fill_piece(vf, posted, *p);
             continue;
         }
         const PostedBatch::Part part = posted.by_id.at(p->read_id);
@@ -1507,7 +1504,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
         for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
     for (const auto &p : out.pieces) {
         if (!p.fill) out.by_writer[p.writer].push_back(&p);
-        else if (!ordered) fill_piece(out, p); // (before any data lands)
+        else if (!ordered) fill_piece(vf, out, p); // (before any data lands)
     }
     transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
@@ -1687,7 +1684,7 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
                       posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
     });
     phase::Scope convert(phase::Pack);
-    if (posted.ordered) apply_ordered(rt, posted);
+    if (posted.ordered) apply_ordered(rt, vf, posted);
 }
 
 int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <type_traits>
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -198,7 +200,7 @@ std::vector<char> fill_value(const model::Header &h, int varid) {
     return fill;
 }
 
-void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Fill &f) {
+void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f) {
     if (vf.rank != 0) return;
     WriteRecord w;
     w.meta = next_write(vf, f.varid, match::Box::vara(f.start, f.count));
@@ -343,7 +345,6 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
     // Elements no writer wrote read as zeros, as in a file PnetCDF wrote (it writes fill values only
     // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces).
     const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    r->fill = fill_value(vf.header, varid);
     r->direct = c.buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, c.xtype, r->format);
     if (r->direct) { // the data goes straight into the user's buffer (read_batch zeroes what no piece covers)
         r->dest = static_cast<char *>(c.buf);
@@ -370,14 +371,18 @@ int own_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     return read_own(rt, vf, batch, true);
 }
 
+// Writer, a collective get on its own file: the ranks agree on the record count first (as PnetCDF's
+// collective calls do), which bounds the get.
+void agree_own_numrecs(Runtime &rt, VirtualFile &vf, int fn) {
+    int64_t numrecs = vf.header.numrecs();
+    rt.allreduce_max(*vf.group, &numrecs, 1, format("%s on '%s' (session %d)", dtf_pnc_name(fn), vf.path.c_str(),
+                                                    vf.session));
+    vf.header.set_numrecs(numrecs);
+}
+
 int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
     const bool collective = in.mode == DTF_PNC_MODE_COLL;
-    if (vf.writer && collective) { // (the record count first: the get is checked against it)
-        int64_t numrecs = vf.header.numrecs();
-        rt.allreduce_max(*vf.group, &numrecs, 1, format("%s on '%s' (session %d)", dtf_pnc_name(fn), vf.path.c_str(),
-                                                        vf.session));
-        vf.header.set_numrecs(numrecs);
-    }
+    if (vf.writer && collective) agree_own_numrecs(rt, vf, fn);
     std::unique_ptr<ReadRecord> r;
     const int rc = prepare_get(rt, vf, in, fn, args, &r);
     if (in.mode == DTF_PNC_MODE_NB) {
@@ -474,12 +479,160 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
     return rc;
 }
 
+// ncmpi_mput_* / ncmpi_mget_*: `num` variables in one call, each as the call of one variable of the
+// same kind (its arguments the num-th of each array), the gets as one batch. The first error is
+// returned; the other variables are put or got all the same.
+int multi_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
+    const int num = arg<int>(args, in.num);
+    if (num < 0) return NC_EINVAL;
+    const bool put_call = in.dir == DTF_PNC_DIR_PUT, collective = in.mode == DTF_PNC_MODE_COLL;
+    if (!put_call && vf.writer && collective) agree_own_numrecs(rt, vf, fn);
+    struct dtf_pnc_info one = in;
+    one.multi = 0;
+    const signed char fields[] = {in.varid, in.start, in.count, in.stride, in.imap, in.buf, in.bufcount, in.buftype};
+    const int nargs = 1 + *std::max_element(std::begin(fields), std::end(fields));
+    // What each argument of the one-variable call points to: the i-th element of the array the
+    // multi-variable call's argument points to (an int, a pointer, an MPI_Offset or an MPI_Datatype).
+    union Element {
+        int i;
+        const void *p;
+        MPI_Offset n;
+        MPI_Datatype t;
+    };
+    std::vector<Element> element(static_cast<size_t>(nargs));
+    std::vector<void *> one_args(static_cast<size_t>(nargs), nullptr);
+    one_args[0] = args[0];
+    int first = NC_NOERR;
+    std::vector<std::unique_ptr<ReadRecord>> gets;
+    for (int v = 0; v < num; ++v) {
+        auto take = [&](signed char at, auto *array_type) {
+            if (at < 0) return;
+            using T = std::remove_pointer_t<decltype(array_type)>;
+            const T *array = arg<const T *>(args, at);
+            Element &e = element[static_cast<size_t>(at)];
+            if constexpr (std::is_same_v<T, int>) e.i = array ? array[v] : 0;
+            else if constexpr (std::is_same_v<T, MPI_Offset>) e.n = array ? array[v] : 0;
+            else if constexpr (std::is_same_v<T, MPI_Datatype>) e.t = array ? array[v] : MPI_DATATYPE_NULL;
+            else e.p = array ? array[v] : nullptr;
+            one_args[static_cast<size_t>(at)] = &e;
+        };
+        take(in.varid, static_cast<int *>(nullptr));
+        for (signed char at : {in.start, in.count, in.stride, in.imap, in.buf})
+            take(at, static_cast<const void **>(nullptr));
+        take(in.bufcount, static_cast<MPI_Offset *>(nullptr));
+        take(in.buftype, static_cast<MPI_Datatype *>(nullptr));
+        int rc;
+        if (put_call) {
+            rc = put(rt, vf, one, one_args.data());
+        } else {
+            std::unique_ptr<ReadRecord> r;
+            rc = prepare_get(rt, vf, one, fn, one_args.data(), &r);
+            if (rc == NC_NOERR) gets.push_back(std::move(r));
+        }
+        if (first == NC_NOERR) first = rc;
+    }
+    if (put_call) return first;
+    std::vector<ReadRecord *> batch;
+    for (auto &r : gets) batch.push_back(r.get());
+    const int rc = vf.writer ? read_own(rt, vf, batch, collective) : read_batch(rt, vf, batch);
+    return first != NC_NOERR ? first : rc;
+}
+
+// ncmpi_put_vard / ncmpi_get_vard (and _all): the elements that the file type selects from variable
+// varid's begin in the file (types::flatten, Header::vard_regions; possibly of several variables of
+// its type, as PnetCDF allows), each region a put or get of a box, in the file type's order.
+int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
+    const bool put_call = in.dir == DTF_PNC_DIR_PUT, collective = in.mode == DTF_PNC_MODE_COLL;
+    if (!put_call && vf.writer && collective) agree_own_numrecs(rt, vf, fn);
+    const int varid = arg<int>(args, in.varid);
+    model::Access a;
+    a.varid = varid;
+    a.api = model::Api::var;
+    a.is_write = put_call;
+    a.collective = collective;
+    int rc = vf.header.check_access(a);
+    const nc_type xtype = rc == NC_NOERR ? vf.header.vars()[static_cast<size_t>(varid)].type : NC_NAT;
+    std::vector<types::ByteRun> runs;
+    MPI_Datatype elem = MPI_DATATYPE_NULL;
+    if (rc == NC_NOERR) rc = types::flatten(arg<MPI_Datatype>(args, in.filetype), &runs, &elem);
+    // (its element type is the variable's; a Fortran one counts as its C twin: MPI_INTEGER as MPI_INT)
+    if (rc == NC_NOERR && !runs.empty() && types::memtype_of_mpi(elem) != xtype) rc = NC_ETYPE_MISMATCH;
+    if (rc == NC_NOERR && !put_call && !vf.writer && vf.header.unlimdimid() >= 0) wait_header_final(rt, vf);
+    std::vector<model::Header::Region> regions;
+    int64_t numrecs = vf.header.numrecs();
+    std::vector<std::pair<int64_t, int64_t>> byte_runs;
+    for (const auto &r : runs) byte_runs.emplace_back(r.offset, r.bytes);
+    if (rc == NC_NOERR && vf.header.vard_regions(varid, byte_runs, &regions, &numrecs) != NC_NOERR) {
+        rc = DTF_ERR_UNSUPPORTED;
+        set_last_error(format("%s on '%s' variable '%s': the file type selects bytes that are not elements of variables "
+                              "of its type (the header, padding, or another type's variable)", dtf_pnc_name(fn),
+                              vf.path.c_str(), vf.header.vars()[static_cast<size_t>(varid)].name.c_str()));
+    }
+    int64_t nelems = 0;
+    std::vector<match::Box> boxes;
+    for (const auto &r : regions) {
+        boxes.push_back(match::Box::vara(r.start, r.count));
+        nelems += boxes.back().size();
+    }
+    types::MemLayout layout;
+    if (rc == NC_NOERR && nelems > 0)
+        rc = types::describe_flexible(arg<MPI_Offset>(args, in.bufcount), arg<MPI_Datatype>(args, in.buftype), xtype,
+                                      nelems, &layout);
+    if (put_call) {
+        if (rc != NC_NOERR || nelems == 0) return rc;
+        const char *values = nullptr;
+        std::vector<char> owned;
+        const int conv = values_of(rt, vf, varid, layout, arg<void *>(args, in.buf), &values, &owned);
+        if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
+        announce_definition(rt, vf);
+        const size_t es = types::type_size(xtype);
+        size_t offset = 0;
+        for (size_t i = 0; i < regions.size(); ++i) {
+            record_values(rt, vf, regions[i].varid, {boxes[i]}, values + offset, {});
+            offset += static_cast<size_t>(boxes[i].size()) * es;
+        }
+        if (!owned.empty()) rt.buffers().give(std::move(owned));
+        if (numrecs > vf.header.numrecs()) vf.header.set_numrecs(numrecs);
+        count_numrecs(vf);
+        return conv;
+    }
+    auto r = std::make_unique<ReadRecord>();
+    std::vector<ReadRecord *> batch;
+    if (rc == NC_NOERR && nelems > 0) {
+        r->xtype = xtype;
+        r->user_buf = arg<void *>(args, in.buf);
+        r->format = vf.header.format();
+        r->layout = std::move(layout);
+        int64_t offset = 0;
+        for (size_t i = 0; i < regions.size(); ++i) {
+            r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, regions[i].varid, boxes[i]});
+            r->offsets.push_back(offset);
+            offset += boxes[i].size();
+        }
+        const size_t es = types::type_size(xtype);
+        r->direct = r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, xtype, r->format);
+        if (r->direct) {
+            r->dest = static_cast<char *>(r->user_buf);
+        } else {
+            r->staging = rt.buffers().take(static_cast<size_t>(nelems) * es);
+            std::memset(r->staging.data(), 0, static_cast<size_t>(nelems) * es);
+            r->dest = r->staging.data();
+        }
+        batch.push_back(r.get());
+    }
+    if (vf.writer) { // (a collective get that failed on this rank still joins the others)
+        const int own = collective || !batch.empty() ? read_own(rt, vf, batch, collective) : NC_NOERR;
+        return rc != NC_NOERR ? rc : own;
+    }
+    return rc != NC_NOERR ? rc : read_batch(rt, vf, batch);
+}
+
 } // namespace
 
 int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     const struct dtf_pnc_info *in = dtf_pnc_info(fn);
-    if (in->multi || in->kind == DTF_PNC_KIND_VARD)
-        fail(DTF_ERR_UNSUPPORTED, "%s on '%s' (transfer mode) is not supported yet", dtf_pnc_name(fn), vf.path.c_str());
+    if (in->kind == DTF_PNC_KIND_VARD) return vard_call(rt, vf, *in, fn, args);
+    if (in->multi) return multi_call(rt, vf, *in, fn, args);
     return in->dir == DTF_PNC_DIR_PUT ? put(rt, vf, *in, args) : get(rt, vf, *in, fn, args);
 }
 

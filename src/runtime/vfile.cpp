@@ -4,8 +4,10 @@
 #include <pnetcdf.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -29,14 +31,19 @@ constexpr int64_t kHeaderReadChunk = 262144;
 MPI_Info file_info(const VirtualFile &vf) {
     std::vector<std::pair<std::string, std::string>> all = vf.hints;
     const bool laid_out = vf.writer && !vf.continued && vf.enddefs > 0;
-    const std::string chunk = std::to_string(kHeaderReadChunk);
+    const model::Header::Alignment &a = vf.header.alignment();
+    const std::string chunk = std::to_string(kHeaderReadChunk), h = std::to_string(laid_out ? a.header : 0),
+                      v = std::to_string(laid_out ? a.var : 0), r = std::to_string(laid_out ? a.record : 0);
     const std::pair<const char *, const char *> pnetcdf[] = {
-        {"nc_header_align_size", laid_out ? "512" : "0"}, {"nc_var_align_size", laid_out ? "4" : "0"},
-        {"nc_record_align_size", laid_out ? "4" : "0"},   {"nc_header_read_chunk_size", chunk.c_str()},
-        {"nc_in_place_swap", "auto"},                     {"nc_ibuf_size", "16777216"},
-        {"pnetcdf_subfiling", "disable"},                 {"nc_num_subfiles", "0"}};
-    for (const auto &[key, value] : pnetcdf)
-        if (std::none_of(all.begin(), all.end(), [&](const auto &e) { return e.first == key; })) all.emplace_back(key, value);
+        {"nc_header_align_size", h.c_str()},       {"nc_var_align_size", v.c_str()},
+        {"nc_record_align_size", r.c_str()},       {"nc_header_read_chunk_size", chunk.c_str()},
+        {"nc_in_place_swap", "auto"},              {"nc_ibuf_size", "16777216"},
+        {"pnetcdf_subfiling", "disable"},          {"nc_num_subfiles", "0"}};
+    for (const auto &[key, value] : pnetcdf) {
+        auto given = std::find_if(all.begin(), all.end(), [&](const auto &e) { return e.first == key; });
+        if (given == all.end()) all.emplace_back(key, value);
+        else if (laid_out && std::string(key).find("align") != std::string::npos) given->second = value; // (those in use)
+    }
     return transport::make_info(all);
 }
 
@@ -122,6 +129,30 @@ std::shared_ptr<const ReaderPlan> reader_plan(Runtime &rt, const std::string &pa
 }
 
 } // namespace
+
+// The alignment hints of a file created or opened for writing: its MPI info's, and PNETCDF_HINTS's
+// (which PnetCDF takes over the info's), "key=value;..." (0 where neither gives one).
+void apply_alignment_hints(model::Header &h, const std::vector<std::pair<std::string, std::string>> &info) {
+    std::map<std::string, std::string> hints(info.begin(), info.end());
+    if (const char *env = std::getenv("PNETCDF_HINTS")) {
+        std::string all(env);
+        auto trim = [](std::string x) {
+            x.erase(0, x.find_first_not_of(" \t"));
+            x.erase(x.find_last_not_of(" \t") + 1);
+            return x;
+        };
+        for (size_t at = 0; at <= all.size();) {
+            const size_t end = std::min(all.find(';', at), all.size()), eq = all.find('=', at);
+            if (eq < end) hints[trim(all.substr(at, eq - at))] = trim(all.substr(eq + 1, end - eq - 1));
+            at = end + 1;
+        }
+    }
+    auto value = [&](const char *key) {
+        auto it = hints.find(key);
+        return it == hints.end() ? int64_t{0} : std::max<int64_t>(0, std::strtoll(it->second.c_str(), nullptr, 10));
+    };
+    h.set_alignment_hints(value("nc_header_align_size"), value("nc_var_align_size"), value("nc_record_align_size"));
+}
 
 bool is_definition(const Message &m, const std::string &path, int session) {
     return m.kind == MessageKind::FileDefined && m.path == path && m.session == session;
@@ -358,12 +389,13 @@ namespace {
 // ncmpi_enddef (or the one ncmpi_close makes in define mode): the fills PnetCDF writes then (of the
 // variables defined since define mode was entered), and the header its root writes. (The readers
 // learn the header later: announce_definition.)
-int writer_enddef(Runtime &rt, VirtualFile &vf) {
+int writer_enddef(Runtime &rt, VirtualFile &vf, const int64_t *minfree_and_align = nullptr) {
     model::Header &h = vf.header;
-    const int rc = h.enddef();
+    const int64_t *a = minfree_and_align;
+    const int rc = a ? h.enddef(a[0], a[1], a[2], a[3]) : h.enddef();
     if (rc != NC_NOERR || !vf.writer) return rc;
     ++vf.enddefs;
-    for (const model::Header::Fill &f : h.enddef_fills()) record_fill(rt, vf, f);
+    for (const model::Header::Region &f : h.enddef_fills()) record_fill(rt, vf, f);
     int64_t size = 0;
     h.inq_layout(&size, nullptr, nullptr);
     if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header
@@ -538,8 +570,12 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     const bool writer = vf.writer;
     // Define calls on the reader's header return what PnetCDF returns on a read-only file (NC_EPERM...).
     switch (fn) {
-    case DTF_FN_ncmpi_enddef:
-    case DTF_FN_ncmpi__enddef: return writer_enddef(rt, vf);
+    case DTF_FN_ncmpi_enddef: return writer_enddef(rt, vf);
+    case DTF_FN_ncmpi__enddef: { // (ncid, h_minfree, v_align, v_minfree, r_align)
+        const int64_t a[4] = {arg<MPI_Offset>(args, 1), arg<MPI_Offset>(args, 2), arg<MPI_Offset>(args, 3),
+                              arg<MPI_Offset>(args, 4)};
+        return writer_enddef(rt, vf, a);
+    }
     case DTF_FN_ncmpi_redef: return h.redef();
     case DTF_FN_ncmpi_begin_indep_data: return h.begin_indep_data();
     case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();

@@ -40,6 +40,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -90,7 +91,6 @@ struct ReadRecord {
     // else staging.data() (pre-filled, then converted and scattered).
     char *dest = nullptr;
     bool direct = false;
-    std::vector<char> fill; // direct: one element of the fill value (or zeros)
 };
 
 // Replay (replay_io=1): what one session's transfer looked like on this rank, so that the next
@@ -430,6 +430,9 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
 int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                std::shared_ptr<transport::Group> group, int omode, int *ncidp);
+// A file created or opened for writing: the alignment hints it was given (its MPI info's `hints`,
+// and PNETCDF_HINTS's, which PnetCDF takes over them), which shape its layout at enddef.
+void apply_alignment_hints(model::Header &h, const std::vector<std::pair<std::string, std::string>> &hints);
 // The writer opens again a file it closed before its turn ended (writer_closes; Runtime::turns): the
 // file as it left it, its session going on: read-only (its gets read what it wrote: read_own) or with
 // NC_WRITE. `group`: the ranks that open it, which must be those that wrote it.
@@ -460,9 +463,16 @@ int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses
 int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
 // The fill value of `varid` in `h` (its _FillValue or the default), in the variable's type.
 std::vector<char> fill_value(const model::Header &h, int varid);
+// `fill` (one element) over the elements of `region` in a buffer laid out as `outer` (a superset).
+inline void fill_region(const match::Box &outer, char *buf, const match::Box &region, const std::vector<char> &fill) {
+    const size_t es = fill.size();
+    match::for_each_run(outer, region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) std::memcpy(buf + static_cast<size_t>(off + k * step) * es, fill.data(), es);
+    });
+}
 // Writer: a fill of the variable's fill value over `f`, taking effect now (rank 0 records it; no
 // values move for it: readers write the fill value themselves).
-void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Fill &f);
+void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f);
 // Writer: FileDefined to the readers, once (transfer.cpp).
 void announce_definition(Runtime &rt, VirtualFile &vf);
 // Reader: a batch of gets, from the writers' data or the file (transfer.cpp).

@@ -80,6 +80,82 @@ int element_type(MPI_Datatype t, MPI_Datatype *elem) {
     return ok ? rc : NC_EUNSPTETYPE;
 }
 
+// The runs of datatype `t` placed at byte `base` (flatten()).
+int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+    if (comb == MPI_COMBINER_NAMED) {
+        int size = 0;
+        MPI_Type_size(t, &size);
+        if (!out.empty() && out.back().offset + out.back().bytes == base) out.back().bytes += size;
+        else if (size > 0) out.push_back(ByteRun{base, size});
+        return NC_NOERR;
+    }
+    std::vector<int> ints(static_cast<size_t>(ni) + 1);
+    std::vector<MPI_Aint> addrs(static_cast<size_t>(na) + 1);
+    std::vector<MPI_Datatype> types(static_cast<size_t>(nd) + 1);
+    MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
+    const MPI_Datatype old = types[0];
+    MPI_Aint lb = 0, ext = 0;
+    if (nd > 0) MPI_Type_get_extent(old, &lb, &ext);
+    int rc = NC_NOERR;
+    auto at = [&](MPI_Datatype child, int64_t offset) {
+        if (rc == NC_NOERR) rc = flatten_into(child, base + offset, out);
+    };
+    auto block = [&](int64_t offset, int64_t n) { // n copies of old from offset, one extent apart
+        for (int64_t k = 0; k < n; ++k) at(old, offset + k * ext);
+    };
+    switch (comb) {
+    case MPI_COMBINER_DUP: case MPI_COMBINER_RESIZED: at(old, 0); break;
+    case MPI_COMBINER_CONTIGUOUS: block(0, ints[0]); break;
+    case MPI_COMBINER_VECTOR:
+        for (int i = 0; i < ints[0]; ++i) block(int64_t{i} * ints[2] * ext, ints[1]);
+        break;
+    case MPI_COMBINER_HVECTOR:
+        for (int i = 0; i < ints[0]; ++i) block(int64_t{i} * addrs[0], ints[1]);
+        break;
+    case MPI_COMBINER_INDEXED:
+        for (int i = 0; i < ints[0]; ++i) block(int64_t{ints[static_cast<size_t>(1 + ints[0] + i)]} * ext, ints[static_cast<size_t>(1 + i)]);
+        break;
+    case MPI_COMBINER_HINDEXED:
+        for (int i = 0; i < ints[0]; ++i) block(addrs[static_cast<size_t>(i)], ints[static_cast<size_t>(1 + i)]);
+        break;
+    case MPI_COMBINER_INDEXED_BLOCK:
+        for (int i = 0; i < ints[0]; ++i) block(int64_t{ints[static_cast<size_t>(2 + i)]} * ext, ints[1]);
+        break;
+    case MPI_COMBINER_HINDEXED_BLOCK:
+        for (int i = 0; i < ints[0]; ++i) block(addrs[static_cast<size_t>(i)], ints[1]);
+        break;
+    case MPI_COMBINER_STRUCT:
+        for (int i = 0; i < ints[0]; ++i) {
+            MPI_Aint clb = 0, cext = 0;
+            MPI_Type_get_extent(types[static_cast<size_t>(i)], &clb, &cext);
+            for (int k = 0; k < ints[static_cast<size_t>(1 + i)]; ++k) at(types[static_cast<size_t>(i)], addrs[static_cast<size_t>(i)] + k * cext);
+        }
+        break;
+    case MPI_COMBINER_SUBARRAY: { // the elements of a sub-block of an array of `old`, in the array's order
+        const int n = ints[0];
+        const int *sizes = &ints[1], *subsizes = &ints[static_cast<size_t>(1 + n)], *starts = &ints[static_cast<size_t>(1 + 2 * n)];
+        const bool c_order = ints[static_cast<size_t>(1 + 3 * n)] == MPI_ORDER_C;
+        auto dim = [&](int k) { return c_order ? k : n - 1 - k; }; // slowest first
+        int64_t total = 1;
+        for (int k = 0; k < n; ++k) total *= subsizes[k];
+        std::vector<int64_t> idx(static_cast<size_t>(n), 0);
+        for (int64_t e = 0; e < total && rc == NC_NOERR; ++e) {
+            int64_t linear = 0;
+            for (int k = 0; k < n; ++k) linear = linear * sizes[dim(k)] + starts[dim(k)] + idx[static_cast<size_t>(k)];
+            at(old, linear * ext);
+            for (int k = n - 1; k >= 0 && ++idx[static_cast<size_t>(k)] == subsizes[dim(k)]; --k) idx[static_cast<size_t>(k)] = 0;
+        }
+        break;
+    }
+    default: rc = NC_EUNSPTETYPE; break;
+    }
+    for (int i = 0; i < nd; ++i)
+        if (!is_named(types[static_cast<size_t>(i)])) MPI_Type_free(&types[static_cast<size_t>(i)]);
+    return rc;
+}
+
 // A datatype whose packed form is its memory image (lb 0, no holes, in order): predefined types and
 // contiguous/dup chains of them. Others go through MPI_Pack (correct for any type, just slower).
 bool is_dense_type(MPI_Datatype t) {
@@ -191,6 +267,13 @@ int gather_into(const MemLayout &l, const void *user_buf, char *out) {
 }
 
 } // namespace
+
+int flatten(MPI_Datatype filetype, std::vector<ByteRun> *runs, MPI_Datatype *elem) {
+    *elem = MPI_DATATYPE_NULL;
+    if (int rc = element_type(filetype, elem)) return rc;
+    runs->clear();
+    return flatten_into(filetype, 0, *runs);
+}
 
 nc_type memtype_of_mpi(MPI_Datatype t, int *err) noexcept {
     if (err)

@@ -71,6 +71,15 @@ int describe_flexible(MPI_Offset bufcount, MPI_Datatype buftype, nc_type xtype, 
 // nelems packed elements (else NC_EINVAL; PnetCDF would read or write past its buffer).
 int apply_imap(MemLayout *out, int ndims, const MPI_Offset *count, const MPI_Offset *imap);
 
+// ncmpi_put_vard/get_vard: the bytes a file type selects, in the order of its type map, as runs of
+// (offset, bytes) from its displacement 0 (adjacent runs merged), and its one element type. NC_NOERR;
+// NC_EMULTITYPES when it is made of several element types; NC_EUNSPTETYPE for a combiner dtf does not
+// take apart (darray, the Fortran-parameterized ones).
+struct ByteRun {
+    int64_t offset, bytes;
+};
+int flatten(MPI_Datatype filetype, std::vector<ByteRun> *runs, MPI_Datatype *elem);
+
 // Put side: copy the request's elements from user_buf into dense (resized to dense_bytes()).
 int gather(const MemLayout &l, const void *user_buf, std::vector<char> &dense);
 // Put side without a copy when the layout is contiguous: returns user_buf itself, else gathers into

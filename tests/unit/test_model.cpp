@@ -447,14 +447,13 @@ void test_codec() {
     }
     CHECK("corruption", inconsistent == 0);
     // Valid in every field, invalid as a whole: a second unlimited dimension. Layout: magic 4,
-    // version 4, format 4, numrecs 8, extent 8, count 4; dimension "a": 4 + 1 + 8; "b": 4 + 1,
-    // length.
+    // version 4, format 4, numrecs 8, count 4; dimension "a": 4 + 1 + 8; "b": 4 + 1, length.
     Header two;
     two.def_dim("a", NC_UNLIMITED, nullptr);
     two.def_dim("b", 5, nullptr);
     std::vector<char> e = two.encode();
     CHECK("two dims", Header::decode(e.data(), e.size(), &out) == NC_NOERR);
-    e[32 + 13 + 5] = 0;
+    e[24 + 13 + 5] = 0;
     CHECK("second unlimited", Header::decode(e.data(), e.size(), &out) == NC_EINVAL);
 
     // HeaderFinal's test: the same header but for the record count, and nothing else.

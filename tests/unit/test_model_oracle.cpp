@@ -107,6 +107,7 @@ public:
     virtual int rename_att(int varid, const char *name, const char *newname) = 0;
     virtual int copy_att(int varid_in, const char *name, int file_out, int varid_out) = 0;
     virtual int enddef() = 0;
+    virtual int enddef_with(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) = 0; // ncmpi__enddef
     virtual int redef() = 0;
     virtual int set_fill(int mode, int *old) = 0;
     virtual int def_var_fill(int varid, int no_fill, const void *v) = 0;
@@ -226,6 +227,21 @@ DTF_REAL_ACCESS(text, char)
 DTF_REAL_ACCESS(int, int)
 DTF_REAL_ACCESS(double, double)
 
+// The alignment hints the next run's files are created and opened with (nc_header_align_size,
+// nc_var_align_size, nc_record_align_size; 0: not given).
+int64_t g_hints[3] = {0, 0, 0};
+
+// An MPI info with g_hints (MPI_INFO_NULL without any); the caller frees it.
+MPI_Info hints_info() {
+    if (!g_hints[0] && !g_hints[1] && !g_hints[2]) return MPI_INFO_NULL;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    const char *keys[3] = {"nc_header_align_size", "nc_var_align_size", "nc_record_align_size"};
+    for (int i = 0; i < 3; ++i)
+        if (g_hints[i]) MPI_Info_set(info, keys[i], std::to_string(g_hints[i]).c_str());
+    return info;
+}
+
 // Big enough for every access the scripts make (they keep counts small).
 std::vector<double> g_data(1 << 16);
 
@@ -238,8 +254,9 @@ public:
             const int cmode = NC_CLOBBER | (f == NC_FORMAT_CDF5   ? NC_64BIT_DATA
                                             : f == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET
                                                                   : 0);
-            const int err =
-                ncmpi_create(MPI_COMM_SELF, path_[i].c_str(), cmode, MPI_INFO_NULL, &nc_[i]);
+            MPI_Info info = hints_info();
+            const int err = ncmpi_create(MPI_COMM_SELF, path_[i].c_str(), cmode, info, &nc_[i]);
+            if (info != MPI_INFO_NULL) MPI_Info_free(&info);
             if (err != NC_NOERR)
                 fail("ncmpi_create %s: %s", path_[i].c_str(), ncmpi_strerror(err));
         }
@@ -254,8 +271,10 @@ public:
     int reopen(bool writable) override {
         if (int err = ncmpi_close(nc_[cur_])) return err;
         nc_[cur_] = -1;
-        return ncmpi_open(MPI_COMM_SELF, path_[cur_].c_str(), writable ? NC_WRITE : NC_NOWRITE,
-                          MPI_INFO_NULL, &nc_[cur_]);
+        MPI_Info info = hints_info();
+        const int err = ncmpi_open(MPI_COMM_SELF, path_[cur_].c_str(), writable ? NC_WRITE : NC_NOWRITE, info, &nc_[cur_]);
+        if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+        return err;
     }
     int def_dim(const char *name, int64_t len, int *id) override {
         return ncmpi_def_dim(nc(), name, len, id);
@@ -277,6 +296,9 @@ public:
         return ncmpi_copy_att(nc(), varid_in, name, nc_[file_out], varid_out);
     }
     int enddef() override { return ncmpi_enddef(nc()); }
+    int enddef_with(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) override {
+        return ncmpi__enddef(nc(), h_minfree, v_align, v_minfree, r_align);
+    }
     int redef() override { return ncmpi_redef(nc()); }
     int set_fill(int mode, int *old) override { return ncmpi_set_fill(nc(), mode, old); }
     int def_var_fill(int varid, int no_fill, const void *v) override {
@@ -371,7 +393,9 @@ private:
 
 class Model : public Target {
 public:
-    Model(int format, int format2) : h_{Header(format), Header(format2)} {}
+    Model(int format, int format2) : h_{Header(format), Header(format2)} {
+        for (Header &h : h_) h.set_alignment_hints(g_hints[0], g_hints[1], g_hints[2]);
+    }
     void select(int file) override { cur_ = file; }
     int reopen(bool writable) override {
         Header &h = h_[cur_];
@@ -380,6 +404,7 @@ public:
         Header fresh;
         if (int err = Header::decode(bytes.data(), bytes.size(), &fresh)) return err;
         fresh.set_read_only(!writable);
+        fresh.set_alignment_hints(g_hints[0], g_hints[1], g_hints[2]);
         h = fresh;
         return NC_NOERR;
     }
@@ -406,6 +431,9 @@ public:
         return h().copy_att(varid_in, name, h_[file_out], varid_out);
     }
     int enddef() override { return h().enddef(); }
+    int enddef_with(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) override {
+        return h().enddef(h_minfree, v_align, v_minfree, r_align);
+    }
     int redef() override { return h().redef(); }
     int set_fill(int mode, int *old) override { return h().set_fill(mode, old); }
     int def_var_fill(int varid, int no_fill, const void *v) override {
@@ -530,6 +558,12 @@ public:
         const int err = t_.enddef();
         data_mode_[file_] |= err == NC_NOERR;
         return log(err, "enddef");
+    }
+    int enddef_with(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) {
+        const int err = t_.enddef_with(h_minfree, v_align, v_minfree, r_align);
+        data_mode_[file_] |= err == NC_NOERR;
+        return log(err, fmt("_enddef(%lld, %lld, %lld, %lld)", (long long)h_minfree, (long long)v_align,
+                            (long long)v_minfree, (long long)r_align));
     }
     int redef() {
         const int err = t_.redef();
@@ -1398,6 +1432,40 @@ void script_extent(Rec &r) {
     r.enddef();
 }
 
+// The layout under alignment hints (given at create and open) and ncmpi__enddef's free space and
+// alignment arguments: fixed-size and record variables of odd sizes, a redefinition that adds to
+// each section and grows the header, a reopen and one more redefinition.
+void script_alignment(Rec &r, unsigned seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int64_t>(rng() % static_cast<unsigned>(n)); };
+    const int64_t sizes[] = {0, 1, 4, 6, 100, 512, 1000};
+    auto enddef = [&] {
+        if (pick(2)) return r.enddef();
+        return r.enddef_with(sizes[pick(7)], sizes[pick(7)], sizes[pick(7)], sizes[pick(7)]);
+    };
+    r.def_dim("t", NC_UNLIMITED);
+    r.def_dim("x", 1 + pick(7));
+    r.def_dim("y", 1 + pick(5));
+    r.def_var("a", NC_BYTE, {1});
+    r.def_var("r", NC_SHORT, {0, 2});
+    r.def_var("b", NC_DOUBLE, {2, 1});
+    if (pick(2)) r.def_var("s", NC_CHAR, {0, 1});
+    enddef();
+    r.dump();
+    r.redef();
+    r.put_text(NC_GLOBAL, "grows", std::string(static_cast<size_t>(pick(600)), 'g').c_str());
+    r.def_var("c", NC_INT, {1});
+    r.def_var("u", NC_FLOAT, {0});
+    enddef();
+    r.dump();
+    r.reopen(true);
+    r.dump();
+    r.redef();
+    r.def_var("d", NC_SHORT, {2});
+    enddef();
+    r.dump();
+}
+
 // Random sequences from small pools of valid and invalid arguments (the same sequence for both
 // sides: nothing depends on results).
 void script_random(Rec &r, unsigned seed) {
@@ -1632,6 +1700,13 @@ int main(int argc, char **argv) {
             run(fmt("vlens%d", variant), f, [variant](Rec &r) { script_vlens(r, variant); });
     run_all_formats("reopen", script_reopen);
     run_all_formats("extent", script_extent);
+    // Alignment hints: none, each alone, all (aligned or not to 4), and _enddef's arguments.
+    const int64_t hint_sets[][3] = {{0, 0, 0}, {1024, 0, 0}, {0, 512, 0}, {0, 0, 256}, {1024, 512, 2048}, {10, 6, 7}};
+    for (unsigned seed = 1; seed <= 24; ++seed) {
+        std::copy(std::begin(hint_sets[seed % 6]), std::end(hint_sets[seed % 6]), g_hints);
+        run(fmt("alignment%u", seed), kFormats[seed % 3], [seed](Rec &r) { script_alignment(r, seed); });
+    }
+    std::fill(std::begin(g_hints), std::end(g_hints), 0);
     for (unsigned seed = 1; seed <= seeds; ++seed) {
         const int f = kFormats[seed % 3];
         run(fmt("random%u", seed), f, [seed](Rec &r) { script_random(r, seed); });
