@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/bytes.hpp"
+#include "common/error.hpp"
 #include "model/attr.hpp"
 #include "types/convert.hpp"
 
@@ -799,6 +800,12 @@ std::vector<Header::Region> Header::enddef_fills() const {
     return fills;
 }
 
+bool Header::fills_records() const {
+    for (int v = old_nvars_; has_old_ && v < static_cast<int>(vars_.size()); ++v)
+        if (!vars_[static_cast<size_t>(v)].no_fill && is_record_var(v)) return true;
+    return false;
+}
+
 int Header::check_fill_rec(int varid) const {
     if (read_only_) return NC_EPERM;
     if (define_mode_) return NC_EINDEFINE;
@@ -1129,7 +1136,43 @@ bool read_atts(Reader &r, std::vector<Att> *atts) {
 
 namespace {
 constexpr size_t kNumrecsAt = 12, kNumrecsEnd = 20; // where encode() writes the record count
+
+// How the attributes `b` of `owner` differ from `a` (empty: they do not).
+std::string att_difference(const std::string &owner, const std::vector<Att> &a, const std::vector<Att> &b) {
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+        if (i >= b.size()) return format("%s attribute '%s' deleted", owner.c_str(), a[i].name.c_str());
+        if (i >= a.size()) return format("%s attribute '%s' added", owner.c_str(), b[i].name.c_str());
+        if (a[i].name != b[i].name)
+            return format("%s attribute '%s' renamed or deleted ('%s' in its place)", owner.c_str(), a[i].name.c_str(),
+                          b[i].name.c_str());
+        if (a[i].type != b[i].type || a[i].len != b[i].len || a[i].bytes != b[i].bytes)
+            return format("%s attribute '%s' changed", owner.c_str(), a[i].name.c_str());
+    }
+    return {};
+}
 } // namespace
+
+std::string Header::difference(const Header &later) const {
+    const Header &b = later;
+    for (size_t i = 0; i < std::max(dims_.size(), b.dims_.size()); ++i) {
+        if (i >= dims_.size()) return dtf::format("dimension '%s' added", b.dims_[i].name.c_str());
+        if (i >= b.dims_.size()) return dtf::format("dimension '%s' gone", dims_[i].name.c_str());
+        if (dims_[i].name != b.dims_[i].name)
+            return dtf::format("dimension '%s' renamed to '%s'", dims_[i].name.c_str(), b.dims_[i].name.c_str());
+    }
+    if (std::string d = att_difference("global", gatts_, b.gatts_); !d.empty()) return d;
+    for (size_t i = 0; i < std::max(vars_.size(), b.vars_.size()); ++i) {
+        if (i >= vars_.size()) return dtf::format("variable '%s' added", b.vars_[i].name.c_str());
+        if (i >= b.vars_.size()) return dtf::format("variable '%s' gone", vars_[i].name.c_str());
+        const Var &x = vars_[i], &y = b.vars_[i];
+        if (x.name != y.name) return dtf::format("variable '%s' renamed to '%s'", x.name.c_str(), y.name.c_str());
+        if (x.type != y.type || x.dimids != y.dimids) return dtf::format("variable '%s' defined otherwise", x.name.c_str());
+        if (std::string d = att_difference("variable '" + x.name + "'", x.atts, y.atts); !d.empty()) return d;
+    }
+    if (format_ != b.format_) return "the format changed";
+    if (layout_.begin != b.layout_.begin || layout_.extent != b.layout_.extent) return "the variables moved in the file";
+    return {};
+}
 
 bool Header::same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b) {
     return a.size() == b.size() && a.size() >= kNumrecsEnd && std::equal(a.begin(), a.begin() + kNumrecsAt, b.begin()) &&

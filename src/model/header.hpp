@@ -158,6 +158,9 @@ public:
     // has (none in a new file). PnetCDF fills nothing else by itself: records added later stay
     // unwritten (zeros) unless ncmpi_fill_var_rec fills them.
     std::vector<Region> enddef_fills() const;
+    // Whether enddef_fills() depends on the record count: a record variable in fill mode defined since
+    // a redefinition (or an open) entered define mode. (The writer ranks agree on the count first.)
+    bool fills_records() const;
     // ncmpi_fill_var_rec's checks, in PnetCDF's order: NC_EPERM, NC_EINDEFINE, NC_EGLOBAL,
     // NC_ENOTVAR, NC_ENOTRECVAR, NC_EINDEP, NC_ENOTFILL (a variable in NC_NOFILL mode without a
     // _FillValue attribute; with one, the record is filled all the same). Its region: record `recno`.
@@ -224,6 +227,10 @@ public:
     uint64_t revision() const { return revision_; }
     // Whether two encodings are of the same header but perhaps for the record count.
     static bool same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b);
+    // The first way in which `later`'s definitions (dimensions, variables, attributes and their values)
+    // differ from these ("variable 'v' renamed to 'w'", "global attribute 'a' deleted", ...); empty
+    // when they are the same.
+    std::string difference(const Header &later) const;
     static int decode(const char *data, size_t size, Header *out);
 
 private:

@@ -69,9 +69,7 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
     fail(DTF_ERR_CONFIG, "%s of '%s'%s: %s:%d names '%s' as its writer and %s as its readers, so component '%s' may "
          "only %s", call, t.path.c_str(), writer && std::strcmp(call, "ncmpi_open") == 0 ? " with NC_WRITE" : "",
          rt.config().path.c_str(), r.line, r.writer.c_str(), readers.c_str(), rt.self_name().c_str(),
-         writer ? "open it for reading"
-                : "create it or open it with NC_WRITE (to read back what it wrote before its readers get the file, set "
-                  "writer_closes= to the number of times it closes the file: its turn then lasts until then)");
+         writer ? "open it for reading" : "create it or open it with NC_WRITE");
 }
 
 } // namespace
@@ -163,6 +161,17 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
              "(it closed it %d of the %d times writer_closes= says, %s:%d): open it instead, or set writer_closes to "
              "the number of times it closes this version", t.path.c_str(), rt.turns().at(t.path).closes,
              t.rule->writer_closes, rt.config().path.c_str(), t.rule->line);
+    // The writer of a writer=/readers= file reading it outside a turn of this rank's (after its last
+    // close, or a file another of its ranks wrote): in file mode it is on disk, read as plain PnetCDF
+    // reads it (no one waits, no one is told); in transfer mode it is not there.
+    const bool own_read = !writer && t.rule->fixed_roles() && t.rule->writer == rt.self_name();
+    if (own_read && t.rule->mode == config::Mode::Transfer)
+        fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' for reading: this component writes it (%s:%d), and in transfer "
+             "mode it reads it back only within its turn on it, on the ranks that wrote it (writer_closes=, now %d: "
+             "its turn ends at that close); it cannot read a file after its last close or one another of its ranks "
+             "wrote: set writer_closes= to the number of times it closes the file, or mode=\"file\"", t.path.c_str(),
+             rt.config().path.c_str(), t.rule->line, t.rule->writer_closes);
+    if (own_read) return DTF_PNC_PASS;
     if (!in_turn) check_role(rt, t, writer, call);
     std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
     if (!writer && t.rule->fixed_roles() && rt.absent(rt.config().component_index(t.rule->writer))) {

@@ -225,6 +225,10 @@ public:
     std::map<std::string, PathCounters> &counters() { return counters_; }
     // The writer turns of this rank that are not over, by path (files.cpp ends them at dtf_finalize).
     std::map<std::string, Turn> &turns() { return turns_; }
+    // The file patterns (plan_key) whose last session written here changed its definition after its
+    // first put: the next one gives its readers the definition when it is final, at its dtf_transfer
+    // or close, not at its first put (announce_definition).
+    std::set<std::string> &late_definitions() { return late_definitions_; }
     // Transfer mode: forget what this rank knows of `path` once its sessions there reach the rule's
     // num_sessions and none of them is open or still being served. By then no message about them can
     // come any more (each kind's last one was taken: see the reader's close), so the next session of
@@ -408,6 +412,7 @@ private:
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
     std::map<std::string, Turn> turns_;
+    std::set<std::string> late_definitions_;
     uint32_t stamps_ = 0;
     int tag_ub_ = 32767; // MPI_TAG_UB
     bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)

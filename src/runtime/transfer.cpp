@@ -111,9 +111,26 @@ auto header_final_of(const VirtualFile &vf, int epoch = -1) {
 // ---------------------------------------------------------------------------------------------
 // Writer side
 
-// FileDefined, at the writer's first put, dtf_transfer or close (not at enddef: a program may
-// define in steps, redef and enddef for each definition as netCDF4-python does, and the readers
-// must see the header as it is when the data begins): to every rank of each reader component, since the writer does not know which ranks
+void writer_put(Runtime &rt, VirtualFile &vf) {
+    if (vf.header.in_define_mode()) return; // (an iput or bput posted in define mode)
+    WriterSession &ws = *vf.ws;
+    if (!ws.first_put) {
+        ws.first_put = true;
+        ws.first_put_revision = vf.header.revision();
+    }
+    if (!rt.late_definitions().count(ws.plan_key)) announce_definition(rt, vf);
+}
+
+void note_definition(Runtime &rt, const VirtualFile &vf) {
+    const WriterSession &ws = *vf.ws;
+    if (ws.first_put && vf.header.revision() != ws.first_put_revision) rt.late_definitions().insert(ws.plan_key);
+    else rt.late_definitions().erase(ws.plan_key);
+}
+
+// FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and
+// enddef for each definition as netCDF4-python does, and the readers must see the header as it is
+// when the data begins), or at its dtf_transfer or close where the last session of the file's
+// pattern changed its definition after its first put (Runtime::late_definitions): to every rank of each reader component, since the writer does not know which ranks
 // will open the file (the readers' ReaderOpened tells; the others drop theirs when withdrawn); to the
 // leader of the plan's readers alone when the session replays a plan of known readers
 // (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it
@@ -358,6 +375,13 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
         for (const auto &v : vf.header.vars()) ws.elsize.push_back(types::type_size(v.type));
     }
     if (ws.packing == Packing::None) { // the first put
+        // A plan that writes variables this session has not defined yet (a redef after its first put)
+        // cannot be laid out now: keep every value, and replay from them at dtf_transfer.
+        if (std::any_of(plan.writes.begin(), plan.writes.end(),
+                        [&](const match::WriteReq &w) { return w.varid >= static_cast<int>(ws.elsize.size()); })) {
+            ws.packing = Packing::Full;
+            return false;
+        }
         rt.push_early(vf.ws);
         // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
         // names it too: until it does, keep every value (the session may still replay).
@@ -869,7 +893,7 @@ int serve(Runtime &rt, VirtualFile &vf) {
     settle_fills(vf);
     agree_numrecs(rt, vf);
     start_epoch(rt, vf.ws, vf.header);
-    if (!rt.progress_thread_running() || vf.rule->falls_back())
+    if (!(rt.progress_thread_running() || vf.ending_turn) || vf.rule->falls_back())
         finish_epoch(rt, *vf.ws, true);
     else
         rt.progress(); // the first step now (the final header), the rest in the background
@@ -892,7 +916,8 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
     if (ws.epoch > 0) rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (any) serve(rt, vf);
-    if (!ws.serving || !rt.progress_thread_running() || ws.borrows || vf.rule->falls_back()) finish_epoch(rt, ws, true);
+    if (!ws.serving || !(rt.progress_thread_running() || vf.ending_turn) || ws.borrows || vf.rule->falls_back())
+        finish_epoch(rt, ws, true);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;
@@ -955,7 +980,9 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     }
     if (!ws.record) return;
     auto &plans = rt.writer_plans();
-    if (ws.epoch != 1 || ws.drop_plan) {
+    // (a session whose definition changed after FileDefined records no plan, on either side: the
+    // readers learn it from the final header)
+    if (ws.epoch != 1 || ws.drop_plan || ws.header_changed) {
         plans.drop(ws.plan_key, ws.plan); // the pattern changed: the next session matches again
         return;
     }
@@ -1071,15 +1098,42 @@ void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *
 
 } // namespace
 
+namespace {
+
+// A final header the writer sent (the definition changed since FileDefined), decoded. If this rank
+// has looked at the definition it had, what it saw is not the file's: its calls fail saying so from
+// now on (VirtualFile::redefined; the one that learned it once it is done, the close once the file
+// is closed); it has the final one otherwise (never a mix).
+model::Header final_definition(Runtime &rt, VirtualFile &vf, const std::vector<char> &sent) {
+    model::Header final;
+    if (model::Header::decode(sent.data(), sent.size(), &final) != NC_NOERR)
+        fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+    vf.definition_changed = true;
+    const std::string change = vf.looked ? vf.header.difference(final) : std::string();
+    if (!change.empty() && vf.redefined.empty())
+        vf.redefined = format("'%s' (session %d): component '%s' changed the definition of the file after this rank "
+                              "had opened it and looked at it (%s): dtf gives the readers the definition at the "
+                              "writer's first put; the next session of this file pattern gives it at the writer's "
+                              "dtf_transfer or close instead", vf.path.c_str(), vf.session,
+                              rt.config().components[static_cast<size_t>(vf.peer)].c_str(), change.c_str());
+    return final;
+}
+
+} // namespace
+
 void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
     bool written = vf.from_file;
     if (wait && !vf.from_file && vf.header_final_epoch < vf.epoch) {
         try {
-            wait_writer(rt, vf, header_final_of(vf, vf.epoch), [&] {
+            const Message m = wait_writer(rt, vf, header_final_of(vf, vf.epoch), [&] {
                 return format("closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
                               "(it comes with its dtf_transfer)", vf.path.c_str(), vf.session, vf.epoch,
                               rt.config().components[static_cast<size_t>(vf.peer)].c_str());
             });
+            // (what it says about the definition, should this rank have looked at another)
+            PayloadReader r(m.payload, "header-final");
+            r.i64(), r.i64(), r.i32(), r.str();
+            if (r.i32() != 0) final_definition(rt, vf, r.bytes());
         } catch (const WentToFile &) { // nothing more to come
             written = true;
         }
@@ -1291,8 +1345,8 @@ void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int
     // a header of the writers' own only the record count is new.
     if (sent) {
         const bool indep = vf.header.in_indep_mode();
-        int rc = model::Header::decode(sent->data(), sent->size(), &vf.header);
-        if (rc != NC_NOERR) fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
+        model::Header final = final_definition(rt, vf, *sent);
+        vf.header = std::move(final);
         vf.header.set_read_only(true);
         if (indep) vf.header.begin_indep_data();
     } else {
@@ -1317,14 +1371,15 @@ void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
              "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
              "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
-    vf.replay = replayed != 0;
     // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
     // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
-    if (vf.replay && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
+    // (Checked first: a later call must not take the session for a replay of a plan it does not hold.)
+    if (replayed != 0 && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
         fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
              "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
              rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
              rt.component_rank());
+    vf.replay = replayed != 0;
 }
 
 void take_final(Runtime &rt, VirtualFile &vf, const Message &m) {
@@ -1812,7 +1867,8 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
 // Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
 // all keep, replace or drop the plan alike; collective, in place of the barrier at close.
 void end_reader_session(Runtime &rt, VirtualFile &vf) {
-    int64_t any = vf.fell_back || vf.epoch != 1;
+    // (a session whose definition changed after FileDefined records no plan, on either side)
+    int64_t any = vf.fell_back || vf.epoch != 1 || vf.definition_changed;
     rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
         if (vf.rank == leader_of(vf.path, vf.size)) send_done(rt, vf, 1, any != 0, true);

@@ -241,8 +241,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     types::MemLayout layout;
     if (rc == NC_NOERR) rc = make_layout(in, c, &layout);
     if (rc != NC_NOERR) return rc;
-    // (an iput or bput may be posted in define mode: the definition is announced at the first put after it)
-    if (!vf.header.in_define_mode()) announce_definition(rt, vf);
+    writer_put(rt, vf);
     const int64_t numrecs_before = vf.header.numrecs();
     const bool nonblocking = in.req >= 0;
     int *req = nonblocking ? arg<int *>(args, in.req) : nullptr;
@@ -584,7 +583,7 @@ int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int f
         std::vector<char> owned;
         const int conv = values_of(rt, vf, varid, layout, arg<void *>(args, in.buf), &values, &owned);
         if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
-        announce_definition(rt, vf);
+        writer_put(rt, vf);
         const size_t es = types::type_size(xtype);
         size_t offset = 0;
         for (size_t i = 0; i < regions.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <utility>
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -15,6 +16,7 @@
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
 #include "transport/mpi_util.hpp"
+#include "types/convert.hpp"
 
 namespace dtf::runtime {
 
@@ -395,6 +397,11 @@ int writer_enddef(Runtime &rt, VirtualFile &vf, const int64_t *minfree_and_align
     const int rc = a ? h.enddef(a[0], a[1], a[2], a[3]) : h.enddef();
     if (rc != NC_NOERR || !vf.writer) return rc;
     ++vf.enddefs;
+    if (h.fills_records()) { // (a rank knows the records it wrote; PnetCDF's collective calls agree on them)
+        int64_t numrecs = h.numrecs();
+        rt.allreduce_max(*vf.group, &numrecs, 1, format("ncmpi_enddef of '%s' (session %d)", vf.path.c_str(), vf.session));
+        h.set_numrecs(numrecs);
+    }
     for (const model::Header::Region &f : h.enddef_fills()) record_fill(rt, vf, f);
     int64_t size = 0;
     h.inq_layout(&size, nullptr, nullptr);
@@ -436,6 +443,7 @@ int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport:
 void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file) {
     VirtualFile &vf = *(rt.virtual_files()[file->ncid = next_virtual_ncid()] = std::move(file));
     vf.turn_closes = vf.rule->writer_closes - 1; // (this close ends the turn)
+    vf.ending_turn = true;
     vfile_call(rt, vf, DTF_FN_ncmpi_close, nullptr);
 }
 
@@ -474,6 +482,14 @@ int suspend(Runtime &rt, VirtualFile &vf) {
     vf.pending.clear();
     vf.pending_puts.clear();
     vf.bput_buffer = 0;
+    for (WriteRecord &w : vf.ws->writes) // (buffer_data=0: the program's buffers are its own again)
+        if (w.borrowed) {
+            const size_t n = static_cast<size_t>(w.meta.box.size()) *
+                             types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
+            w.data = rt.buffers().take(n);
+            std::memcpy(w.data.data(), w.borrowed, n);
+            w.borrowed = nullptr;
+        }
     Turn &turn = rt.turns()[vf.path];
     turn.closes = vf.turn_closes;
     auto it = rt.virtual_files().find(vf.ncid);
@@ -495,6 +511,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     if (!abort) {
         if (vf.writer && vf.header.in_define_mode() && (rc = writer_enddef(rt, vf)) == NC_NOERR)
             announce_definition(rt, vf);
+        if (vf.writer) note_definition(rt, vf);
         // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
         // the progress thread the writer's session may go on being served after the close.
         if (vf.writer) {
@@ -550,7 +567,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
     if (!vf.writer) c.last_read = vf.writer_stamp;
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
-    const std::string path = vf.path;
+    const std::string path = vf.path, redefined = vf.redefined_told ? std::string() : vf.redefined;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
     rt.virtual_files().erase(vf.ncid); // vf is gone after this
     // Forgotten first: then the messages about the path that came already are the next session's
@@ -561,6 +578,9 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     rt.discard_closed_sessions();
     if (unserved) std::rethrow_exception(unserved);
     if (unwritten) std::rethrow_exception(unwritten);
+    // A reader that looked at a definition its writer changed later, and learned it only now (no
+    // call said so before).
+    if (!redefined.empty() && !abort) throw Error(DTF_ERR_PEER, redefined);
     return rc;
 }
 
@@ -722,9 +742,29 @@ phase::Phase phase_of(int fn) {
 }
 } // namespace
 
+namespace {
+int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args);
+} // namespace
+
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     phase::Scope timer(phase_of(fn));
     if (vf.writer && collective_call(fn)) ++vf.ws->seq; // (the writes it makes take effect after the others)
+    if (vf.writer || fn == DTF_FN_ncmpi_close || fn == DTF_FN_ncmpi_abort) return dispatch(rt, vf, fn, args);
+    // A reader's call looks at the header; once the definition it looked at turned out not to be the
+    // file's (final_definition), the calls fail saying so (the one that learned it once it is done;
+    // the close once the file is closed, if no call said so before).
+    vf.looked = true;
+    if (vf.redefined.empty()) {
+        const int rc = dispatch(rt, vf, fn, args);
+        if (vf.redefined.empty()) return rc;
+    }
+    const bool told = std::exchange(vf.redefined_told, true);
+    throw Error(DTF_ERR_PEER, vf.redefined, told); // (printed once)
+}
+
+namespace {
+
+int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     switch (fn) {
     case DTF_FN_ncmpi_close: return close_file(rt, vf, false);
     case DTF_FN_ncmpi_abort: return close_file(rt, vf, true);
@@ -779,5 +819,7 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         fail(DTF_ERR_UNSUPPORTED, "%s on '%s' is not supported in transfer mode", dtf_pnc_name(fn), vf.path.c_str());
     return rc;
 }
+
+} // namespace
 
 } // namespace dtf::runtime

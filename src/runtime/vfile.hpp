@@ -223,6 +223,8 @@ struct WriterSession {
     // The collective calls the program made on the file so far (the same count on every writer
     // rank): the seq of the writes that take effect now (match::WriteReq::seq).
     uint64_t seq = 0;
+    bool first_put = false;          // a put was made (in data mode)
+    uint64_t first_put_revision = 0; // the header's revision() then (writer_put, note_definition)
     // Gets of the writer on its own file (readback.cpp): the other ranks' writes it learned, how many
     // of its own it told them, and their messages not taken yet (by rank: each sends in order).
     std::vector<match::WriteReq> readback_writes;
@@ -356,6 +358,9 @@ struct VirtualFile {
     int inherited = 0;
     bool continued = false; // writer: opened with NC_WRITE (not created)
     int turn_closes = 0;    // writer: closes of the file in this turn so far (FileRule::writer_closes)
+    // dtf_finalize ends the turn: the close does not wait until the readers are served (they may read
+    // the files of the turns in another order: dtf_finalize serves them all at once afterwards).
+    bool ending_turn = false;
     int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
     int enddefs = 0;        // writer: enddefs in this session
     int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
@@ -372,6 +377,10 @@ struct VirtualFile {
     // reader: the header FileDefined carried, decoded (read-only; HeaderFinal may refer to it)
     std::shared_ptr<const model::Header> defined;
     bool header_final = false;
+    bool looked = false;           // reader: a call of the program looked at the header (accept_final)
+    std::string redefined;         // reader: why the definition it looked at is not the file's (final_definition)
+    bool redefined_told = false;   // a call of the program failed saying so
+    bool definition_changed = false; // the writer's final header was another definition than FileDefined's
     int header_final_epoch = 0;    // epoch of the last final header taken
     std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
     struct PendingPut {
@@ -473,8 +482,13 @@ inline void fill_region(const match::Box &outer, char *buf, const match::Box &re
 // Writer: a fill of the variable's fill value over `f`, taking effect now (rank 0 records it; no
 // values move for it: readers write the fill value themselves).
 void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f);
-// Writer: FileDefined to the readers, once (transfer.cpp).
+// Writer: FileDefined to the readers, once (transfer.cpp): at the first put (writer_put), so that the
+// readers may post their gets while the writer writes, or at the first dtf_transfer or the close,
+// when the definition is final, where the last session of the file's pattern changed its
+// definition after its first put (Runtime::late_definitions; note_definition records that at the close).
 void announce_definition(Runtime &rt, VirtualFile &vf);
+void writer_put(Runtime &rt, VirtualFile &vf);
+void note_definition(Runtime &rt, const VirtualFile &vf);
 // Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
 int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
 // A batch of gets whose values are in place (each in its destination, in the variable's type): the

@@ -275,10 +275,10 @@ int main(int argc, char **argv) {
     NC(dtf_init(argv[2], role));
     if (!strcmp(scenario, "wrongrole")) {
         int ncid;
-        if (writes)
-            expect_error(ncmpi_open(MPI_COMM_WORLD, "g.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_CONFIG,
-                         "ncmpi_open(g.nc) by its writer", "names 'writer' as its writer and 'reader' as its readers",
-                         "component 'writer' may only create it or open it with NC_WRITE", NULL);
+        if (writes) // (transfer mode: a writer reads its file back only within its turn, writer_closes=)
+            expect_error(ncmpi_open(MPI_COMM_WORLD, "g.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_UNSUPPORTED,
+                         "ncmpi_open(g.nc) by its writer", "ncmpi_open of", "g.nc' for reading: this component writes it",
+                         "set writer_closes= to the number of times it closes the file, or mode=\"file\"", NULL);
         else
             expect_error(ncmpi_create(MPI_COMM_WORLD, "g.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid), DTF_ERR_CONFIG,
                          "ncmpi_create(g.nc) by its reader", "dtf.ini:", "component 'reader' may only open it for reading",

@@ -25,7 +25,7 @@ comp1="writer"
 comp2="reader"
 mode="transfer"
 [FILE]
-; wrongrole: only the writer writes it, only the reader reads it
+; wrongrole: only the writer writes it (and reads it back only within its turn), only the reader reads it
 filename="g.nc"
 writer="writer"
 readers="reader"
