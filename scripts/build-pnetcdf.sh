@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build PnetCDF for another MPI than the one Debian builds it for (Open MPI 4.1): from Debian's own
-# PnetCDF source package (1.12.3, fetched with apt), with that MPI's compiler wrappers, into PREFIX.
+# PnetCDF source package (1.12.3, fetched with apt by scripts/pnetcdf-source.sh into
+# ~/.cache/dtf/pnetcdf-1.12.3-source), with that MPI's compiler wrappers, into PREFIX.
 #
 #   scripts/build-pnetcdf.sh PREFIX MPICC [MPIF90]
 #   e.g. scripts/build-pnetcdf.sh ~/.cache/dtf/pnetcdf-mpich mpicc.mpich mpif90.mpich
@@ -27,7 +28,7 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need=()
-for p in autoconf automake libtool m4 xz-utils; do
+for p in autoconf automake libtool m4; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -35,24 +36,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+srcdir="${XDG_CACHE_HOME:-$HOME/.cache}/dtf/pnetcdf-$version-source"
+"$(dirname "$0")/pnetcdf-source.sh" "$srcdir"
 work=$(mktemp -d /tmp/dtf-pnetcdf-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cd "$work"
-if ! apt-get source --download-only pnetcdf >fetch.log 2>&1; then
-  # No deb-src entry: add one for the main archive, as the machine's deb entry names it.
-  src=/etc/apt/sources.list.d/dtf-deb-src.sources
-  uri=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-  suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "${uri:-http://deb.debian.org/debian}" "$suite" | $sudo tee "$src" >/dev/null
-  echo "build-pnetcdf: added $src; apt-get update"
-  $sudo apt-get update -qq
-  apt-get source --download-only pnetcdf >fetch.log 2>&1 || { cat fetch.log >&2; exit 1; }
-fi
-tarball=$(ls pnetcdf_"$version".orig.tar.* 2>/dev/null | head -1)
-[ -n "$tarball" ] || { echo "build-pnetcdf: Debian's pnetcdf source is not $version:" >&2; ls >&2; exit 1; }
-tar xf "$tarball"
-cd "pnetcdf-$version"
+cp -a "$srcdir" "$work/pnetcdf-$version"   # built in a copy: autoreconf and configure write into the tree
+cd "$work/pnetcdf-$version"
 echo "build-pnetcdf: building PnetCDF $version with $mpicc${mpif90:+ and $mpif90} into $prefix"
 autoreconf -fi >autoreconf.log 2>&1 || { tail -20 autoreconf.log >&2; exit 1; }
 fortran=(--disable-fortran)
