@@ -1033,6 +1033,7 @@ std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::st
 }
 
 void Runtime::allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context) {
+    if (group.size() == 1) return; // (one rank: nothing to agree on, nobody to wait for)
     std::vector<int64_t> out(static_cast<size_t>(n));
     auto op = group.allreduce_max(values, out.data(), n);
     complete(*op, "MPI_Iallreduce", group, context);
@@ -1040,11 +1041,13 @@ void Runtime::allreduce_max(transport::Group &group, int64_t *values, int n, con
 }
 
 void Runtime::broadcast(transport::Group &group, int root, std::vector<char> *bytes, const std::string &context) {
+    if (group.size() == 1) return;
     auto op = group.broadcast(root, bytes);
     complete(*op, "MPI_Ibcast", group, context);
 }
 
 void Runtime::barrier(transport::Group &group, const std::string &context) {
+    if (group.size() == 1) return;
     auto op = group.barrier();
     complete(*op, "MPI_Ibarrier", group, context);
 }

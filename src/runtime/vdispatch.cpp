@@ -360,7 +360,7 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
 // collective, though only some ranks may have gets: the ranks agree whether any has (and on the
 // record count, as PnetCDF's collective calls do); ncmpi_wait is independent.
 int own_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool all) {
-    if (!all) return batch.empty() ? NC_NOERR : read_own(rt, vf, batch, false);
+    if (!all || vf.size == 1) return batch.empty() ? NC_NOERR : read_own(rt, vf, batch, all);
     {
         int64_t agreed[2] = {batch.empty() ? 0 : 1, vf.header.numrecs()};
         rt.allreduce_max(*vf.group, agreed, 2, format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session));
@@ -381,7 +381,7 @@ void agree_own_numrecs(Runtime &rt, VirtualFile &vf, int fn) {
 
 int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
     const bool collective = in.mode == DTF_PNC_MODE_COLL;
-    if (vf.writer && collective) agree_own_numrecs(rt, vf, fn);
+    if (vf.writer && collective && vf.size > 1) agree_own_numrecs(rt, vf, fn);
     std::unique_ptr<ReadRecord> r;
     const int rc = prepare_get(rt, vf, in, fn, args, &r);
     if (in.mode == DTF_PNC_MODE_NB) {
