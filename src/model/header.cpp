@@ -806,7 +806,7 @@ bool Header::fills_records() const {
     return false;
 }
 
-int Header::check_fill_rec(int varid) const {
+int Header::fill_rec(int varid, int64_t recno, Region *fill) {
     if (read_only_) return NC_EPERM;
     if (define_mode_) return NC_EINDEFINE;
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
@@ -815,14 +815,12 @@ int Header::check_fill_rec(int varid) const {
     if (indep_mode_) return NC_EINDEP;
     const Var &v = vars_[static_cast<size_t>(varid)];
     if (v.no_fill && att_index(v.atts, _FillValue) < 0) return NC_ENOTFILL;
+    if (recno < 0) return NC_EINVALCOORDS;
+    numrecs_ = std::max(numrecs_, recno + 1);
+    *fill = Region{varid, std::vector<int64_t>(v.dimids.size(), 0), shape(varid)};
+    fill->start[0] = recno;
+    fill->count[0] = 1;
     return NC_NOERR;
-}
-
-Header::Region Header::record_fill(int varid, int64_t recno) const {
-    Region f{varid, std::vector<int64_t>(vars_[static_cast<size_t>(varid)].dimids.size(), 0), shape(varid)};
-    f.start[0] = recno;
-    f.count[0] = 1;
-    return f;
 }
 
 namespace {

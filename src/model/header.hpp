@@ -161,11 +161,13 @@ public:
     // Whether enddef_fills() depends on the record count: a record variable in fill mode defined since
     // a redefinition (or an open) entered define mode. (The writer ranks agree on the count first.)
     bool fills_records() const;
-    // ncmpi_fill_var_rec's checks, in PnetCDF's order: NC_EPERM, NC_EINDEFINE, NC_EGLOBAL,
-    // NC_ENOTVAR, NC_ENOTRECVAR, NC_EINDEP, NC_ENOTFILL (a variable in NC_NOFILL mode without a
-    // _FillValue attribute; with one, the record is filled all the same). Its region: record `recno`.
-    int check_fill_rec(int varid) const;
-    Region record_fill(int varid, int64_t recno) const;
+    // ncmpi_fill_var_rec(varid, recno): its checks, in PnetCDF's order: NC_EPERM, NC_EINDEFINE,
+    // NC_EGLOBAL, NC_ENOTVAR, NC_ENOTRECVAR, NC_EINDEP, NC_ENOTFILL (a variable in NC_NOFILL mode
+    // without a _FillValue attribute; with one, the record is filled all the same), NC_EINVALCOORDS;
+    // then the record count covers the record, and *fill is its region. (PnetCDF 1.12.3 returns the
+    // first six only in its safe mode, PNETCDF_SAFE_MODE=1; without it, it fills all the same, also
+    // in define mode, or crashes on a bad varid.)
+    int fill_rec(int varid, int64_t recno, Region *fill);
     // ncmpi_put_vard/get_vard: the elements the file bytes `runs` hold ((offset, bytes) from the
     // begin of variable `varid` in this layout, in the file type's order), as regions in that order,
     // and the record count PnetCDF gives a put of them (numrecs() if `varid` is not a record

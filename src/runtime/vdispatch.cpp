@@ -349,7 +349,7 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
         r->dest = static_cast<char *>(c.buf);
     } else {
         r->staging = rt.buffers().take(n * es);
-        std::memset(r->staging.data(), 0, n * es);
+        std::fill(r->staging.begin(), r->staging.end(), 0); // (a zero-length get has no buffer to memset)
         r->dest = r->staging.data();
     }
     *out = std::move(r);
@@ -614,7 +614,7 @@ int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int f
             r->dest = static_cast<char *>(r->user_buf);
         } else {
             r->staging = rt.buffers().take(static_cast<size_t>(nelems) * es);
-            std::memset(r->staging.data(), 0, static_cast<size_t>(nelems) * es);
+            std::fill(r->staging.begin(), r->staging.end(), 0);
             r->dest = r->staging.data();
         }
         batch.push_back(r.get());
@@ -664,11 +664,10 @@ int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses
 // ncmpi_fill_var_rec(ncid, varid, recno): collective; rank 0 records a fill of the record, a write
 // that takes effect at this call (data written there before is overwritten, data written after wins).
 int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno) {
-    if (int rc = vf.header.check_fill_rec(varid)) return rc;
-    if (recno < 0) return NC_EINVALCOORDS;
-    if (vf.header.numrecs() < recno + 1) vf.header.set_numrecs(recno + 1);
+    model::Header::Region fill;
+    if (int rc = vf.header.fill_rec(varid, recno, &fill)) return rc;
     count_numrecs(vf);
-    record_fill(rt, vf, vf.header.record_fill(varid, recno));
+    record_fill(rt, vf, fill);
     return NC_NOERR;
 }
 

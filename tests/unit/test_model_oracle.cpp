@@ -6,7 +6,8 @@
 // Sequences: scripted cases (define mode, names, limits, attributes and their conversions, fill,
 // data mode, renames, copies, data-access checks, size limits, file layout, reopen read-only and
 // read-write through encode/decode) and random sequences drawn from small pools of valid and
-// invalid arguments. Not compared, because PnetCDF's answer is garbage: inq_num_rec_vars and
+// invalid arguments. The fill values PnetCDF writes (at enddef, by ncmpi_fill_var_rec) are compared
+// too: the file's values byte for byte against what the model's fills and the puts (of zeros) give. Not compared, because PnetCDF's answer is garbage: inq_num_rec_vars and
 // inq_num_fix_vars of a reopened file, and the fill value of a variable whose _FillValue
 // attribute (made by copy_att or rename_att) is smaller than the variable's type.
 //
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -130,6 +132,10 @@ public:
     virtual int access(const Access &a) = 0;
     virtual int inq_layout(int64_t *header_size, int64_t *extent, int64_t *recsize) = 0;
     virtual int inq_varoffset(int varid, int64_t *offset) = 0;
+    virtual int fill_var_rec(int varid, int64_t recno) = 0;
+    // The values of variable `varid` in the file now, in its external type (native bytes), as hex
+    // (data mode, collective).
+    virtual int contents(int varid, std::string *out) = 0;
     // The header's bytes at the start of the file (hex), the record count left out (PnetCDF writes
     // it to the file at its own times).
     virtual std::string file_header() = 0;
@@ -368,8 +374,40 @@ public:
         *offset = o;
         return err;
     }
-    // Data values are not the model's business: the buffer holds zeros for writes, and a read
-    // that converts fill values out of range (NC_ERANGE) counts as success.
+    int fill_var_rec(int varid, int64_t recno) override { return ncmpi_fill_var_rec(nc(), varid, recno); }
+    int contents(int varid, std::string *out) override {
+        nc_type t = NC_NAT;
+        int nd = 0, dims[64]; // (the scripts' variables have few dimensions)
+        if (int err = ncmpi_inq_varndims(nc(), varid, &nd)) return err;
+        if (nd > 64) return NC_EMAXDIMS;
+        if (int err = ncmpi_inq_var(nc(), varid, nullptr, &t, &nd, dims, nullptr)) return err;
+        MPI_Offset n = 1;
+        for (int d = 0; d < nd; ++d) {
+            MPI_Offset len = 0;
+            ncmpi_inq_dimlen(nc(), dims[d], &len);
+            n *= len;
+        }
+        std::vector<char> bytes(static_cast<size_t>(n * dtf::model::type_size(t)) + 1);
+        void *b = bytes.data();
+        int err;
+        switch (t) { // (each in its own type: no conversion)
+        case NC_CHAR: err = ncmpi_get_var_text_all(nc(), varid, static_cast<char *>(b)); break;
+        case NC_BYTE: err = ncmpi_get_var_schar_all(nc(), varid, static_cast<signed char *>(b)); break;
+        case NC_UBYTE: err = ncmpi_get_var_uchar_all(nc(), varid, static_cast<unsigned char *>(b)); break;
+        case NC_SHORT: err = ncmpi_get_var_short_all(nc(), varid, static_cast<short *>(b)); break;
+        case NC_USHORT: err = ncmpi_get_var_ushort_all(nc(), varid, static_cast<unsigned short *>(b)); break;
+        case NC_INT: err = ncmpi_get_var_int_all(nc(), varid, static_cast<int *>(b)); break;
+        case NC_UINT: err = ncmpi_get_var_uint_all(nc(), varid, static_cast<unsigned *>(b)); break;
+        case NC_FLOAT: err = ncmpi_get_var_float_all(nc(), varid, static_cast<float *>(b)); break;
+        case NC_DOUBLE: err = ncmpi_get_var_double_all(nc(), varid, static_cast<double *>(b)); break;
+        case NC_INT64: err = ncmpi_get_var_longlong_all(nc(), varid, static_cast<long long *>(b)); break;
+        default: err = ncmpi_get_var_ulonglong_all(nc(), varid, static_cast<unsigned long long *>(b)); break;
+        }
+        *out = hex(b, bytes.size() - 1);
+        return err;
+    }
+    // Data values are not the model's business otherwise: the buffer holds zeros for writes, and a
+    // read that converts fill values out of range (NC_ERANGE) counts as success.
     int access(const Access &a) override {
         std::fill(g_data.begin(), g_data.end(), 0.0);
         void *b = g_data.data();
@@ -430,9 +468,9 @@ public:
     int copy_att(int varid_in, const char *name, int file_out, int varid_out) override {
         return h().copy_att(varid_in, name, h_[file_out], varid_out);
     }
-    int enddef() override { return h().enddef(); }
+    int enddef() override { return filled(h().enddef()); }
     int enddef_with(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_t r_align) override {
-        return h().enddef(h_minfree, v_align, v_minfree, r_align);
+        return filled(h().enddef(h_minfree, v_align, v_minfree, r_align));
     }
     int redef() override { return h().redef(); }
     int set_fill(int mode, int *old) override { return h().set_fill(mode, old); }
@@ -476,13 +514,78 @@ public:
     }
     int access(const Access &a) override {
         const int err = h().check_access(a);
-        if (err == NC_NOERR && a.is_write) h().note_write(a);
+        if (err == NC_NOERR && a.is_write) {
+            h().note_write(a);
+            // (Real writes zeros; vars and varm reach the same elements, varm's imap is the memory's)
+            const std::vector<int64_t> shape = h().shape(a.varid);
+            const size_t nd = shape.size();
+            std::vector<int64_t> start(nd, 0), count(shape), stride(nd, 1);
+            for (size_t d = 0; d < nd && a.api != Api::var; ++d) {
+                start[d] = a.start[d];
+                count[d] = a.api == Api::var1 ? 1 : a.count[d];
+                if ((a.api == Api::vars || a.api == Api::varm) && a.stride) stride[d] = a.stride[d];
+            }
+            set(a.varid, start, count, stride, nullptr);
+        }
         return err;
+    }
+    int fill_var_rec(int varid, int64_t recno) override {
+        Header::Region f;
+        const int err = h().fill_rec(varid, recno, &f);
+        if (err == NC_NOERR) fill(f);
+        return err;
+    }
+    int contents(int varid, std::string *out) override {
+        std::vector<char> &v = data_[cur_][varid];
+        const std::vector<int64_t> shape = h().shape(varid);
+        int64_t n = 1;
+        for (int64_t len : shape) n *= len;
+        v.resize(std::max(v.size(), static_cast<size_t>(n * es(varid))));
+        *out = hex(v.data(), static_cast<size_t>(n * es(varid)));
+        return NC_NOERR;
     }
 
 private:
     Header &h() { return h_[cur_]; }
+    int es(int varid) {
+        nc_type t = NC_NAT;
+        h().inq_var(varid, nullptr, &t, nullptr, nullptr, nullptr);
+        return dtf::model::type_size(t);
+    }
+    // The file's values of `varid` (in the external type, native bytes): `value` (zeros if null)
+    // over the strided box (row-major; the record dimension first, so records grow the end).
+    void set(int varid, const std::vector<int64_t> &start, const std::vector<int64_t> &count,
+             const std::vector<int64_t> &stride, const char *value) {
+        const std::vector<int64_t> shape = h().shape(varid);
+        const size_t nd = shape.size(), e = static_cast<size_t>(es(varid));
+        int64_t total = 1, n = 1;
+        for (size_t d = 0; d < nd; ++d) total *= shape[d], n *= count[d];
+        std::vector<char> &v = data_[cur_][varid];
+        v.resize(std::max(v.size(), static_cast<size_t>(total) * e));
+        std::vector<int64_t> i(nd, 0);
+        for (int64_t k = 0; k < n; ++k) {
+            int64_t at = 0;
+            for (size_t d = 0; d < nd; ++d) at = at * shape[d] + start[d] + i[d] * stride[d];
+            if (value) std::memcpy(&v[static_cast<size_t>(at) * e], value, e);
+            else std::memset(&v[static_cast<size_t>(at) * e], 0, e);
+            for (size_t d = nd; d-- > 0;)
+                if (++i[d] < count[d]) break;
+                else i[d] = 0;
+        }
+    }
+    void fill(const Header::Region &f) {
+        char value[16];
+        int no_fill = 0;
+        h().inq_var_fill(f.varid, &no_fill, value);
+        set(f.varid, f.start, f.count, std::vector<int64_t>(f.start.size(), 1), value);
+    }
+    int filled(int err) { // after an enddef
+        if (err == NC_NOERR)
+            for (const Header::Region &f : h().enddef_fills()) fill(f);
+        return err;
+    }
     Header h_[2];
+    std::map<int, std::vector<char>> data_[2];
     int cur_ = 0;
 };
 
@@ -688,6 +791,20 @@ public:
                             write ? "put" : "get", kApi[static_cast<int>(api)], varid,
                             i64s(start).c_str(), i64s(count).c_str(), i64s(stride).c_str(), mem,
                             coll ? "_all" : ""));
+    }
+
+    int fill_var_rec(int v, int64_t rec) {
+        return log(t_.fill_var_rec(v, rec), fmt("fill_var_rec(%d, %lld)", v, (long long)rec));
+    }
+    // Every variable's values in the file (data mode).
+    void contents() {
+        int nv = 0;
+        t_.inq(nullptr, &nv, nullptr, nullptr);
+        for (int v = 0; v < nv; ++v) {
+            std::string values;
+            const int err = t_.contents(v, &values);
+            log(err, fmt("contents(%d)", v), values);
+        }
     }
 
     // Everything an inquiring reader can see.
@@ -1466,6 +1583,108 @@ void script_alignment(Rec &r, unsigned seed) {
     r.dump();
 }
 
+// The fill values PnetCDF writes: at enddef, every variable in fill mode defined since define mode
+// was entered (fixed-size ones whole, record ones over the records there are); ncmpi_fill_var_rec on
+// a record; nothing on records that puts add. Then redefinitions after data, and after a reopen.
+void script_fill_values(Rec &r) {
+    const int ifill = 7, nofill_ifill = -5;
+    const short sfill = 300;
+    r.def_dim("t", NC_UNLIMITED);
+    r.def_dim("x", 3);
+    r.set_fill(NC_FILL);
+    r.def_var("a", NC_INT, {1});          // 0: fixed, default fill
+    r.def_var("b", NC_FLOAT, {1});        // 1: fixed, NC_NOFILL
+    r.def_var_fill(1, 1, nullptr);
+    r.def_var("c", NC_SHORT, {1});        // 2: fixed, custom fill by def_var_fill
+    r.def_var_fill(2, 0, &sfill);
+    r.def_var("r", NC_INT, {0, 1});       // 3: record, _FillValue attribute
+    r.put_att(3, "_FillValue", NC_INT, 1, &ifill, NC_INT);
+    r.def_var("s", NC_DOUBLE, {0, 1});    // 4: record, default fill
+    r.def_var("n", NC_BYTE, {0, 1});      // 5: record, NC_NOFILL without _FillValue
+    r.def_var_fill(5, 1, nullptr);
+    r.def_var("m", NC_INT, {0, 1});       // 6: record, NC_NOFILL with a _FillValue attribute
+    r.put_att(6, "_FillValue", NC_INT, 1, &nofill_ifill, NC_INT);
+    r.def_var_fill(6, 1, nullptr);
+    r.def_var("ch", NC_CHAR, {1});        // 7: fixed text, default fill
+    r.enddef();
+    r.contents();
+    // Records added by puts are not filled; a put of zeros over a filled part.
+    r.access(Api::vara, 3, {2, 0}, {1, 2}, {}, true, NC_INT);
+    r.access(Api::vara, 0, {1}, {1}, {}, true, NC_INT);
+    r.contents();
+    // fill_var_rec: the record whole, over what was written; beyond the records it adds them.
+    r.fill_var_rec(3, 2);
+    r.fill_var_rec(3, 0);
+    r.fill_var_rec(4, 1);
+    r.fill_var_rec(5, 0);                 // NC_ENOTFILL
+    r.fill_var_rec(6, 1);                 // filled all the same (it has a _FillValue)
+    r.fill_var_rec(0, 0);                 // NC_ENOTRECVAR
+    r.fill_var_rec(4, 4);                 // 5 records now
+    r.access(Api::vars, 4, {0, 0}, {2, 2}, {3, 2}, true, NC_DOUBLE);
+    r.contents();
+    r.begin_indep();
+    r.fill_var_rec(3, 0);                 // NC_EINDEP
+    r.end_indep();
+    // A redefinition after data: only the new variables in fill mode are filled (a record one over
+    // the 5 records), set_fill in define mode turns the mode of every variable.
+    r.redef();
+    r.def_var("new_r", NC_SHORT, {0, 1}); // 8
+    r.def_var("new_f", NC_INT, {1});      // 9
+    r.fill_var_rec(3, 0);                 // NC_EINDEFINE
+    r.enddef();
+    r.contents();
+    r.redef();
+    r.set_fill(NC_NOFILL);
+    r.def_var("late_r", NC_INT, {0, 1});  // 10: NC_NOFILL
+    r.def_var("late_f", NC_INT, {1});     // 11
+    r.def_var_fill(11, 0, &ifill);
+    r.enddef();
+    // (an NC_NOFILL variable added after data holds in PnetCDF's file what the data it moved left
+    // there: undefined, written whole before it is compared)
+    r.access(Api::var, 10, {}, {}, {}, true, NC_INT);
+    r.contents();
+    // After a reopen (NC_NOFILL is the default again): a new variable in fill mode by def_var_fill.
+    r.reopen(true);
+    r.redef();
+    r.def_var("opened", NC_INT, {0, 1});  // 12
+    r.def_var_fill(12, 0, nullptr);
+    r.enddef();
+    r.fill_var_rec(12, 5);
+    r.contents();
+}
+
+// Random sequences of definitions, fill settings, puts and fill_var_rec, then the values.
+void script_fill_random(Rec &r, unsigned seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    const nc_type types[] = {NC_BYTE, NC_CHAR, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE};
+    const unsigned char custom[8] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}; // (any type's first bytes)
+    r.def_dim("t", NC_UNLIMITED);
+    r.def_dim("x", 1 + pick(4));
+    int nvars = 0;
+    for (int round = 0; round < 3; ++round) {
+        if (round) r.redef();
+        if (pick(2)) r.set_fill(pick(2) ? NC_FILL : NC_NOFILL);
+        for (int k = pick(3) + (round == 0); k > 0; --k) {
+            const nc_type t = types[pick(6)];
+            r.def_var(fmt("v%d", nvars).c_str(), t, pick(2) ? std::vector<int>{0, 1} : std::vector<int>{1});
+            // (a variable added after data in NC_NOFILL mode holds what the data PnetCDF moved left there
+            // in its file, which is undefined: in fill mode here)
+            if (round) r.def_var_fill(nvars, 0, t != NC_CHAR && pick(2) ? custom : nullptr);
+            else if (t != NC_CHAR && pick(3) == 0) r.def_var_fill(nvars, pick(2), pick(2) ? custom : nullptr);
+            ++nvars;
+        }
+        r.enddef();
+        for (int k = pick(4); k > 0; --k) {
+            const int v = pick(nvars);
+            if (pick(2)) r.fill_var_rec(v, pick(4));
+            else r.access(Api::vara, v, {pick(3), 0}, {1, 1}, {}, true, NC_INT); // (a fixed one: NC_EINVALCOORDS
+                                                                                // or its element; text: NC_ECHAR)
+        }
+        r.contents();
+    }
+}
+
 // Random sequences from small pools of valid and invalid arguments (the same sequence for both
 // sides: nothing depends on results).
 void script_random(Rec &r, unsigned seed) {
@@ -1688,6 +1907,13 @@ int main(int argc, char **argv) {
     for (int f : kFormats) run("conversions", f, [f](Rec &r) { script_conversions(r, f); });
     run_all_formats("att_errors", script_att_errors);
     run_all_formats("fill", script_fill);
+    // (PnetCDF 1.12.3 checks ncmpi_fill_var_rec's mode and arguments only in its safe mode; without
+    // it, it fills a record in define mode too, or crashes on a bad varid: dtf always checks.)
+    setenv("PNETCDF_SAFE_MODE", "1", 1);
+    run_all_formats("fill_values", script_fill_values);
+    for (unsigned seed = 1; seed <= 30; ++seed)
+        run(fmt("fill_random%u", seed), kFormats[seed % 3], [seed](Rec &r) { script_fill_random(r, seed); });
+    unsetenv("PNETCDF_SAFE_MODE");
     run_all_formats("data_mode", script_data_mode);
     for (int f : kFormats) {
         const int other = f == NC_FORMAT_CDF5 ? NC_FORMAT_CLASSIC : NC_FORMAT_CDF5;
