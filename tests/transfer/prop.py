@@ -12,7 +12,10 @@ attributes and fill settings, written by M writer ranks with a random decomposit
 kind, and read by N reader ranks with another one. Access kinds: var/var1/vara/vars/varm/varn (varn:
 a list of non-overlapping boxes, or single elements with counts NULL, perhaps an empty box, one
 buffer in list order), typed or flexible, collective (varn in rounds of their own, num=0 for the ranks
-without one), independent, iput/iget/bput + wait/wait_all. Some nonblocking requests are cancelled
+without one), independent, iput/iget/bput + wait/wait_all. Some pieces have a layered write: the
+same elements put again by another rank in an earlier phase (the piece's values must win) or a later
+one (the layer's must), the phases being separated by collective calls of the file, which order the
+writes in PnetCDF's file (XFER_AVOID=layers leaves them out). Some nonblocking requests are cancelled
 (right after they are posted, after the others, or by ncmpi_cancel(NC_REQ_ALL)); a cancelled put
 writes different values to elements nobody writes or beyond the records (they must read as fill and
 the record count must not change), a cancelled get must leave its buffer alone; the statuses, the
@@ -38,7 +41,7 @@ On a failure it prints the case, the seed, the scenario in readable form and the
 Reproduce one case: --seed S --first K --cases 1; print a scenario: xfer_prop describe S K M N;
 feature counts of a seed: xfer_prop stats S NCASES M N. Triage: --avoid (XFER_AVOID) leaves features
 out of the generator (varn, stale-cancel, cancel-beyond, zero-beyond, stale-wait, zero-nb: no
-zero-length iget) to look past a known failure. Debugging: --keep DIR keeps files and dumps;
+zero-length iget, layers) to look past a known failure. Debugging: --keep DIR keeps files and dumps;
 XFER_TRACE=1 makes every rank print each call before it makes it (for hangs); the programs also run
 without dtf (CONFIG "-"; start the writer, then the reader, with plain mpirun).
 

@@ -247,7 +247,7 @@ num_t scen_value(const scen_t *s, int v, MPI_Offset idx) {
 
 num_t scen_expected(const scen_t *s, int v, MPI_Offset idx) {
     const var_t *V = &s->vars[v];
-    return V->written[idx] ? scen_value(s, v, idx) : V->fill;
+    return V->written[idx] == 2 ? scen_over_value(s, v, idx) : V->written[idx] ? scen_value(s, v, idx) : V->fill;
 }
 
 num_t scen_cancel_value(const scen_t *s, int v, MPI_Offset idx) {
@@ -258,8 +258,15 @@ num_t scen_cancel_value(const scen_t *s, int v, MPI_Offset idx) {
     return num_of(x, val);
 }
 
+num_t scen_over_value(const scen_t *s, int v, MPI_Offset idx) {
+    int x = s->vars[v].xtype, val = (small_value(s, v, idx) + 25) % 101; /* (as scen_cancel_value) */
+    if (x == NC_CHAR) return num_i('0' + val % 10);
+    return num_of(x, val);
+}
+
 num_t req_put_value(const scen_t *s, const req_t *q, MPI_Offset idx) {
-    return q->cancel ? scen_cancel_value(s, q->var, idx) : scen_value(s, q->var, idx);
+    if (q->layer == LAYER_OVER) return scen_over_value(s, q->var, idx);
+    return q->cancel || q->layer == LAYER_UNDER ? scen_cancel_value(s, q->var, idx) : scen_value(s, q->var, idx);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -489,7 +496,12 @@ static void mark_written(scen_t *s, const req_t *q) {
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS];
     req_region(s, q, start, count, stride);
     MPI_Offset n = req_nelems(s, q);
-    for (MPI_Offset k = 0; k < n; k++) s->vars[q->var].written[req_element_index(s, q, start, count, stride, k)] = 1;
+    unsigned char *w = s->vars[q->var].written;
+    for (MPI_Offset k = 0; k < n; k++) {
+        unsigned char *e = &w[req_element_index(s, q, start, count, stride, k)];
+        if (q->layer == LAYER_OVER) *e = 2;
+        else if (!*e) *e = 1;
+    }
 }
 
 static void finish_var(var_t *V) {
@@ -1312,6 +1324,33 @@ static void gen_fixed(scen_t *s) {
     for (int i = 0; i < MODE_COUNT; i++) s->wphase_forced[i] = 1;
 }
 
+/* Stream D: writes layered over 1..2 pieces (XFER_AVOID=layers leaves them out). A layer is the
+ * piece's request again (variable, region, API, memory), by another rank where there is one, in a
+ * phase before the piece's (UNDER) or after it (OVER), in a mode that this variable and API allow
+ * there; the phases are separated by collective calls of the file, so PnetCDF's file has the later
+ * write's values. A piece gets one layer at most, so no two layers overlap. */
+static void gen_layers(scen_t *s, rng_t *r) {
+    int pos[MODE_COUNT], n = rnd(r, 0, 2), pieces = s->nw;
+    for (int i = 0; i < s->nwphase; i++) pos[s->wphase[i]] = i;
+    unsigned char *layered = calloc((size_t)pieces + 1, 1);
+    for (int tries = 0; n > 0 && tries < 20 && pieces > 0; tries++) {
+        int i = rnd(r, 0, pieces - 1);
+        const req_t *p = &s->w[i];
+        if (p->err || p->cancel || layered[i]) continue;
+        req_t q = *p;
+        q.layer = chance(r, 50) ? LAYER_UNDER : LAYER_OVER;
+        q.mode = rnd(r, 0, MODE_COUNT - 1);
+        fix_varn_mode(s, &q, s->M);
+        if (q.mode != fix_mode(s, q.var, q.mode, s->M) || bad_strided_rec(s, &q)) continue;
+        if (q.layer == LAYER_UNDER ? pos[q.mode] >= pos[p->mode] : pos[q.mode] <= pos[p->mode]) continue;
+        if (s->M > 1) q.rank = (p->rank + rnd(r, 1, s->M - 1)) % s->M;
+        layered[i] = 1;
+        *push_req(&s->w, &s->nw) = q; /* (p may move) */
+        n--;
+    }
+    free(layered);
+}
+
 scen_t *scen_make(unsigned long long seed, int kase, int M, int N, int fixed) {
     scen_t *s = calloc(1, sizeof *s);
     s->seed = fixed ? 0 : seed;
@@ -1332,9 +1371,15 @@ scen_t *scen_make(unsigned long long seed, int kase, int M, int N, int fixed) {
         gen_structure(s, &ra, pieces);
         gen_writers(s, &rb, pieces);
         for (int v = 0; v < SC_MAXVARS; v++) free(pieces[v].a);
+        if (!avoiding(s, "layers")) {
+            rng_t rd;
+            rng_init(&rd, s->seed, (uint64_t)kase, 4, (uint64_t)M);
+            gen_layers(s, &rd);
+        }
     }
-    for (int i = 0; i < s->nw; i++)
-        if (!s->w[i].err && !s->w[i].cancel) mark_written(s, &s->w[i]);
+    for (int over = 0; over < 2; over++) /* (the OVER layers last: their values win) */
+        for (int i = 0; i < s->nw; i++)
+            if (!s->w[i].err && !s->w[i].cancel && (s->w[i].layer == LAYER_OVER) == over) mark_written(s, &s->w[i]);
     for (int v = 0; v < s->nvars; v++) {
         var_t *V = &s->vars[v];
         int full = 1;
@@ -1404,6 +1449,9 @@ void req_describe(const scen_t *s, const req_t *q, char *out, size_t size) {
     if ((q->api == API_VARS || q->api == API_VARM) && V->ndims && k < size)
         k += (size_t)snprintf(out + k, size - k, " stride=%s", sd);
     if (q->api == API_VARM && V->ndims && k < size) k += (size_t)snprintf(out + k, size - k, " imap=%s", im);
+    if (q->layer && k < size)
+        k += (size_t)snprintf(out + k, size - k, " LAYER(%s)", q->layer == LAYER_UNDER ? "under: overwritten later"
+                                                                                      : "over: its values win");
     if (q->err && k < size) snprintf(out + k, size - k, " expect=%s", err_name(q->err));
 }
 
@@ -1436,15 +1484,15 @@ void scen_print(const scen_t *s, FILE *f) {
         fprintf(f, "  var %d %s %s(", v, V->name, xtype_name(V->xtype));
         for (int i = 0; i < V->ndims; i++) fprintf(f, "%s%s", i ? "," : "", s->dims[V->dimids[i]].name);
         MPI_Offset nw = 0;
-        for (MPI_Offset k = 0; k < V->nelems; k++) nw += V->written[k];
+        for (MPI_Offset k = 0; k < V->nelems; k++) nw += V->written[k] != 0;
         fprintf(f, ") %lld elements, %lld written; fill %s value %s; %s%s\n", (long long)V->nelems, (long long)nw,
                 V->fill_on ? "on" : "off", fv, dvfs[V->dvf], V->fill_rec ? "; fill_var_rec for every record" : "");
         for (int a = 0; a < V->natts; a++) print_att(f, &V->atts[a], s->att_mt[v + 1][a]);
         if (V->nelems <= 400 && nw < V->nelems) {
-            fprintf(f, "    written map (row-major, . = never written):");
+            fprintf(f, "    written map (row-major, . = never written, o = a layer's values):");
             for (MPI_Offset k = 0; k < V->nelems; k++) {
                 if (V->ndims && k % V->shape[V->ndims - 1] == 0) fprintf(f, "\n      ");
-                fputc(V->written[k] ? '#' : '.', f);
+                fputc(V->written[k] == 2 ? 'o' : V->written[k] ? '#' : '.', f);
             }
             fputc('\n', f);
         }

@@ -10,6 +10,10 @@
  * So the data of a case does not depend on the rank counts, only its decomposition does. Stream B
  * also makes the cancelled puts (onto never-written pieces or beyond the records), stream C the
  * cancelled gets; the boxes of the varn requests of both sides are kept in one pool (s->boxes).
+ * A fourth stream D (seed, case, M) layers writes over some pieces (`over`): the same elements put
+ * again by another rank in an earlier phase (overwritten: the piece's values must win) or a later one
+ * (its own values must win), phases being ordered by collective calls of the file, as PnetCDF orders
+ * the writes; D leaves the other streams' draws alone, so a seed's scenario is otherwise the same.
  * XFER_AVOID (read here) turns features off for triage; the scenario prints it.
  *
  * Nothing here calls MPI (MPI_Offset is only a type), so `xfer_prop describe` runs without mpirun.
@@ -63,6 +67,9 @@ enum { WAIT_ALL_REQALL, WAIT_ALL_LIST, WAIT_INDEP_LIST, WAIT_COUNT };
  * right after it is posted (list of one), after all requests of its phase were posted (list of one),
  * or, posted before any other request of its phase, with ncmpi_cancel(NC_REQ_ALL). */
 enum { CANCEL_NONE, CANCEL_NOW, CANCEL_LAST, CANCEL_ALL, CANCEL_COUNT };
+/* A write layered over a piece of the decomposition (stream D): none, or the same elements put by
+ * another rank in an earlier phase (UNDER: values the piece overwrites) or in a later one (OVER). */
+enum { LAYER_NONE, LAYER_UNDER, LAYER_OVER };
 /* def_var_fill usage. */
 enum { DVF_NONE, DVF_FILL_NULL, DVF_FILL_CUSTOM, DVF_NOFILL };
 
@@ -103,7 +110,7 @@ typedef struct {
     int fill_on;            /* effective: never-written elements read as fill */
     num_t fill;             /* effective fill value (custom or the type's default) */
     int fill_rec;           /* writer calls ncmpi_fill_var_rec for every record */
-    unsigned char *written; /* nelems flags */
+    unsigned char *written; /* nelems: 0 never written, 1 written, 2 last written by a LAYER_OVER put */
 } var_t;
 
 /* One (start, count) pair of a varn request. */
@@ -121,6 +128,7 @@ typedef struct {
     int cancel;             /* CANCEL_*: posted, then cancelled (never takes effect)         */
     int cancel_stale;       /* then cancelled again with the saved id: NC_EINVAL_REQUEST     */
     int cancel_inwait;      /* its (NC_REQ_NULL) id is passed to the wait of its phase too   */
+    int layer;              /* LAYER_*: a write layered over a piece (its values: req_put_value) */
     MPI_Offset start[SC_MAXDIMS], count[SC_MAXDIMS], stride[SC_MAXDIMS], imap[SC_MAXDIMS];
 } req_t;
 
@@ -179,9 +187,13 @@ int scen_zero_partner(const scen_t *s, int v);
 num_t scen_value(const scen_t *s, int v, MPI_Offset idx);
 /* Expected content of element idx of variable v as read: the value or the fill value. */
 num_t scen_expected(const scen_t *s, int v, MPI_Offset idx);
-/* The different value a cancelled put writes to element idx of variable v (never takes effect). */
+/* The different value a cancelled put writes to element idx of variable v (never takes effect); a
+ * LAYER_UNDER put writes it too (overwritten). */
 num_t scen_cancel_value(const scen_t *s, int v, MPI_Offset idx);
-/* Element idx as a put of request q writes it: scen_value, or scen_cancel_value for a cancelled put. */
+/* The value a LAYER_OVER put writes to element idx of variable v: different from the other two. */
+num_t scen_over_value(const scen_t *s, int v, MPI_Offset idx);
+/* Element idx as a put of request q writes it: scen_value, scen_cancel_value for a cancelled put or a
+ * LAYER_UNDER one, scen_over_value for a LAYER_OVER one. */
 num_t req_put_value(const scen_t *s, const req_t *q, MPI_Offset idx);
 
 /* Convert a number into memory type mt like PnetCDF does on a get: returns NC_NOERR or NC_ERANGE

@@ -41,7 +41,8 @@ static int repeat = 1, rep;
 static const char *role;
 static long nfail, case_fails;
 static int trace_calls; /* XFER_TRACE=1: print every data call before it is made (to find hangs) */
-/* XFER_INJECT=value:K  the writer puts one wrong value in case K (the first element of the first piece);
+/* XFER_INJECT=value:K  the writer puts one wrong value in case K (element 0 of the first piece, or of the
+ *                       first layer over a piece if there is one: a put whose values the file keeps);
  * XFER_INJECT=padding:K  the reader overwrites a guard byte of its first get buffer in case K.
  * Used by prop.py --inject to show that the self-check and the dump comparison catch such faults. */
 static int inject_kind, inject_case = -1;
@@ -514,9 +515,11 @@ static void rec_cancel(sbuf_t *d, const op_t *o, int i, const char *what) {
 static void fill_put_buffer(const scen_t *s, op_t *o) {
     if (o->q->err || o->q->zero) return;
     int inject = 0;
-    if (inject_kind == 1 && kase == inject_case) { /* is this the first piece of the scenario? */
-        int first = 0;
-        while (first < s->nw && (s->w[first].err || s->w[first].cancel)) first++;
+    if (inject_kind == 1 && kase == inject_case) { /* the first put whose values the file keeps: */
+        int first = 0, over = 0; /* the first LAYER_OVER one if there is one, else the first piece */
+        for (int i = 0; i < s->nw; i++) over |= s->w[i].layer == LAYER_OVER;
+        while (first < s->nw && (s->w[first].err || s->w[first].cancel || (s->w[first].layer == LAYER_OVER) != over))
+            first++;
         inject = first < s->nw && &s->w[first] == o->q;
     }
     for (MPI_Offset k = 0; k < o->L.n; k++) {
@@ -1049,6 +1052,7 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
     long varn_mode[2][MODE_COUNT] = {{0}}, varn_flex[2] = {0}, varn_null[2] = {0}, varn_boxes[2] = {0}, varn_zerobox[2] = {0};
     long varn_err[2] = {0}, varn_multi[2] = {0}, cancel[2][CANCEL_COUNT] = {{0}}, cancel_mode[2][MODE_COUNT] = {{0}};
     long cancel_api[2][API_COUNT] = {{0}}, cancel_stale[2] = {0}, cancel_inwait[2] = {0}, cancel_beyond = 0, cancel_fill = 0;
+    long layers[3] = {0}, layer_other_rank = 0;
     for (int k = 0; k < ncases; k++) {
         scen_t *s = scen_make(seed, k, M, N, fixed);
         setfill += s->setfill;
@@ -1064,7 +1068,7 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
             vatts += V->natts;
             for (int a = 0; a < V->natts; a++) fillattr += V->atts[a].is_fill == 1;
             MPI_Offset w = 0;
-            for (MPI_Offset e = 0; e < V->nelems; e++) w += V->written[e];
+            for (MPI_Offset e = 0; e < V->nelems; e++) w += V->written[e] != 0;
             unwritten += w < V->nelems;
         }
         for (int side = 0; side < 2; side++) {
@@ -1074,6 +1078,14 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
                 const req_t *q = &r[i];
                 api[side][q->api]++, mode[side][q->mode]++, flex[side][q->flex]++, mt[side][q->mt]++, err[side][q->err]++;
                 req++;
+                if (!side) layers[q->layer]++;
+                if (!side && q->layer) /* (by another rank than the piece it lies over: the one of the same var, region, api) */
+                    for (int j = 0; j < n; j++)
+                        if (!r[j].layer && r[j].var == q->var && r[j].api == q->api && r[j].box0 == q->box0 &&
+                            !memcmp(r[j].start, q->start, sizeof q->start) && !memcmp(r[j].count, q->count, sizeof q->count)) {
+                            layer_other_rank += r[j].rank != q->rank;
+                            break;
+                        }
                 if (q->flex != FX_NULL && q->mt != xtype_natural_mt(s->vars[q->var].xtype)) conv++;
                 if (q->api == API_VARM) {
                     MPI_Offset st[SC_MAXDIMS], ct[SC_MAXDIMS], sd[SC_MAXDIMS], m = 1;
@@ -1129,6 +1141,8 @@ static void stats(unsigned long long seed, int fixed, int ncases, int M, int N) 
     printf("  fill: set_fill(NC_FILL) in %ld files; def_var_fill(0,NULL) %ld, (0,&v) %ld, (1,NULL) %ld; _FillValue put_att %ld; "
            "variables with never-written elements %ld; fill_var_rec %ld\n", setfill, dvf[1], dvf[2], dvf[3], fillattr, unwritten, fillrec);
     printf("  attributes: %ld global, %ld per variable\n", gatts, vatts);
+    printf("  layered writes: %ld under a piece (overwritten by it), %ld over one (its values win); %ld by another rank\n",
+           layers[LAYER_UNDER], layers[LAYER_OVER], layer_other_rank);
     for (int side = 0; side < 2; side++) {
         printf("  %s:", side ? "reader gets" : "writer puts");
         for (int a = 0; a < API_COUNT; a++) printf(" %s %ld", api_name(a), api[side][a]);
