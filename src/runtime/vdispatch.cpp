@@ -462,12 +462,13 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
     for (size_t i = 0; i < ids.size(); ++i) {
         const int id = ids[i];
         int st = put_status[i];
-        if (was_put[i]) {
-        } else if (auto it = vf.pending.find(id); it != vf.pending.end()) {
-            st = it->second->status;
-            vf.pending.erase(it);
-        } else if (id != NC_REQ_NULL) {
-            st = NC_EINVAL_REQUEST; // not pending (e.g. already completed): the id stays as it is
+        if (!was_put[i]) {
+            if (auto it = vf.pending.find(id); it != vf.pending.end()) {
+                st = it->second->status;
+                vf.pending.erase(it);
+            } else if (id != NC_REQ_NULL) {
+                st = NC_EINVAL_REQUEST; // not pending (e.g. already completed): the id stays as it is
+            }
         }
         if (count != NC_REQ_ALL) {
             if (statuses) statuses[i] = st;
