@@ -179,6 +179,24 @@ def build(a):
         print(f"built {len(cmds) - first} examples in {time.monotonic() - t0:.1f} s into {a.dir}")
 
 
+# Open MPI's own notices: a block between lines of dashes (show_help), and "[host:pid] ..." lines about
+# them. A stray TCP connection from another job on the node ("accepted a TCP connection from what
+# appears to be another Open MPI process") prints one in any run, under dtf or not.
+OMPI_RULE = re.compile(r"-{20,}")
+OMPI_NOTE = re.compile(r"\[[\w.-]+:\d+\] ")
+
+
+def programs_own(lines):
+    """The lines a program printed, Open MPI's notices left out."""
+    own, inside = [], False
+    for line in lines:
+        if OMPI_RULE.fullmatch(line.strip()):
+            inside = not inside
+        elif not inside and not OMPI_NOTE.match(line):
+            own.append(line)
+    return own
+
+
 # Each rank's exit status, also in one MPMD launch, where mpirun reports only the first failure.
 STATUS_SH = """#!/bin/sh
 # status.sh DIR PROGRAM ARGS...: runs the program, then leaves its exit status in DIR/<rank>
@@ -228,8 +246,8 @@ class Pair:
         for r in range(READER_RANKS):
             p = os.path.join(run, "dump", f"dump.{r}")
             dumps.append(open(p, errors="replace").read().splitlines() if os.path.exists(p) else None)
-        printed = {c: sorted(line[len(c) + 3:] for line in out.splitlines()
-                             if line.startswith(f"[{c}] ") and not line.startswith(f"[{c}] [dtf"))
+        printed = {c: sorted(programs_own([line[len(c) + 3:] for line in out.splitlines()
+                                           if line.startswith(f"[{c}] ") and not line.startswith(f"[{c}] [dtf")]))
                    for c, _, _ in self.programs}
         return {c: statuses(os.path.join(run, "status", c), n) for c, n, _ in self.programs}, printed, dumps
 
