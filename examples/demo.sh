@@ -76,7 +76,8 @@ for mode in $modes; do
   rc=${PIPESTATUS[0]}
   set -e
   seconds[$mode]=$(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $start }")
-  verified=$(grep -c "values verified" "$run.out" || true)
+  # (counted as words, not lines: in one MPMD launch mpirun may join two programs' lines into one)
+  verified=$(grep -o "values verified" "$run.out" | wc -l)
   files=$(find "$run" -maxdepth 1 -name '*.nc' | wc -l)
   if [ "$rc" -ne 0 ] || [ "$verified" -ne 2 ]; then
     echo "-- $mode FAILED (dtfrun status $rc, $verified of 2 components verified their data)" >&2
