@@ -24,7 +24,8 @@ void emit(const char *tag, const char *fmt, va_list ap, bool timed = false) noex
         if (timed) {
             timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
-            std::snprintf(when, sizeof when, "%.6f ", static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec));
+            std::snprintf(when, sizeof when, "%.6f ",
+                          static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec));
         }
         std::lock_guard<std::mutex> lock(g_mutex);
         std::fprintf(stderr, "%s %s%s%s\n", g_context.c_str(), when, tag, body.c_str());

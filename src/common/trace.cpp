@@ -67,7 +67,8 @@ void emit(char ph, const char *cat, const std::string &name, double start_us, do
         append_event_locked("{\"ph\":\"M\",\"name\":\"thread_name\"" + ids + std::to_string(t_tid) +
                             ",\"args\":{\"name\":\"dtf progress thread\"}}");
     }
-    append_event_locked(std::string("{\"ph\":\"") + ph + "\",\"cat\":\"" + cat + "\"" + ids + std::to_string(t_tid) + e);
+    append_event_locked(std::string("{\"ph\":\"") + ph + "\",\"cat\":\"" + cat + "\"" + ids + std::to_string(t_tid) +
+                        e);
 }
 } // namespace detail
 

@@ -172,8 +172,9 @@ private:
     [[noreturn]] void fail_at(int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
     // A key of the original DTF that dtf accepts and ignores: one warning saying why.
     void ignored(const RawEntry &e, const char *why) {
-        config_.warnings.push_back(format("%s:%d: %s is accepted for compatibility with the original DTF and ignored: %s",
-                                          filename_.c_str(), e.line, e.key.c_str(), why));
+        config_.warnings.push_back(
+            format("%s:%d: %s is accepted for compatibility with the original DTF and ignored: %s", filename_.c_str(),
+                   e.line, e.key.c_str(), why));
     }
 
     std::vector<RawSection> split(std::string_view text);
@@ -431,8 +432,9 @@ void Parser::apply_file(const RawSection &section) {
     // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode, or fallback=
     // (aggregators= and ioserver= only: a reader that comes late reads the one file, once written).
     const bool written_by_dtf = (rule.persist || rule.falls_back()) && rule.mode == Mode::Transfer;
-    for (auto [line, key] : {std::pair{lines.aggregators, "aggregators"}, std::pair{lines.subfiles, "subfiles"},
-                             std::pair{lines.aggregate_steps, "aggregate_steps"}, std::pair{lines.ioserver, "ioserver"}})
+    for (auto [line, key] :
+         {std::pair{lines.aggregators, "aggregators"}, std::pair{lines.subfiles, "subfiles"},
+          std::pair{lines.aggregate_steps, "aggregate_steps"}, std::pair{lines.ioserver, "ioserver"}})
         if (line && !written_by_dtf)
             fail_at(line, "%s= in a [FILE] section without persist=1 or fallback= in transfer mode; expected persist=1 "
                     "or fallback=, and mode=\"transfer\" (it says how dtf writes the files it writes itself)", key);
@@ -761,10 +763,11 @@ std::vector<std::string> FileRule::partners(std::string_view name) const {
 std::vector<int> Config::peers_of(int component) const {
     std::set<int> peers;
     if (component < 0 || static_cast<size_t>(component) >= components.size()) return {};
-    const std::string &me = components[static_cast<size_t>(component)];
+    const std::string &me = component_name(component);
     for (const auto &rule : files) {
         // an I/O server is connected to every component of its files, and they to it
-        std::vector<std::string> names = !rule.ioserver.empty() && rule.ioserver == me ? rule.parties() : rule.partners(me);
+        std::vector<std::string> names =
+            !rule.ioserver.empty() && rule.ioserver == me ? rule.parties() : rule.partners(me);
         if (!rule.ioserver.empty() && rule.involves(me)) names.push_back(rule.ioserver);
         for (const auto &name : names) {
             const int p = component_index(name);
@@ -777,16 +780,18 @@ std::vector<int> Config::peers_of(int component) const {
 bool Config::may_go_without(int component, int peer) const {
     const int n = static_cast<int>(components.size());
     if (component < 0 || component >= n || peer < 0 || peer >= n || component == peer) return false;
-    const std::string &me = components[static_cast<size_t>(component)], &other = components[static_cast<size_t>(peer)];
+    const std::string &me = component_name(component), &other = component_name(peer);
     bool shared = false;
     for (const auto &rule : files) {
         const auto partners = rule.partners(me);
         const bool reads = std::find(partners.begin(), partners.end(), other) != partners.end();
-        const bool served = (rule.ioserver == me && rule.involves(other)) || (rule.ioserver == other && rule.involves(me));
+        const bool served =
+            (rule.ioserver == me && rule.involves(other)) || (rule.ioserver == other && rule.involves(me));
         if (!reads && !served) continue;
         shared = true;
         // its writer, or its I/O server, and `peer` one of its readers
-        const bool to_reader = other != rule.writer && other != rule.ioserver && (rule.writer == me || rule.ioserver == me);
+        const bool to_reader =
+            other != rule.writer && other != rule.ioserver && (rule.writer == me || rule.ioserver == me);
         if (!to_reader || !rule.falls_back()) return false;
     }
     return shared;

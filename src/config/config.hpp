@@ -79,6 +79,8 @@ struct Config {
 
     // Index of a component name, or -1.
     int component_index(std::string_view name) const;
+    // comp_name= of component `index` (0 <= index < components.size()).
+    const std::string &component_name(int index) const { return components[static_cast<size_t>(index)]; }
     // The first rule whose pattern matches the normalized absolute path and whose excludes do not;
     // nullptr when dtf does not handle the path.
     const FileRule *match(std::string_view normalized_path) const;

@@ -189,7 +189,8 @@ bool intersect(const Box &a, const Box &b, Box &out) {
         p[d] = *q;
     }
     out.start.clear(), out.count.clear(), out.stride.clear();
-    for (int d = 0; d < n; ++d) out.start.push_back(p[d].start), out.count.push_back(p[d].count), out.stride.push_back(p[d].stride);
+    for (int d = 0; d < n; ++d)
+        out.start.push_back(p[d].start), out.count.push_back(p[d].count), out.stride.push_back(p[d].stride);
     return true;
 }
 

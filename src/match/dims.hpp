@@ -18,7 +18,9 @@ public:
 
     Dims() = default;
     Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.end()); }
-    Dims(const std::vector<int64_t> &v) { assign(v.data(), v.data() + v.size()); } // NOLINT: implicit, as the vector it replaces
+    Dims(const std::vector<int64_t> &v) {
+        assign(v.data(), v.data() + v.size());
+    } // NOLINT: implicit, as the vector it replaces
     Dims(size_t n, int64_t value) { assign(n, value); }
     Dims(const Dims &o) { copy(o); }
     Dims(Dims &&o) noexcept { take(o); }

@@ -15,7 +15,8 @@ TreeIndex::TreeIndex(const std::vector<const Box *> &boxes, int ndims) : nd_(ndi
     leaves.bounds.resize(2 * n * nd_);
     for (size_t i = 0; i < n; ++i)
         for (int d = 0; d < nd_; ++d)
-            leaves.bounds[2 * (i * nd_ + d)] = hull_lo(*boxes[i], d), leaves.bounds[2 * (i * nd_ + d) + 1] = hull_hi(*boxes[i], d);
+            leaves.bounds[2 * (i * nd_ + d)] = hull_lo(*boxes[i], d),
+                                         leaves.bounds[2 * (i * nd_ + d) + 1] = hull_hi(*boxes[i], d);
     ids_.resize(n);
     std::iota(ids_.begin(), ids_.end(), 0);
     pack(leaves, ids_);
@@ -64,7 +65,8 @@ template <class T> void TreeIndex::pack(Level &l, std::vector<T> &payload) const
 // Orders order[begin, end) into slabs by centre in dimension d (centres[i * nd + d]), then each slab
 // recursively by the following dimensions. Ties are broken by the next dimensions, so that e.g.
 // columns that all span dimension 0 are ordered by dimension 1.
-void TreeIndex::tile(const std::vector<int64_t> &centres, std::vector<int> &order, size_t begin, size_t end, int d) const {
+void TreeIndex::tile(const std::vector<int64_t> &centres, std::vector<int> &order, size_t begin, size_t end,
+                     int d) const {
     const size_t n = end - begin;
     if (d >= nd_ || n <= kFan) return;
     const int64_t *c = centres.data();

@@ -22,7 +22,9 @@ namespace dtf::match {
 
 // The bounding box of a non-empty box: the inclusive range [lo, hi] it spans in dimension d.
 inline int64_t hull_lo(const Box &b, int d) { return b.start[d]; }
-inline int64_t hull_hi(const Box &b, int d) { return b.start[d] + (b.count[d] - 1) * b.stride[d]; } // no overflow: valid()
+inline int64_t hull_hi(const Box &b, int d) {
+    return b.start[d] + (b.count[d] - 1) * b.stride[d];
+} // no overflow: valid()
 
 // Static R-tree over the hulls of non-empty boxes, bulk-loaded by sort-tile-recursive packing at
 // every level: the entries of a level are ordered in slabs (by hull centre in dimension 0, each slab

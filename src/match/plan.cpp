@@ -53,7 +53,8 @@ template <class Req> std::vector<int> sorted_order(const std::vector<Req> &reqs,
         int varid, index;
     };
     std::vector<Key> keys(reqs.size());
-    for (size_t i = 0; i < reqs.size(); ++i) keys[i] = Key{reqs[i].rank, reqs[i].id, reqs[i].varid, static_cast<int>(i)};
+    for (size_t i = 0; i < reqs.size(); ++i)
+        keys[i] = Key{reqs[i].rank, reqs[i].id, reqs[i].varid, static_cast<int>(i)};
     stable_sort_by(keys, [](const Key &k) { return k.rank; });
     auto by_id = [](const Key &a, const Key &b) { return a.id < b.id; };
     for (size_t first = 0, last; first < keys.size(); first = last) {

@@ -200,7 +200,10 @@ int Header::enddef(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_
         int64_t fixed = 0;
         for (size_t v = 0; v < vars_.size(); ++v)
             if (!is_record_var(static_cast<int>(v))) fixed = wrap_add(fixed, var_len(static_cast<int>(v)));
-        align_.header = hints_.header ? hints_.header : v_align > 0 ? v_align : fixed > 0 && r_align > 0 ? r_align : kHeaderAlign;
+        align_.header = hints_.header              ? hints_.header
+                        : v_align > 0              ? v_align
+                        : fixed > 0 && r_align > 0 ? r_align
+                                                   : kHeaderAlign;
         align_.var = hints_.var;
         align_.record = hints_.record ? hints_.record : r_align;
         for (int64_t *a : {&align_.header, &align_.var, &align_.record}) *a = *a == 0 ? 4 : round4(*a);
@@ -862,7 +865,8 @@ int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t
     const int64_t es = type_size(type), base = layout_.begin[static_cast<size_t>(varid)];
     int64_t begin_rec = -1; // the first record variable's begin
     for (size_t v = 0; v < vars_.size(); ++v)
-        if (is_record_var(static_cast<int>(v)) && (begin_rec < 0 || layout_.begin[v] < begin_rec)) begin_rec = layout_.begin[v];
+        if (is_record_var(static_cast<int>(v)) && (begin_rec < 0 || layout_.begin[v] < begin_rec))
+            begin_rec = layout_.begin[v];
     int64_t true_ub = 0;
     for (auto [offset, bytes] : runs) {
         true_ub = std::max(true_ub, offset + bytes);
@@ -873,7 +877,8 @@ int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t
             for (size_t v = 0; v < vars_.size() && found < 0; ++v) {
                 const int id = static_cast<int>(v);
                 int64_t slab = es;
-                for (size_t i = is_record_var(id) ? 1 : 0; i < vars_[v].dimids.size(); ++i) slab *= dims_[static_cast<size_t>(vars_[v].dimids[i])].len;
+                for (size_t i = is_record_var(id) ? 1 : 0; i < vars_[v].dimids.size(); ++i)
+                    slab *= dims_[static_cast<size_t>(vars_[v].dimids[i])].len;
                 int64_t from = layout_.begin[v], r = -1;
                 if (is_record_var(id)) {
                     if (at < begin_rec || layout_.recsize <= 0) continue;
@@ -1164,16 +1169,19 @@ std::string Header::difference(const Header &later) const {
         if (i >= b.vars_.size()) return dtf::format("variable '%s' gone", vars_[i].name.c_str());
         const Var &x = vars_[i], &y = b.vars_[i];
         if (x.name != y.name) return dtf::format("variable '%s' renamed to '%s'", x.name.c_str(), y.name.c_str());
-        if (x.type != y.type || x.dimids != y.dimids) return dtf::format("variable '%s' defined otherwise", x.name.c_str());
+        if (x.type != y.type || x.dimids != y.dimids)
+            return dtf::format("variable '%s' defined otherwise", x.name.c_str());
         if (std::string d = att_difference("variable '" + x.name + "'", x.atts, y.atts); !d.empty()) return d;
     }
     if (format_ != b.format_) return "the format changed";
-    if (layout_.begin != b.layout_.begin || layout_.extent != b.layout_.extent) return "the variables moved in the file";
+    if (layout_.begin != b.layout_.begin || layout_.extent != b.layout_.extent)
+        return "the variables moved in the file";
     return {};
 }
 
 bool Header::same_but_numrecs(const std::vector<char> &a, const std::vector<char> &b) {
-    return a.size() == b.size() && a.size() >= kNumrecsEnd && std::equal(a.begin(), a.begin() + kNumrecsAt, b.begin()) &&
+    return a.size() == b.size() && a.size() >= kNumrecsEnd &&
+           std::equal(a.begin(), a.begin() + kNumrecsAt, b.begin()) &&
            std::equal(a.begin() + kNumrecsEnd, a.end(), b.begin() + kNumrecsEnd);
 }
 

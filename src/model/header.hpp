@@ -179,10 +179,10 @@ public:
     // ---- record dimension and data access
     int64_t numrecs() const { return numrecs_; }
     void set_numrecs(int64_t n) { numrecs_ = n; }
-    // The checks PnetCDF makes before a put/get, in its order: NC_EPERM, NC_EINDEFINE,
-    // NC_EINDEP/NC_ENOTINDEP (those two not for a nonblocking call), NC_EGLOBAL/NC_ENOTVAR, NC_ECHAR, then start/count/stride:
-    // NC_EINVALCOORDS (also for a null start), NC_ENEGATIVECNT, NC_EEDGE (also for a null
-    // count), NC_ESTRIDE. Reads of record variables are bounded by numrecs(); writes are not.
+    // The checks PnetCDF makes before a put/get, in its order: NC_EPERM, NC_EINDEFINE, NC_EINDEP/NC_ENOTINDEP
+    // (those two not for a nonblocking call), NC_EGLOBAL/NC_ENOTVAR, NC_ECHAR, then start/count/stride:
+    // NC_EINVALCOORDS (also for a null start), NC_ENEGATIVECNT, NC_EEDGE (also for a null count), NC_ESTRIDE.
+    // Reads of record variables are bounded by numrecs(); writes are not.
     int check_access(const Access &a) const;
     // After a successful write, as PnetCDF: numrecs = max(numrecs, start[0] + (count[0] - 1) *
     // stride[0] + 1) for a record variable, even when nothing was written (zero counts).

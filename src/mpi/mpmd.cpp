@@ -102,7 +102,8 @@ int setup() {
     // Every process of the launch joins here; one that runs without dtf never does: bounded.
     std::vector<int> contexts(static_cast<size_t>(size));
     MPI_Request req;
-    if ((rc = PMPI_Iallgather(&g_context, 1, MPI_INT, contexts.data(), 1, MPI_INT, MPI_COMM_WORLD, &req)) != MPI_SUCCESS)
+    if ((rc = PMPI_Iallgather(&g_context, 1, MPI_INT, contexts.data(), 1, MPI_INT, MPI_COMM_WORLD, &req)) !=
+        MPI_SUCCESS)
         return failed(rc, "MPI_Iallgather of the application contexts");
     const double timeout = init_timeout(), start = PMPI_Wtime();
     for (int done = 0; !done;) {

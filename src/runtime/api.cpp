@@ -29,7 +29,8 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
     return dtf::guard([&] {
         dtf::runtime::Entry entry;
         Runtime *rt = Runtime::instance();
-        if (!rt) dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
+        if (!rt)
+            dtf::fail(DTF_ERR_NOT_INIT, "dtf_transfer('%s'): dtf_init has not been called", filename ? filename : "");
         if (!filename) dtf::fail(DTF_ERR_ARG, "dtf_transfer: filename is NULL");
         dtf::trace::Span span("dtf", "dtf_transfer");
         if (span.active()) span.args("\"path\":" + dtf::trace::quote(filename));

@@ -21,6 +21,7 @@
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "common/trace.hpp"
+#include "pnc/args.hpp"
 #include "pnc/hook.h"
 #include "runtime/files.hpp"
 #include "runtime/pnc_real.hpp"
@@ -76,7 +77,7 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
 
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) {
     PathCounters &c = rt.counters()[t.path];
-    auto name = [&](int component) { return rt.config().components[static_cast<size_t>(component)].c_str(); };
+    auto name = [&](int component) { return rt.config().component_name(component).c_str(); };
     if (writer && t.rule->write_only) return;
     if (writer) {
         // Every reader has read the last version.
@@ -142,8 +143,9 @@ void closed(Runtime &rt, const std::string &path, bool writer, transport::Group 
     ++(writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     if (group.rank() == 0)
         for (int peer : peers)
-            rt.notify(peer, Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0, path,
-                                    {}});
+            rt.notify(
+                peer,
+                Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0, path, {}});
 }
 
 int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
@@ -285,12 +287,12 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     if (!rt) return DTF_PNC_PASS;
     if (fn != DTF_FN_ncmpi_create && fn != DTF_FN_ncmpi_open) return DTF_PNC_PASS;
     dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
-    if (const char *path = *static_cast<const char **>(args[1]); span.active() && path)
+    using dtf::pnc::arg;
+    if (const char *path = arg<const char *>(args, 1); span.active() && path)
         span.args("\"path\":" + dtf::trace::quote(path));
     return dtf::guard([&] {
-        return dtf::runtime::open_or_create(*rt, fn, *static_cast<MPI_Comm *>(args[0]),
-                                            *static_cast<const char **>(args[1]), *static_cast<int *>(args[2]),
-                                            *static_cast<MPI_Info *>(args[3]), *static_cast<int **>(args[4]));
+        return dtf::runtime::open_or_create(*rt, fn, arg<MPI_Comm>(args, 0), arg<const char *>(args, 1),
+                                            arg<int>(args, 2), arg<MPI_Info>(args, 3), arg<int *>(args, 4));
     });
 }
 

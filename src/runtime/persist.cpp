@@ -58,14 +58,16 @@ public:
             fail(rc, "writing '%s' (persist=1, session %d): %s failed: %s", path_.c_str(), session_, call,
                  ncmpi_strerror(rc));
     }
-    template <class Fn, class... A> void call(int fn, A... args) { check(call_real<Fn>(fn, args...), dtf_pnc_name(fn)); }
+    template <class Fn, class... A> void call(int fn, A... args) {
+        check(call_real<Fn>(fn, args...), dtf_pnc_name(fn));
+    }
     void create(MPI_Comm comm, int cmode, MPI_Info info) {
-        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_create, comm, path_.c_str(), cmode, info,
-                                                                   &ncid);
+        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_create, comm, path_.c_str(), cmode,
+                                                                    info, &ncid);
     }
     void open(MPI_Comm comm, MPI_Info info) {
-        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open, comm, path_.c_str(), NC_WRITE, info,
-                                                                   &ncid);
+        call<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open, comm, path_.c_str(), NC_WRITE,
+                                                                    info, &ncid);
     }
     // Collective. `quiet`: after a failure, whose error is the one reported.
     void close(bool quiet) {
@@ -91,8 +93,8 @@ void put_att(File &f, int varid, const model::Att &a) {
 bool same_att(File &f, int varid, const model::Att &a) {
     nc_type type = NC_NAT;
     MPI_Offset len = 0;
-    const int rc = call_real<int (*)(int, int, const char *, nc_type *, MPI_Offset *)>(DTF_FN_ncmpi_inq_att, f.ncid, varid,
-                                                                                   a.name.c_str(), &type, &len);
+    const int rc = call_real<int (*)(int, int, const char *, nc_type *, MPI_Offset *)>(
+        DTF_FN_ncmpi_inq_att, f.ncid, varid, a.name.c_str(), &type, &len);
     if (rc != NC_NOERR || type != a.type || len != a.len) return false;
     std::vector<char> bytes(a.bytes.size() + 1);
     f.call<int (*)(int, int, const char *, void *)>(DTF_FN_ncmpi_get_att, f.ncid, varid, a.name.c_str(), bytes.data());
@@ -111,15 +113,18 @@ std::vector<const model::Att *> changed_atts(File &f, int varid, const std::vect
             char name[NC_MAX_NAME + 1] = {0};
             f.call<int (*)(int, int, int, char *)>(DTF_FN_ncmpi_inq_attname, f.ncid, varid, i, name);
             if (a.name != name)
-                fail(DTF_ERR_UNSUPPORTED, "%s: attribute %d is '%s' in the file and '%s' in this session, which renamed "
+                fail(DTF_ERR_UNSUPPORTED,
+                     "%s: attribute %d is '%s' in the file and '%s' in this session, which renamed "
                      "or deleted attributes: persist=1 does not reproduce that; write the file anew (ncmpi_create)",
                      where.c_str(), i, name, a.name.c_str());
         }
         if (i >= file_natts || !same_att(f, varid, a)) out.push_back(&a);
     }
     if (file_natts > static_cast<int>(atts.size()))
-        fail(DTF_ERR_UNSUPPORTED, "%s: this session deleted attributes: persist=1 does not reproduce that; write the file "
-             "anew (ncmpi_create)", where.c_str());
+        fail(DTF_ERR_UNSUPPORTED,
+             "%s: this session deleted attributes: persist=1 does not reproduce that; write the file "
+             "anew (ncmpi_create)",
+             where.c_str());
     return out;
 }
 
@@ -138,15 +143,19 @@ void define(File &f, const model::Header &h, bool created, bool own_fills, const
         char name[NC_MAX_NAME + 1] = {0};
         f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_dimname, f.ncid, d, name);
         if (h.dims()[static_cast<size_t>(d)].name != name)
-            fail(DTF_ERR_UNSUPPORTED, "%s: dimension %d is '%s' in the file and '%s' in this session (renamed): "
-                 "persist=1 does not reproduce that", where.c_str(), d, name, h.dims()[static_cast<size_t>(d)].name.c_str());
+            fail(DTF_ERR_UNSUPPORTED,
+                 "%s: dimension %d is '%s' in the file and '%s' in this session (renamed): "
+                 "persist=1 does not reproduce that",
+                 where.c_str(), d, name, h.dims()[static_cast<size_t>(d)].name.c_str());
     }
     for (int v = 0; v < nvars; ++v) {
         char name[NC_MAX_NAME + 1] = {0};
         f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_varname, f.ncid, v, name);
         if (h.vars()[static_cast<size_t>(v)].name != name)
-            fail(DTF_ERR_UNSUPPORTED, "%s: variable %d is '%s' in the file and '%s' in this session (renamed): "
-                 "persist=1 does not reproduce that", where.c_str(), v, name, h.vars()[static_cast<size_t>(v)].name.c_str());
+            fail(DTF_ERR_UNSUPPORTED,
+                 "%s: variable %d is '%s' in the file and '%s' in this session (renamed): "
+                 "persist=1 does not reproduce that",
+                 where.c_str(), v, name, h.vars()[static_cast<size_t>(v)].name.c_str());
     }
     // What changes, worked out before redef (the attribute comparisons read the file).
     std::vector<const model::Att *> gatts = changed_atts(f, NC_GLOBAL, h.global_atts(), ngatts, where);
@@ -159,7 +168,8 @@ void define(File &f, const model::Header &h, bool created, bool own_fills, const
     for (size_t v = static_cast<size_t>(nvars); v < h.vars().size(); ++v)
         for (const auto &a : h.vars()[v].atts) vatts[v].push_back(&a);
     const bool changes = static_cast<size_t>(ndims) < h.dims().size() || static_cast<size_t>(nvars) < h.vars().size() ||
-                         !gatts.empty() || std::any_of(vatts.begin(), vatts.end(), [](const auto &x) { return !x.empty(); });
+                         !gatts.empty() ||
+                         std::any_of(vatts.begin(), vatts.end(), [](const auto &x) { return !x.empty(); });
     if (!created && !changes) return;
     if (!created) f.call<int (*)(int)>(DTF_FN_ncmpi_redef, f.ncid);
     int old_mode = 0;
@@ -204,11 +214,12 @@ void check_layout(File &f, const model::Header &h, const std::string &where) {
         same = h.inq_varoffset(static_cast<int>(v), &want) == NC_NOERR && want == offset;
     }
     if (!same)
-        fail(DTF_ERR_UNSUPPORTED, "%s: written in one step, the file would be laid out otherwise than file mode lays it "
+        fail(DTF_ERR_UNSUPPORTED,
+             "%s: written in one step, the file would be laid out otherwise than file mode lays it "
              "out (header extent %lld, file mode's %lld), as the session redefined it after its first enddef or gave "
              "ncmpi__enddef free space or alignments: persist=1 does not reproduce that; define everything before "
-             "the first enddef, with ncmpi_enddef", where.c_str(), static_cast<long long>(extent),
-             static_cast<long long>(want_extent));
+             "the first enddef, with ncmpi_enddef",
+             where.c_str(), static_cast<long long>(extent), static_cast<long long>(want_extent));
 }
 
 void put_one(File &f, const model::Header &h, const WriteRecord &w) {
@@ -231,8 +242,8 @@ void put_one(File &f, const model::Header &h, const WriteRecord &w) {
     const std::vector<MPI_Offset> start(b.start.data(), b.start.data() + b.ndims()),
         count(b.count.data(), b.count.data() + b.ndims()), stride(b.stride.data(), b.stride.data() + b.ndims());
     f.call<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *, const void *, MPI_Offset,
-                   MPI_Datatype)>(DTF_FN_ncmpi_put_vars, f.ncid, w.meta.varid, start.data(), count.data(), stride.data(),
-                                  static_cast<const void *>(values), n, types::mpi_type(type));
+                   MPI_Datatype)>(DTF_FN_ncmpi_put_vars, f.ncid, w.meta.varid, start.data(), count.data(),
+                                  stride.data(), static_cast<const void *>(values), n, types::mpi_type(type));
 }
 
 // The variables that two ranks of `comm` write in overlapping regions (by the bounding box of each
@@ -295,8 +306,10 @@ std::vector<std::pair<uint64_t, int>> shared_rounds(MPI_Comm comm, const std::ve
     std::vector<int64_t> all;
     {
         transport::Blocking unlocked;
-        transport::check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather (persist=1)");
-        for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
+        transport::check_mpi(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm),
+                             "MPI_Allgather (persist=1)");
+        for (int r = 1; r < size; ++r)
+            displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r) - 1] + counts[static_cast<size_t>(r) - 1];
         all.resize(static_cast<size_t>(displs.back() + counts.back()));
         transport::check_mpi(MPI_Allgatherv(mine.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(),
                                             MPI_INT64_T, comm), "MPI_Allgatherv (persist=1)");
@@ -319,7 +332,8 @@ std::vector<std::pair<uint64_t, int>> shared_rounds(MPI_Comm comm, const std::ve
 void put_values(File &f, MPI_Comm comm, const model::Header &h, std::vector<const WriteRecord *> writes) {
     // (an aggregator's or I/O server's writes come from several ranks: in the order they took effect)
     std::stable_sort(writes.begin(), writes.end(), [](const WriteRecord *a, const WriteRecord *b) {
-        return std::make_tuple(a->meta.seq, a->meta.rank, a->meta.id) < std::make_tuple(b->meta.seq, b->meta.rank, b->meta.id);
+        return std::make_tuple(a->meta.seq, a->meta.rank, a->meta.id) <
+               std::make_tuple(b->meta.seq, b->meta.rank, b->meta.id);
     });
     const std::vector<bool> shared = shared_vars(comm, h, writes);
     int rank = 0;
@@ -447,18 +461,21 @@ void send_bytes(MPI_Comm comm, int to, const std::vector<char> &bytes) {
     int64_t n = static_cast<int64_t>(bytes.size());
     transport::check_mpi(MPI_Send(&n, 1, MPI_INT64_T, to, 0, comm), "MPI_Send (persist=1, aggregators=)");
     for (size_t at = 0; at < bytes.size(); at += kChunk)
-        transport::check_mpi(MPI_Send(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)), MPI_BYTE,
-                                      to, 1, comm), "MPI_Send (persist=1, aggregators=)");
+        transport::check_mpi(
+            MPI_Send(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)), MPI_BYTE, to, 1, comm),
+            "MPI_Send (persist=1, aggregators=)");
 }
 
 std::vector<char> recv_bytes(MPI_Comm comm, int from) {
     transport::Blocking unlocked;
     int64_t n = 0;
-    transport::check_mpi(MPI_Recv(&n, 1, MPI_INT64_T, from, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv (persist=1, aggregators=)");
+    transport::check_mpi(MPI_Recv(&n, 1, MPI_INT64_T, from, 0, comm, MPI_STATUS_IGNORE),
+                         "MPI_Recv (persist=1, aggregators=)");
     std::vector<char> bytes(static_cast<size_t>(n));
     for (size_t at = 0; at < bytes.size(); at += kChunk)
-        transport::check_mpi(MPI_Recv(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)), MPI_BYTE,
-                                      from, 1, comm, MPI_STATUS_IGNORE), "MPI_Recv (persist=1, aggregators=)");
+        transport::check_mpi(MPI_Recv(bytes.data() + at, static_cast<int>(std::min(kChunk, bytes.size() - at)),
+                                      MPI_BYTE, from, 1, comm, MPI_STATUS_IGNORE),
+                             "MPI_Recv (persist=1, aggregators=)");
     return bytes;
 }
 
@@ -511,7 +528,9 @@ void pack_writes(PayloadWriter &p, const model::Header &h, const std::vector<Wri
 // buffer of their size in `data`, and their positions in *out are added to *apart (nullptr: none may).
 void unpack_writes(const model::Header &h, const std::vector<char> &bytes, std::vector<WriteRecord> *out,
                    std::vector<size_t> *apart, const std::string &where) {
-    auto bad = [&] { fail(DTF_ERR_INTERNAL, "%s: malformed writes from a rank of the aggregator group", where.c_str()); };
+    auto bad = [&] {
+        fail(DTF_ERR_INTERNAL, "%s: malformed writes from a rank of the aggregator group", where.c_str());
+    };
     ByteReader in(bytes.data(), bytes.size());
     int64_t mlen = 0;
     if (!in.i64(&mlen) || mlen < 0 || static_cast<uint64_t>(mlen) > in.left()) bad();
@@ -596,7 +615,8 @@ void announce_written(Runtime &rt, int writer, const std::string &path, int sess
     const std::vector<char> payload = p.take();
     for (int reader : readers) {
         if (fallback && rt.absent(reader) && !rt.run_id().empty())
-            rt.board().put(rt.disk_key(writer, reader, path, ++rt.disk_sessions()[{writer, reader, path}]), rt.run_id());
+            rt.board().put(rt.disk_key(writer, reader, path, ++rt.disk_sessions()[{writer, reader, path}]),
+                           rt.run_id());
         if (rt.lost(reader)) continue; // (it takes no message)
         rt.notify(reader, Message{MessageKind::Persisted, 0, session, 0, path, payload});
         if (fallback) rt.notify(reader, Message{MessageKind::FileWritten, 0, session, 0, path, payload});
@@ -618,8 +638,8 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
     p.i32(job.rank);
     p.i32(job.rank == 0 ? 1 : 0);
     if (job.rank == 0)
-        describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback, job.readers,
-                      job.hints);
+        describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback,
+                      job.readers, job.hints);
     pack_writes(p, job.header, job.ws->writes, kSentApart);
     rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
     // The large values after it, in place, on the session's data tag (the server receives them once it
@@ -633,7 +653,8 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
     for (const WriteRecord &w : job.ws->writes) {
         const size_t n = value_bytes(job.header, w);
         rt.stats().persist_bytes += static_cast<long>(n);
-        if (n >= kSentApart) rt.peer_link(server).channel->send(to, tag, w.values(), n, writes, "sending values to the I/O server");
+        if (n >= kSentApart)
+            rt.peer_link(server).channel->send(to, tag, w.values(), n, writes, "sending values to the I/O server");
     }
     rt.stats().persist_s += now_s() - t0;
     log::debug("%s: sent to I/O server '%s' rank %d", where.c_str(), job.rule->ioserver.c_str(), to);
@@ -646,7 +667,8 @@ void write_job(Runtime &rt, PersistJob &job) {
     const std::string where = format("writing '%s' (persist=1, %s:%d, session %d)", job.path.c_str(),
                                      rt.config().path.c_str(), job.rule->line, job.session);
     const MPI_Comm comm = transport::mpi_comm_of(*job.group);
-    if (comm == MPI_COMM_NULL) fail(DTF_ERR_UNSUPPORTED, "%s: the file's ranks are not an MPI communicator", where.c_str());
+    if (comm == MPI_COMM_NULL)
+        fail(DTF_ERR_UNSUPPORTED, "%s: the file's ranks are not an MPI communicator", where.c_str());
     if (!job.rule->ioserver.empty()) return ship_job(rt, job, where, t0);
     // The readers first: a session the progress thread still serves (buffer_data=1) is served before
     // a byte of its file is written, which would otherwise hold the runtime lock and the core the
@@ -662,19 +684,20 @@ void write_job(Runtime &rt, PersistJob &job) {
     if (job.persist_after != 0)
         rt.wait_until([&] { return job.persist_after == 0; }, [&] {
             return format("%s waited for component '%s' to write the session before it to the file", where.c_str(),
-                          rt.config().components[static_cast<size_t>(job.readers.front())].c_str());
+                          rt.config().component_name(job.readers.front()).c_str());
         }, job.readers.front());
     // The values go to the aggregators (agreed over every rank); a rank that is not one is done then.
     Output out;
     rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
     if (out.writes_file) transport::on_all(out.writers, [&] {
         const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
-        write_file({path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs, job.rule->subfiles},
-                   out.comm,
-                   out.writes, where);
+        write_file(
+            {path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs, job.rule->subfiles},
+            out.comm, out.writes, where);
     });
     log::debug("%s: done", where.c_str());
-    for (const WriteRecord &w : job.ws->writes) rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
+    for (const WriteRecord &w : job.ws->writes)
+        rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
     for (WriteRecord &w : job.ws->writes) // the copies made for the file alone (the session is served)
         if (w.persist_copy) rt.buffers().give(std::move(w.data));
     rt.stats().persist_s += now_s() - t0;
@@ -699,7 +722,8 @@ void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
     // knew the file: the path's record has it then)
     const auto c = rt.counters().find(vf.path);
     if (job->persist_after != 0 && c != rt.counters().end() &&
-        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) != c->second.persisted.end())
+        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) !=
+            c->second.persisted.end())
         job->persist_after = 0;
     job->enddefs = vf.enddefs;
     job->readers = vf.peers;
@@ -750,10 +774,12 @@ void flush_persist(Runtime &rt, const transport::Group *group, const config::Fil
     auto held = [&](const PersistJob &j) {
         const int k = j.rule->aggregate_steps;
         if (k <= 1 || !group || (reading && !j.rule->fixed_roles())) return false;
-        return std::count_if(jobs.begin(), jobs.end(), [&](const auto &o) { return mine(*o) && o->rule == j.rule; }) < k;
+        const auto same_rule = [&](const auto &o) { return mine(*o) && o->rule == j.rule; };
+        return std::count_if(jobs.begin(), jobs.end(), same_rule) < k;
     };
     auto due = [&](const PersistJob &j) { return !j.writing && mine(j) && !held(j); };
-    if (std::none_of(jobs.begin(), jobs.end(), [&](const auto &j) { return due(*j) && (reading || !group || j->rule == rule); }))
+    if (std::none_of(jobs.begin(), jobs.end(),
+                     [&](const auto &j) { return due(*j) && (reading || !group || j->rule == rule); }))
         return;
     // Every job of those ranks, in the order they closed (the same on each rank). They stay in the
     // list while they are written, where the Persisted message a continued one waits for finds them.
@@ -778,7 +804,8 @@ void end_persist(Runtime &rt) {
     if (rt.component_rank() != 0) return;
     std::set<int> servers;
     for (const auto &rule : rt.config().files)
-        if (!rule.ioserver.empty() && rule.involves(rt.self_name())) servers.insert(rt.config().component_index(rule.ioserver));
+        if (!rule.ioserver.empty() && rule.involves(rt.self_name()))
+            servers.insert(rt.config().component_index(rule.ioserver));
     for (int server : servers) rt.send(server, 0, Message{MessageKind::PersistDone, 0, 0, 0, rt.self_name(), {}});
 }
 
@@ -871,7 +898,8 @@ void receive_apart(Runtime &rt, const Part &job, std::vector<WriteRecord> &recor
     std::vector<transport::Ticket> tickets;
     for (size_t i = 0; i < apart.size(); ++i) {
         std::vector<char> &data = records[apart[i]].data;
-        tickets.push_back(channel.receive(sources[i], tag, data.data(), data.size(), "receiving values for the I/O server"));
+        tickets.push_back(
+            channel.receive(sources[i], tag, data.data(), data.size(), "receiving values for the I/O server"));
     }
     try {
         rt.wait_until([&] { return channel.done(tickets); }, [&] {
@@ -911,7 +939,8 @@ std::vector<char> broadcast(Runtime &rt, MPI_Comm comm, std::vector<char> bytes)
     };
     int64_t n = static_cast<int64_t>(bytes.size());
     bcast(&n, 1, MPI_INT64_T);
-    if (n > INT32_MAX) fail(DTF_ERR_UNSUPPORTED, "I/O server: a file's description of %lld bytes", static_cast<long long>(n));
+    if (n > INT32_MAX)
+        fail(DTF_ERR_UNSUPPORTED, "I/O server: a file's description of %lld bytes", static_cast<long long>(n));
     bytes.resize(static_cast<size_t>(n));
     bcast(bytes.data(), static_cast<int>(n), MPI_BYTE);
     return bytes;
@@ -930,7 +959,8 @@ void serve_io(Runtime &rt) {
         if (rule.ioserver == rt.self_name())
             for (const auto &name : rule.parties()) clients.insert(config.component_index(name));
     if (clients.empty())
-        fail(DTF_ERR_CONFIG, "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=", config.path.c_str(),
+        fail(DTF_ERR_CONFIG,
+             "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=", config.path.c_str(),
              rt.self_name().c_str());
     std::set<int> finished;      // root: the clients whose root said PersistDone, or that never connected
     for (int c : clients)        // (a reader of fallback= files only: Config::may_go_without)
@@ -966,7 +996,7 @@ void serve_io(Runtime &rt) {
                     for (int c : clients)
                         if (rt.gone(c) && finished.insert(c).second)
                             log::notice("dtf_ioserver '%s': component '%s' was lost; the server goes on without it",
-                                        rt.self_name().c_str(), config.components[static_cast<size_t>(c)].c_str());
+                                        rt.self_name().c_str(), config.component_name(c).c_str());
                     if (finished.size() >= clients.size()) {
                         if (!waiting.empty())
                             fail(DTF_ERR_PEER, "dtf_ioserver: session %d of '%s' continues a session that was never "
@@ -987,14 +1017,15 @@ void serve_io(Runtime &rt) {
         if (rank == 0) waiting.pop_front();
         const std::string where = format("dtf_ioserver '%s' writing '%s' (session %d of component '%s')",
                                          rt.self_name().c_str(), job.path.c_str(), job.session,
-                                         config.components[static_cast<size_t>(job.from)].c_str());
+                                         config.component_name(job.from).c_str());
         const double t0 = now_s();
         try {
             transport::on_all(comm, [&] {
                 // This rank's parts: the writer ranks of its group (ship_job), in their order.
                 std::vector<Part> parts;
                 int expected = 0;
-                for (int r = 0; r < job.writers; ++r) expected += config::aggregator_group(r, job.writers, size) == rank;
+                for (int r = 0; r < job.writers; ++r)
+                    expected += config::aggregator_group(r, job.writers, size) == rank;
                 if (rank == 0) { // its first part came with the description
                     parts.emplace_back();
                     parts.back().writer_rank = job.writer_rank;

@@ -58,8 +58,9 @@ int open_header_copy(const std::string &path, const std::vector<char> &bytes, MP
     const char *dir = std::getenv("TMPDIR");
     std::string name = std::string(dir && *dir ? dir : "/tmp") + "/dtf-header-XXXXXX";
     const int fd = mkstemp(name.data());
-    if (fd < 0) fail(DTF_ERR_INTERNAL, "MPI_File_open of '%s': cannot make a file for its header in %s: %s", path.c_str(),
-                     name.c_str(), std::strerror(errno));
+    if (fd < 0)
+        fail(DTF_ERR_INTERNAL, "MPI_File_open of '%s': cannot make a file for its header in %s: %s", path.c_str(),
+             name.c_str(), std::strerror(errno));
     size_t done = 0;
     while (done < bytes.size()) {
         const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);

@@ -25,11 +25,15 @@ using transport::Tag;
 // The next readback message of rank `source` (each rank's come in the order it sent them).
 std::vector<char> next_from(Runtime &rt, WriterSession &ws, int source, const std::string &context) {
     std::deque<std::vector<char>> &queue = ws.readback_inbox[source];
-    rt.wait_until([&] {
-        while (auto in = ws.local->poll(Tag::Readback, "receiving a readback"))
-            ws.readback_inbox[in->source].push_back(std::move(in->bytes));
-        return !queue.empty();
-    }, [&] { return format("%s waited for writer rank %d to make the same collective call", context.c_str(), source); });
+    rt.wait_until(
+        [&] {
+            while (auto in = ws.local->poll(Tag::Readback, "receiving a readback"))
+                ws.readback_inbox[in->source].push_back(std::move(in->bytes));
+            return !queue.empty();
+        },
+        [&] {
+            return format("%s waited for writer rank %d to make the same collective call", context.c_str(), source);
+        });
     std::vector<char> m = std::move(queue.front());
     queue.pop_front();
     return m;
@@ -41,15 +45,17 @@ std::vector<char> gather(Runtime &rt, const VirtualFile &vf, const std::vector<c
     const WriterSession &ws = *vf.ws;
     size_t total = 0;
     for (const auto *p : pieces)
-        total += static_cast<size_t>(p->region.size()) * types::type_size(vf.header.vars()[static_cast<size_t>(p->varid)].type);
+        total += static_cast<size_t>(p->region.size()) *
+                 types::type_size(vf.header.vars()[static_cast<size_t>(p->varid)].type);
     std::vector<char> bytes = rt.buffers().take(total);
     char *at = bytes.data();
     for (const auto *p : pieces) {
         const WriteRecord &w = ws.writes[p->write_id - 1];
         if (w.packed)
-            fail(DTF_ERR_UNSUPPORTED, "%s: this session replays the transfer pattern of an earlier one and kept only the "
-                 "values its readers read (replay_io=1, %s:%d); set replay_io=0 for this file", context.c_str(),
-                 rt.config().path.c_str(), vf.rule->line);
+            fail(DTF_ERR_UNSUPPORTED,
+                 "%s: this session replays the transfer pattern of an earlier one and kept only the "
+                 "values its readers read (replay_io=1, %s:%d); set replay_io=0 for this file",
+                 context.c_str(), rt.config().path.c_str(), vf.rule->line);
         const size_t es = types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
         match::copy_region(w.meta.box, const_cast<char *>(w.values()), p->region, at, es, true);
         at += static_cast<size_t>(p->region.size()) * es;
@@ -86,7 +92,8 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     std::vector<transport::Ticket> sends;
     if (!others.empty()) {
         PayloadWriter p;
-        p.bytes(match::encode(std::vector<match::WriteReq>(writes.end() - static_cast<std::ptrdiff_t>(ws.writes.size() - ws.readback_told), writes.end())));
+        p.bytes(match::encode(std::vector<match::WriteReq>(
+            writes.end() - static_cast<std::ptrdiff_t>(ws.writes.size() - ws.readback_told), writes.end())));
         p.bytes(match::encode(reads));
         ws.readback_told = ws.writes.size();
         sends.push_back(ws.local->send(others, Tag::Readback, p.take(), "sending a readback's writes and reads"));
@@ -114,7 +121,9 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     std::map<int, std::vector<char>> values;
     for (auto &[q, list] : to) {
         if (q == vf.rank) values[q] = gather(rt, vf, list, context);
-        else sends.push_back(ws.local->send(q, Tag::Readback, gather(rt, vf, list, context), "sending a readback's values"));
+        else
+            sends.push_back(
+                ws.local->send(q, Tag::Readback, gather(rt, vf, list, context), "sending a readback's values"));
     }
     for (auto &[q, list] : from)
         if (q != vf.rank) values[q] = next_from(rt, ws, q, context);
@@ -159,12 +168,14 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
         ReadRecord &r = *part_of[read.id].first;
         r.status = DTF_ERR_UNSUPPORTED;
         if (rc == NC_NOERR) rc = DTF_ERR_UNSUPPORTED;
-        report_error(DTF_ERR_UNSUPPORTED,
-                     format("%s: variable '%s' %s: this component opened the file with NC_WRITE and did not write all of "
-                            "these elements since; the file holds the values of an earlier session there, which transfer "
-                            "mode does not keep (read them in that session, or write them again)", context.c_str(),
-                            vf.header.vars()[static_cast<size_t>(read.varid)].name.c_str(), read.box.to_string().c_str())
-                         .c_str());
+        report_error(
+            DTF_ERR_UNSUPPORTED,
+            format("%s: variable '%s' %s: this component opened the file with NC_WRITE and did not write all of "
+                   "these elements since; the file holds the values of an earlier session there, which transfer "
+                   "mode does not keep (read them in that session, or write them again)",
+                   context.c_str(), vf.header.vars()[static_cast<size_t>(read.varid)].name.c_str(),
+                   read.box.to_string().c_str())
+                .c_str());
     }
     return rc;
 }

@@ -205,7 +205,8 @@ void end_unless(double grace, std::function<bool()> done, std::string why) {
         const Deadline deadline(grace);
         while (!done()) {
             if (deadline.expired()) {
-                std::fprintf(stderr, "[dtf] %s after %.0f s: this process ends now with status 1\n", why.c_str(), grace);
+                std::fprintf(stderr, "[dtf] %s after %.0f s: this process ends now with status 1\n", why.c_str(),
+                             grace);
                 std::fflush(nullptr);
                 std::_Exit(1);
             }
@@ -397,13 +398,19 @@ void Runtime::connect_peers() {
     for (int p : peers) {
         const std::string &peer = config_.components[p];
         log::debug("connecting to component '%s'", peer.c_str());
-        transport::PairSpec spec{self_name(), peer, self_ < p, [&] {
-            check_peer_alive(peer, [&] { return format("dtf_init waited for component '%s' to connect", peer.c_str()); });
-            const auto run = run_id().empty() ? std::nullopt : board->get(transport::went_on_key(peer, self_name()));
-            if (run && *run == run_id())
-                fail(DTF_ERR_PEER, "component '%s' %s (it did not connect within DTF_TIMEOUT)", peer.c_str(),
-                     kWentOnWithout);
-        }, config_.optional_pairs_before(p, self_)};
+        transport::PairSpec spec{self_name(), peer, self_ < p,
+                                 [&] {
+                                     check_peer_alive(peer, [&] {
+                                         return format("dtf_init waited for component '%s' to connect", peer.c_str());
+                                     });
+                                     const auto run = run_id().empty()
+                                                          ? std::nullopt
+                                                          : board->get(transport::went_on_key(peer, self_name()));
+                                     if (run && *run == run_id())
+                                         fail(DTF_ERR_PEER, "component '%s' %s (it did not connect within DTF_TIMEOUT)",
+                                              peer.c_str(), kWentOnWithout);
+                                 },
+                                 config_.optional_pairs_before(p, self_)};
         MPI_Comm inter;
         try {
             inter = transport::connect_pair(world_, board, spec, settings_.timeout_s);
@@ -421,8 +428,8 @@ void Runtime::connect_peers() {
             absent_.emplace(p, e.what());
             if (rank_ == 0) {
                 log::notice("going on without component '%s', which did not connect: every session of the files it "
-                            "would read that '%s' writes or serves goes to the file system (fallback=); %s", peer.c_str(),
-                            self_name().c_str(), e.what());
+                            "would read that '%s' writes or serves goes to the file system (fallback=); %s",
+                            peer.c_str(), self_name().c_str(), e.what());
                 // (a reader that starts later in this run finds it, and reads those files there)
                 if (!run_id().empty()) board->put(transport::went_on_key(self_name(), peer), run_id());
             }
@@ -572,16 +579,17 @@ void Runtime::post(int peer, const std::vector<int> &ranks, Message &&message) {
     if (log::enabled(log::kDebug))
         log::debug("sending %s session %d epoch %d of '%s' to %zu rank(s) of '%s' (first %d)", kind_name(message.kind),
                    message.session, message.epoch, message.path.c_str(), ranks.size(),
-                   config_.components[static_cast<size_t>(peer)].c_str(), ranks.empty() ? -1 : ranks[0]);
+                   config_.component_name(peer).c_str(), ranks.empty() ? -1 : ranks[0]);
     if (trace::on())
         trace::instant("control", format("send %s", kind_name(message.kind)),
                        format("\"to\":%s,\"ranks\":%zu,\"first\":%d,\"session\":%d,\"epoch\":%d,\"path\":%s",
-                              trace::quote(config_.components[static_cast<size_t>(peer)]).c_str(), ranks.size(),
+                              trace::quote(config_.component_name(peer)).c_str(), ranks.size(),
                               ranks.empty() ? -1 : ranks[0], message.session, message.epoch,
                               trace::quote(message.path).c_str()));
     stats_.notices_sent += static_cast<long>(ranks.size());
     stats_.sent_by_kind[static_cast<size_t>(message.kind)] += static_cast<long>(ranks.size());
-    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)), "sending a control message");
+    peer_link(peer).channel->send(ranks, transport::Tag::Control, encode(std::move(message)),
+                                  "sending a control message");
 }
 
 void Runtime::notify(int peer, Message message) {
@@ -628,7 +636,7 @@ transport::Tag Runtime::data_tag(int writer, int64_t stamp) const {
     auto tag = transport::data_tag(root, static_cast<uint32_t>(stamp), writer_size, tag_ub_);
     if (!tag)
         fail(DTF_ERR_MPI, "MPI_TAG_UB (%d) leaves no data message tag for rank %d of the %d ranks of component '%s'",
-             tag_ub_, root, writer_size, config_.components[static_cast<size_t>(writer)].c_str());
+             tag_ub_, root, writer_size, config_.component_name(writer).c_str());
     return *tag;
 }
 
@@ -707,8 +715,8 @@ transport::Board &Runtime::board() {
 }
 
 std::string Runtime::disk_key(int writer, int reader, const std::string &path, int n) const {
-    return format("%s--%s.file.%016llx.%d", config_.components[static_cast<size_t>(writer)].c_str(),
-                  config_.components[static_cast<size_t>(reader)].c_str(),
+    return format("%s--%s.file.%016llx.%d", config_.component_name(writer).c_str(),
+                  config_.component_name(reader).c_str(),
                   static_cast<unsigned long long>(fnv1a(path)), n);
 }
 
@@ -750,10 +758,10 @@ void Runtime::apply(Message &&m) {
     if (trace::on())
         trace::instant("control", format("received %s", kind_name(m.kind)),
                        format("\"from\":%s,\"rank\":%d,\"session\":%d,\"epoch\":%d,\"bytes\":%zu,\"path\":%s",
-                              trace::quote(config_.components[static_cast<size_t>(m.from_component)]).c_str(), m.source,
+                              trace::quote(config_.component_name(m.from_component)).c_str(), m.source,
                               m.session, m.epoch, m.payload.size(), trace::quote(m.path).c_str()));
     log::debug("message %s from '%s' session %d epoch %d: '%s' (%zu payload bytes)", kind_name(m.kind),
-               config_.components[static_cast<size_t>(m.from_component)].c_str(), m.session, m.epoch, m.path.c_str(),
+               config_.component_name(m.from_component).c_str(), m.session, m.epoch, m.path.c_str(),
                m.payload.size());
     if (m.kind == MessageKind::ClosedWrite || m.kind == MessageKind::ClosedRead) {
         PathCounters &c = counters_[m.path];
@@ -819,7 +827,7 @@ void Runtime::contest(const Message &m) {
                        format("component '%s' writes session %d of '%s' too, as this component does (one component "
                               "writes a session of a transfer-mode file, the other reads it: did both create it, or "
                               "open it with NC_WRITE?)",
-                              config_.components[static_cast<size_t>(m.from_component)].c_str(), m.session,
+                              config_.component_name(m.from_component).c_str(), m.session,
                               m.path.c_str()));
 }
 
@@ -905,7 +913,7 @@ Message Runtime::wait_message(const std::function<bool(const Message &)> &match,
 }
 
 bool Runtime::gone(int component) const {
-    const std::string &name = config_.components[static_cast<size_t>(component)];
+    const std::string &name = config_.component_name(component);
     if (told_lost_.count(name)) return true;
     if (lost_report(name).empty()) return false;
     told_lost_.insert(name);
@@ -941,10 +949,10 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
     if (auto it = unanswered_.find(peer()); it != unanswered_.end() && !done())
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' already failed to answer for DTF_TIMEOUT=%g s (%s), "
              "so this rank does not wait for it again", rank_, self_name().c_str(), what().c_str(),
-             config_.components[static_cast<size_t>(it->first)].c_str(), settings_.timeout_s, it->second.c_str());
+             config_.component_name(it->first).c_str(), settings_.timeout_s, it->second.c_str());
     if (auto it = absent_.find(peer()); it != absent_.end() && !done())
         fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' never connected (%s)", rank_, self_name().c_str(),
-             what().c_str(), config_.components[static_cast<size_t>(it->first)].c_str(), it->second.c_str());
+             what().c_str(), config_.component_name(it->first).c_str(), it->second.c_str());
     const bool own_bound = timeout_s > 0 && timeout_s < settings_.timeout_s;
     Deadline deadline(own_bound ? timeout_s : settings_.timeout_s);
     Backoff backoff(20e-6, 2e-3);
@@ -968,7 +976,7 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
             const int p = peer();
             span.emplace("wait", collective ? "wait: collective" : "wait: peer");
             span_args = "\"for\":" + trace::quote(what()) + ",\"peer\":" +
-                        trace::quote(p >= 0 ? config_.components[static_cast<size_t>(p)] : std::string("-"));
+                        trace::quote(p >= 0 ? config_.component_name(p) : std::string("-"));
             span->args(span_args);
         }
         if (span && !noted && deadline.elapsed() >= 1.0) {
@@ -977,7 +985,7 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
             trace::flush();
         }
         if (deadline.elapsed() >= next_check) { // (only its peer's loss: the others may have lost a member)
-            if (const int p = peer(); p >= 0) check_peer_alive(config_.components[static_cast<size_t>(p)], what);
+            if (const int p = peer(); p >= 0) check_peer_alive(config_.component_name(p), what);
             next_check = deadline.elapsed() + 0.1;
         }
         if (deadline.expired()) {
@@ -1280,7 +1288,8 @@ void Runtime::teardown(bool orderly) {
     }
     open_files_.clear();
     for (auto &[ncid, vf] : virtual_files_) {
-        log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(), ncid);
+        log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(),
+                  ncid);
         if (vf->ws) forsake(vf->ws);
     }
     virtual_files_.clear();
@@ -1293,8 +1302,11 @@ void Runtime::teardown(bool orderly) {
         attempt([&] {
             spares_.finish([&](transport::Pending &dup) {
                 wait([&] { return dup.test(); },
-                     [&] { return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
-                                         "waited for the other ranks that opened files with it", rank_, self_name().c_str()); },
+                     [&] {
+                         return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
+                                       "waited for the other ranks that opened files with it",
+                                       rank_, self_name().c_str());
+                     },
                      [] { return -1; }, 0, true);
             });
         });
@@ -1325,16 +1337,18 @@ void Runtime::teardown(bool orderly) {
                 log::warn("dtf_finalize: not meeting component '%s', which was lost (a call of this rank said so)",
                           link.name.c_str());
                 if (g_parted.empty()) {
-                    g_parted = format("rank %d (%s): component '%s' was lost", rank_, self_name().c_str(), link.name.c_str());
+                    g_parted =
+                        format("rank %d (%s): component '%s' was lost", rank_, self_name().c_str(), link.name.c_str());
                     g_parted_timeout = settings_.timeout_s;
                 }
                 continue;
             }
             attempt([&] {
                 if (auto it = unanswered_.find(comp); it != unanswered_.end())
-                    fail(DTF_ERR_PEER, "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
-                         "to answer for DTF_TIMEOUT=%g s (%s)", rank_, self_name().c_str(), link.name.c_str(),
-                         settings_.timeout_s, it->second.c_str());
+                    fail(DTF_ERR_PEER,
+                         "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
+                         "to answer for DTF_TIMEOUT=%g s (%s)",
+                         rank_, self_name().c_str(), link.name.c_str(), settings_.timeout_s, it->second.c_str());
                 // Progressing meanwhile: a peer may still be sending control messages that this rank
                 // has no use for (e.g. FileDefined of a file it does not read), and a message above
                 // MPI's eager limit (4 KiB in shared memory) is not delivered until it is received.
@@ -1362,8 +1376,9 @@ void Runtime::teardown(bool orderly) {
             // (on_mpi_finalize then ends the process).
             if (synced) synced_links.push_back(&link);
             else if (g_parted.empty()) {
-                g_parted = format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
-                                  rank_, self_name().c_str(), link.name.c_str());
+                g_parted =
+                    format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
+                           rank_, self_name().c_str(), link.name.c_str());
                 g_parted_timeout = settings_.timeout_s;
             }
         }
@@ -1383,7 +1398,7 @@ void Runtime::teardown(bool orderly) {
         stats_.path_records = static_cast<long>(counters_.size());
         for (const auto &m : inbox_)
             log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
-                      kind_name(m.kind), m.path.c_str(), m.session, config_.components[static_cast<size_t>(m.from_component)].c_str());
+                      kind_name(m.kind), m.path.c_str(), m.session, config_.component_name(m.from_component).c_str());
         if (settings_.print_stats)
             attempt([&] {
                 print_stats(world_, self_name(), size_, stats_, thread_note_);

@@ -98,12 +98,12 @@ private:
     std::map<std::string, std::vector<Ptr>> plans_;
 };
 
-// The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the
-// whole call, and released while the call waits (Runtime::wait_until), runs a collective or real
-// PnetCDF (transport::Blocking scopes, whose hooks the runtime points at this lock), so that no
-// thread ever blocks another for longer than a step that does not wait. It is not recursive: PnetCDF calls some of its own exported functions from inside others (ncmpi_open calls
-// ncmpi_inq_file_format), and a dispatcher that sees such a nested call (Entry::nested()) passes it
-// through to the real PnetCDF.
+// The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the whole call,
+// and released while the call waits (Runtime::wait_until), runs a collective or real PnetCDF
+// (transport::Blocking scopes, whose hooks the runtime points at this lock), so that no thread ever blocks
+// another for longer than a step that does not wait. It is not recursive: PnetCDF calls some of its own
+// exported functions from inside others (ncmpi_open calls ncmpi_inq_file_format), and a dispatcher that sees
+// such a nested call (Entry::nested()) passes it through to the real PnetCDF.
 class Entry {
 public:
     Entry();
@@ -295,7 +295,7 @@ public:
     // DTF_TIMEOUT: then no wait for it succeeds any more.
     bool lost(int component) const {
         return unanswered_.count(component) || absent_.count(component) ||
-               told_lost_.count(config_.components[static_cast<size_t>(component)]);
+               told_lost_.count(config_.component_name(component));
     }
     // Whether this component went on without `component`, which did not connect (dtf_init): a reader
     // of its fallback= files, or (a reader that started late) their writer, which went on without it.
@@ -421,7 +421,8 @@ private:
     std::map<int, OpenFile> open_files_;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;
-    std::vector<std::tuple<std::string, int, int, int64_t>> dropping_; // drop_definition: (path, session, writer, stamp)
+    std::vector<std::tuple<std::string, int, int, int64_t>>
+        dropping_; // drop_definition: (path, session, writer, stamp)
     Stats stats_;
     BufferPool buffers_;
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)

@@ -127,14 +127,14 @@ void note_definition(Runtime &rt, const VirtualFile &vf) {
     else rt.late_definitions().erase(ws.plan_key);
 }
 
-// FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and
-// enddef for each definition as netCDF4-python does, and the readers must see the header as it is
-// when the data begins), or at its dtf_transfer or close where the last session of the file's
-// pattern changed its definition after its first put (Runtime::late_definitions): to every rank of each reader component, since the writer does not know which ranks
-// will open the file (the readers' ReaderOpened tells; the others drop theirs when withdrawn); to the
-// leader of the plan's readers alone when the session replays a plan of known readers
-// (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it
-// is the one that plan's session had, which the readers kept with it.
+// FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and enddef for
+// each definition as netCDF4-python does, and the readers must see the header as it is when the data begins),
+// or at its dtf_transfer or close where the last session of the file's pattern changed its definition after
+// its first put (Runtime::late_definitions): to every rank of each reader component, since the writer does
+// not know which ranks will open the file (the readers' ReaderOpened tells; the others drop theirs when
+// withdrawn); to the leader of the plan's readers alone when the session replays a plan of known readers
+// (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it is the one
+// that plan's session had, which the readers kept with it.
 void announce_definition(Runtime &rt, VirtualFile &vf) {
     if (vf.defined_sent) return;
     vf.defined_sent = true;
@@ -146,7 +146,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
         return;
     }
     std::vector<int> matchers;
-    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size)) matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
+    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size))
+        matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
     const std::vector<char> header = vf.header.encode();
     ws.defined_header = header;
     ws.defined_revision = vf.header.revision();
@@ -155,7 +156,8 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
     ws.defined_to_all = !assumed;
     for (int reader : vf.peers) {
         PayloadWriter p;
-        write_withdrawn(p, ws.defined_to_all ? rt.take_withdrawals(reader) : std::vector<std::pair<std::string, int>>{});
+        write_withdrawn(p,
+                        ws.defined_to_all ? rt.take_withdrawals(reader) : std::vector<std::pair<std::string, int>>{});
         p.i64(ws.stamp);
         p.i32(ws.defined_to_all ? 1 : 0);
         const bool same = !ws.defined_to_all && ws.plan->defined_header == header;
@@ -167,8 +169,10 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
         p.i32(vf.inherited);
         Message m{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()};
         if (ws.defined_to_all) rt.notify(reader, std::move(m));
-        else rt.send(reader, assumed->ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(assumed->ranks.size())))],
-                     std::move(m));
+        else
+            rt.send(reader,
+                    assumed->ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(assumed->ranks.size())))],
+                    std::move(m));
     }
 }
 
@@ -259,7 +263,8 @@ using Packing = WriterSession::Packing;
 // The bytes of the plan's data message `o`.
 size_t order_bytes(const WriterSession &ws, size_t o) {
     size_t n = 0;
-    for (const auto &p : ws.plan->orders[o].pieces) n += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
+    for (const auto &p : ws.plan->orders[o].pieces)
+        n += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
     return n;
 }
 
@@ -328,7 +333,8 @@ bool pack_write(WriterSession &ws, size_t pos, const match::WriteReq &meta, cons
     phase::Scope timer(phase::Pack);
     bool complete = false;
     for (const auto &t : ws.targets[pos]) {
-        match::copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es, true);
+        match::copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es,
+                           true);
         phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
         complete = --ws.missing[t.order] == 0 || complete;
     }
@@ -454,7 +460,8 @@ void serve_request(Runtime &rt, WriterSession &ws, int reader, const Message &m)
     }
     // The plan names writers by their component rank, which is how the reader addresses them.
     for (auto &p : pieces) p.writer = ws.ranks[static_cast<size_t>(p.writer)];
-    rt.send(reader, reader_rank, Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
+    rt.send(reader, reader_rank,
+            Message{MessageKind::ReadPlan, 0, ws.session, m.epoch, ws.path, match::encode(pieces)});
 }
 
 // The data of `pieces` (all for one reader) as one message, from the kept writes. Write ids are the
@@ -473,7 +480,8 @@ std::vector<char> gather_pieces(Runtime &rt, WriterSession &ws, const std::vecto
         return w;
     };
     size_t total = 0;
-    for (const auto &p : pieces) total += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(record(p).meta.varid)];
+    for (const auto &p : pieces)
+        total += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(record(p).meta.varid)];
     std::vector<char> bytes = rt.buffers().take(total);
     size_t base = 0;
     for (const auto &p : pieces) {
@@ -493,7 +501,7 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, co
     std::vector<char> bytes = gather_pieces(rt, ws, pieces);
     phase::add_bytes(phase::Transfer, bytes.size());
     log::debug("sending %zu data bytes of '%s' session %d epoch %d to rank %d of '%s'", bytes.size(), ws.path.c_str(),
-               ws.session, ws.epoch, reader_rank, rt.config().components[static_cast<size_t>(reader)].c_str());
+               ws.session, ws.epoch, reader_rank, rt.config().component_name(reader).c_str());
     ws.sends.push_back(rt.peer_link(reader).data->offer(reader_rank, rt.data_tag(rt.self(), ws.stamp), std::move(bytes),
                                                         "sending data"));
 }
@@ -521,13 +529,14 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
             ws.stamp_known = true;
         } else if (ws.rank == ws.leader && stamp != ws.stamp) {
             fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' opened another session of it (stamp %lld, not %lld)",
-                 ws.path.c_str(), ws.session, rt.config().components[static_cast<size_t>(side.component)].c_str(),
+                 ws.path.c_str(), ws.session, rt.config().component_name(side.component).c_str(),
                  static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
         }
         if (side.ranks.empty())
             fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
-                 rt.config().components[static_cast<size_t>(side.component)].c_str());
-        if (ws.rank == 0 && ws.defined_to_all && side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
+                 rt.config().component_name(side.component).c_str());
+        if (ws.rank == 0 && ws.defined_to_all &&
+            side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
             rt.withdraw(side.component, ws.path, ws.session);
     }
     return all;
@@ -557,7 +566,8 @@ void collect_metadata(WriterSession &ws) {
 // messages carry the verdict (held()): it goes only to the readers that have none of them in the
 // plan's first batch, each from the writer rank that sends it its first data (the plan's
 // `needs_final`), so that no rank sends it to every reader.
-void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed, bool cannot = false) {
+void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed,
+                       bool cannot = false) {
     side.header_sent = true;
     const bool verdicts = replayed && side.assumed && !ws.header_changed;
     const int me = ws.ranks[static_cast<size_t>(ws.rank)];
@@ -579,7 +589,8 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
     if (ws.final_as_defined) p.i64(ws.final_numrecs);
     else p.bytes(ws.final_header);
     const std::vector<char> payload = p.take();
-    for (int r : to) rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
+    for (int r : to)
+        rt.send(side.component, r, Message{MessageKind::HeaderFinal, 0, ws.session, ws.epoch, ws.path, payload});
 }
 
 // The matcher serves the requests of the epoch of every reader component that opened the file, each
@@ -722,8 +733,8 @@ bool step(Runtime &rt, WriterSession &ws) {
             const bool packed = ws.packing == Packing::Packing;
             for (size_t o = 0; o < plan->orders.size(); ++o)
                 if (ws.sent.size() <= o || !ws.sent[o])
-                    push_order(rt, ws, o, packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces),
-                               false);
+                    push_order(rt, ws, o,
+                               packed ? std::move(ws.pushed[o]) : gather_pieces(rt, ws, plan->orders[o].pieces), false);
         } else if (ws.packing == Packing::Packing) {
             // The values were kept only where the plan's readers read them, but other ranks read now.
             send_header_final(rt, ws, ws.readers.front(), nullptr, true);
@@ -734,7 +745,8 @@ bool step(Runtime &rt, WriterSession &ws) {
     }
     if (ws.replay >= 0) // each reader its final header as soon as it opened the file
         for (ReaderSide &side : ws.readers)
-            if (side.known() && !side.header_sent) send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
+            if (side.known() && !side.header_sent)
+                send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
     if (ws.is_matcher() && ws.replay >= 0 && ws.meta_expected == 0) serve_requests(rt, ws);
     if (led_epoch(ws) && ws.rank == ws.leader) take_done(rt, ws);
@@ -749,7 +761,8 @@ bool step(Runtime &rt, WriterSession &ws) {
             continue;
         }
         const int reader_rank = r.i32();
-        if (std::none_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &s) { return s.component == reader; }))
+        if (std::none_of(ws.readers.begin(), ws.readers.end(),
+                         [&](const ReaderSide &s) { return s.component == reader; }))
             fail(DTF_ERR_INTERNAL, "'%s': orders for component %d, which does not read it", ws.path.c_str(), reader);
         send_pieces(rt, ws, reader, reader_rank, match::decode_pieces(r.bytes()));
     }
@@ -771,7 +784,7 @@ int blocking_reader(const WriterSession &ws) {
 
 std::string waiting_for(Runtime &rt, const WriterSession &ws) {
     auto name = [&](const ReaderSide &side) {
-        return "'" + rt.config().components[static_cast<size_t>(side.component)] + "'";
+        return "'" + rt.config().component_name(side.component) + "'";
     };
     std::string absent;
     for (const ReaderSide &side : ws.readers)
@@ -787,9 +800,10 @@ std::string waiting_for(Runtime &rt, const WriterSession &ws) {
                             ws.readers.size() > 1 ? (" of " + name(side)).c_str() : "");
     }
     if (!ws.is_matcher())
-        state = format("its matcher (writer rank %d) %s every reader rank is done", ws.rank / ws.workgroup * ws.workgroup,
-                       ws.finished ? "said" : "has not yet said");
-    if (ws.meta_expected > 0) state += format(", write metadata of %d ranks of its work group missing", ws.meta_expected);
+        state = format("its matcher (writer rank %d) %s every reader rank is done",
+                       ws.rank / ws.workgroup * ws.workgroup, ws.finished ? "said" : "has not yet said");
+    if (ws.meta_expected > 0)
+        state += format(", write metadata of %d ranks of its work group missing", ws.meta_expected);
     return format("dtf_transfer of '%s' (session %d, writer rank %d) waited for %s %s: %s, %zu bytes not delivered",
                   ws.path.c_str(), ws.session, ws.rank, ws.readers.size() > 1 ? "components" : "component",
                   readers.c_str(), state.c_str(), ws.local->pending_bytes(ws.sends));
@@ -853,9 +867,10 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     if (ws.plan && differ && all[2] != 0) { // some values were dropped, yet the pattern changed
         const std::string replayed = origin(*ws.plan, ws.plan_since);
         rt.writer_plans().drop(ws.plan_key, ws.plan);
-        const std::string what = !ws.broken.empty() ? ws.broken
-                                 : mine[1] ? format("the puts of writer rank %d differ from those of %s", vf.rank, replayed.c_str())
-                                           : format("another writer rank's puts differ from those of %s", replayed.c_str());
+        const std::string what =
+            !ws.broken.empty() ? ws.broken
+            : mine[1]          ? format("the puts of writer rank %d differ from those of %s", vf.rank, replayed.c_str())
+                               : format("another writer rank's puts differ from those of %s", replayed.c_str());
         throw Error(DTF_ERR_UNSUPPORTED,
                     format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays (replay_io=1, "
                            "%s:%d); the values were kept only where that pattern reads them, so the session cannot "
@@ -914,7 +929,8 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     // One more epoch if no dtf_transfer came, or if any writer rank wrote since the last one: agreed,
     // since serve() is collective (a put of one rank after dtf_transfer is enough).
     int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
-    if (ws.epoch > 0) rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
+    if (ws.epoch > 0)
+        rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     if (any) serve(rt, vf);
     if (!ws.serving || !(rt.progress_thread_running() || vf.ending_turn) || ws.borrows || vf.rule->falls_back())
         finish_epoch(rt, ws, true);
@@ -1018,9 +1034,9 @@ struct WentToFile : Error {
 
 void check_written(Runtime &rt, const VirtualFile &vf) {
     if (vf.from_file || rt.written(vf.writer_stamp))
-        throw WentToFile(DTF_ERR_PEER, format("component '%s' wrote '%s' (session %d) to the file system instead (fallback=)",
-                                              rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
-                                              vf.path.c_str(), vf.session));
+        throw WentToFile(DTF_ERR_PEER,
+                         format("component '%s' wrote '%s' (session %d) to the file system instead (fallback=)",
+                                rt.config().component_name(vf.peer).c_str(), vf.path.c_str(), vf.session));
 }
 
 // A reader's wait for a message of its session's writer: WentToFile once the writer wrote the session
@@ -1039,15 +1055,15 @@ Message wait_writer(Runtime &rt, const VirtualFile &vf, const std::function<bool
 // takes the record count from it, and reads its gets there from now on (read_batch).
 void switch_to_file(Runtime &rt, VirtualFile &vf) {
     if (vf.from_file) return;
-    const std::string writer = rt.config().components[static_cast<size_t>(vf.peer)];
+    const std::string writer = rt.config().component_name(vf.peer);
     auto check = [&](int rc, const char *call) {
         if (rc != NC_NOERR)
             fail(rc, "reading '%s' (session %d) from the file system, where component '%s' wrote it (fallback=): "
                  "%s failed: %s", vf.path.c_str(), vf.session, writer.c_str(), call, ncmpi_strerror(rc));
     };
     int ncid = -1;
-    check(call_real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(DTF_FN_ncmpi_open, MPI_COMM_SELF,
-                                                                          vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid),
+    check(call_real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(
+              DTF_FN_ncmpi_open, MPI_COMM_SELF, vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid),
           "ncmpi_open");
     vf.from_file = true;
     vf.file_ncid = ncid;
@@ -1085,13 +1101,14 @@ void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *
             const int rc = call_real<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *,
                                              void *, MPI_Offset, MPI_Datatype)>(
                 DTF_FN_ncmpi_get_vars_all, vf.file_ncid, r->parts[i].varid, start.data(), count.data(), stride.data(),
-                static_cast<void *>(r->dest + static_cast<size_t>(r->offsets[i]) * es), static_cast<MPI_Offset>(b.size()),
-                types::mpi_type(r->xtype));
+                static_cast<void *>(r->dest + static_cast<size_t>(r->offsets[i]) * es),
+                static_cast<MPI_Offset>(b.size()), types::mpi_type(r->xtype));
             if (rc != NC_NOERR)
-                fail(rc, "reading '%s' (session %d) from the file system (fallback=): ncmpi_get_vars_all of variable '%s' "
-                     "%s failed: %s", vf.path.c_str(), vf.session,
-                     vf.header.vars()[static_cast<size_t>(r->parts[i].varid)].name.c_str(), b.to_string().c_str(),
-                     ncmpi_strerror(rc));
+                fail(rc,
+                     "reading '%s' (session %d) from the file system (fallback=): ncmpi_get_vars_all of variable '%s' "
+                     "%s failed: %s",
+                     vf.path.c_str(), vf.session, vf.header.vars()[static_cast<size_t>(r->parts[i].varid)].name.c_str(),
+                     b.to_string().c_str(), ncmpi_strerror(rc));
         }
     }
 }
@@ -1115,7 +1132,7 @@ model::Header final_definition(Runtime &rt, VirtualFile &vf, const std::vector<c
                               "had opened it and looked at it (%s): dtf gives the readers the definition at the "
                               "writer's first put; the next session of this file pattern gives it at the writer's "
                               "dtf_transfer or close instead", vf.path.c_str(), vf.session,
-                              rt.config().components[static_cast<size_t>(vf.peer)].c_str(), change.c_str());
+                              rt.config().component_name(vf.peer).c_str(), change.c_str());
     return final;
 }
 
@@ -1126,9 +1143,10 @@ void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
     if (wait && !vf.from_file && vf.header_final_epoch < vf.epoch) {
         try {
             const Message m = wait_writer(rt, vf, header_final_of(vf, vf.epoch), [&] {
-                return format("closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
-                              "(it comes with its dtf_transfer)", vf.path.c_str(), vf.session, vf.epoch,
-                              rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+                return format(
+                    "closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
+                    "(it comes with its dtf_transfer)",
+                    vf.path.c_str(), vf.session, vf.epoch, rt.config().component_name(vf.peer).c_str());
             });
             // (what it says about the definition, should this rank have looked at another)
             PayloadReader r(m.payload, "header-final");
@@ -1247,12 +1265,12 @@ std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const Post
             int64_t numrecs = 0;
             int32_t changed = 0, plan = 0;
             if (!r.i64(&numrecs) || !r.i32(&changed) || !r.i32(&plan) || numrecs < 0)
-                fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", vf.path.c_str(), vf.session,
-                     writer);
+                fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", vf.path.c_str(),
+                     vf.session, writer);
             if (plan != plan_check(vf.plan->stamp))
                 fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays another transfer pattern than %s, which "
                      "this rank holds and received the data by; set replay_io=0 for this file", vf.path.c_str(),
-                     vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                     vf.session, rt.config().component_name(vf.peer).c_str(),
                      origin(*vf.plan, vf.plan_since).c_str());
             return Verdict{numrecs, changed != 0};
         }
@@ -1265,7 +1283,8 @@ std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const Post
 std::shared_ptr<PostedBatch> prefetch(Runtime &rt, VirtualFile &vf, const ReaderPlan &plan) {
     if (vf.plan_batch >= plan.batches.size()) return nullptr;
     const auto sizes = message_sizes(vf, plan.batches[vf.plan_batch].pieces);
-    if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(vf, w.second); })) return nullptr;
+    if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(vf, w.second); }))
+        return nullptr;
     auto pre = std::make_shared<PostedBatch>();
     transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
@@ -1315,7 +1334,8 @@ void leave_plan(Runtime &rt, VirtualFile &vf) {
     for (size_t b = vf.plan_batch + (pre ? 1 : 0); b < vf.plan->batches.size(); ++b)
         for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
             scratch.push_back(rt.buffers().take(n + (with_verdict(vf, n) ? kVerdictBytes : 0)));
-            recvs.push_back(data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
+            recvs.push_back(
+                data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
     vf.plan_batch = vf.plan->batches.size();
     wait_receives(
@@ -1358,26 +1378,28 @@ void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int
     // count gives each of them the same answer (all accepted, and the records they read exist).
     const int64_t numrecs = vf.header.numrecs();
     if (vf.ahead_numrecs >= 0 && numrecs != vf.ahead_numrecs && (vf.ahead_refused || numrecs < vf.ahead_records_read))
-        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): gets on record variables were checked against the %lld records "
+        fail(DTF_ERR_UNSUPPORTED,
+             "'%s' (session %d): gets on record variables were checked against the %lld records "
              "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
-             "%lld records this time (%s); set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             static_cast<long long>(vf.ahead_numrecs), origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(),
-             vf.rule->line, rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
-             static_cast<long long>(numrecs),
-             vf.ahead_refused ? "a get this rank was refused might have been accepted"
-                              : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
+             "%lld records this time (%s); set replay_io=0 for this file",
+             vf.path.c_str(), vf.session, static_cast<long long>(vf.ahead_numrecs),
+             origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(), vf.rule->line,
+             rt.config().component_name(vf.peer).c_str(), static_cast<long long>(numrecs),
+             vf.ahead_refused
+                 ? "a get this rank was refused might have been accepted"
+                 : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
     if (vf.replay >= 0) return; // decided at the first epoch
     if (replayed < 0)
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
              "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
-             "for this file", vf.path.c_str(), vf.session, rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+             "for this file", vf.path.c_str(), vf.session, rt.config().component_name(vf.peer).c_str());
     // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
     // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
     // (Checked first: a later call must not take the session for a replay of a plan it does not hold.)
     if (replayed != 0 && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
         fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
              "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             rt.config().components[static_cast<size_t>(vf.peer)].c_str(), replayed_session, replayed_path.c_str(),
+             rt.config().component_name(vf.peer).c_str(), replayed_session, replayed_path.c_str(),
              rt.component_rank());
     vf.replay = replayed != 0;
 }
@@ -1392,7 +1414,8 @@ void take_final(Runtime &rt, VirtualFile &vf, const Message &m) {
     const int64_t final_numrecs = as_defined ? r.i64() : 0;
     std::vector<char> sent;
     if (!as_defined) sent = r.bytes();
-    accept_final(rt, vf, m.epoch, replayed, replayed_session, replayed_path, final_numrecs, as_defined ? nullptr : &sent);
+    accept_final(rt, vf, m.epoch, replayed, replayed_session, replayed_path, final_numrecs,
+                 as_defined ? nullptr : &sent);
 }
 
 // Wait for the writers' word on the first transfer: their root's final header, or, where this rank
@@ -1410,7 +1433,7 @@ void decide(Runtime &rt, VirtualFile &vf, const PostedBatch *posted) {
         }, [&] {
             return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
                           "with the number of records, comes with it%s)", vf.path.c_str(), vf.session,
-                          rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                          rt.config().component_name(vf.peer).c_str(),
                           posted && !posted->verdicts.empty() ? ", or with the data of the replayed pattern" : "");
         }, vf.peer);
     } catch (const WentToFile &) {
@@ -1448,23 +1471,25 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
         const size_t batch = vf.plan_batch + 1;
         leave_plan(rt, vf);
         const match::ReadReq first = reqs.empty() ? match::ReadReq{0, 0, 0, {}} : reqs.front();
-        fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): get batch %zu of reader rank %d (variable '%s' %s%s) is not the "
+        fail(DTF_ERR_UNSUPPORTED,
+             "'%s' (session %d): get batch %zu of reader rank %d (variable '%s' %s%s) is not the "
              "one of %s, whose transfer pattern the writers replay (replay_io=1, %s:%d); they kept only the "
              "values that pattern reads: set replay_io=0 for this file",
              vf.path.c_str(), vf.session, batch, rt.component_rank(),
              vf.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
-             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "", origin(*vf.plan, vf.plan_since).c_str(),
-             rt.config().path.c_str(), vf.rule->line);
+             reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "",
+             origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(), vf.rule->line);
     }
     ++rt.stats().batches_matched;
     const int tag = ++vf.batches; // pairs each plan with its request
     std::vector<char> bytes = match::encode(reqs);
-    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
+    for (int m : vf.matchers)
+        rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
     std::vector<match::Piece> pieces;
     for (size_t i = 0; i < vf.matchers.size(); ++i) {
         Message m = wait_writer(rt, vf, for_file(vf, MessageKind::ReadPlan, tag), [&] {
             return format("a get on '%s' waited for the plan of %zu matcher ranks of component '%s' (%zu arrived)",
-                          vf.path.c_str(), vf.matchers.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(), i);
+                          vf.path.c_str(), vf.matchers.size(), rt.config().component_name(vf.peer).c_str(), i);
         });
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
@@ -1475,8 +1500,9 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
 void fill_piece(const VirtualFile &vf, const PostedBatch &posted, const match::Piece &p) {
     const PostedBatch::Part part = posted.by_id.at(p.read_id);
     const ReadRecord &r = *part.record;
-    fill_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * types::type_size(r.xtype),
-                p.region, fill_value(vf.header, p.varid));
+    fill_region(r.parts[part.index].box,
+                r.dest + static_cast<size_t>(r.offsets[part.index]) * types::type_size(r.xtype), p.region,
+                fill_value(vf.header, p.varid));
 }
 
 // An ordered batch's pieces, once every message came: each applied in the order its write took
@@ -1519,8 +1545,8 @@ void apply_ordered(Runtime &rt, const VirtualFile &vf, PostedBatch &posted) {
 // took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
 // messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
 // but the writers' data is written into the user's buffers before they agreed); false if not.
-bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch,
-                std::vector<match::Piece> pieces, bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
+bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
+                bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     std::map<uint64_t, std::vector<const match::Piece *>> of_read;
     for (const auto &p : pieces) of_read[p.read_id].push_back(&p);
     bool ordered = from != nullptr;
@@ -1551,7 +1577,8 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
         }
     for (auto [r, i] : to_zero) {
         const size_t es = types::type_size(r->xtype);
-        std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * es, 0, static_cast<size_t>(r->parts[i].box.size()) * es);
+        std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * es, 0,
+                    static_cast<size_t>(r->parts[i].box.size()) * es);
     }
     out.pieces = std::move(pieces);
     out.ordered = ordered;
@@ -1573,13 +1600,15 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             n += static_cast<size_t>(p->region.size()) * es;
             if (ordered) continue;
             char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
-            match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-                if (step == 1) {
-                    spans.push_back({base + static_cast<size_t>(off) * es, static_cast<size_t>(len) * es});
-                    return;
-                }
-                for (int64_t i = 0; i < len; ++i) spans.push_back({base + static_cast<size_t>(off + i * step) * es, es});
-            });
+            match::for_each_run(
+                r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+                    if (step == 1) {
+                        spans.push_back({base + static_cast<size_t>(off) * es, static_cast<size_t>(len) * es});
+                        return;
+                    }
+                    for (int64_t i = 0; i < len; ++i)
+                        spans.push_back({base + static_cast<size_t>(off + i * step) * es, es});
+                });
         }
         phase::add_bytes(phase::Transfer, n);
         if (from) { // (received already: the batch was prefetched)
@@ -1736,7 +1765,7 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
     wait_receives(rt, vf, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
                       "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
-                      posted.by_writer.size(), rt.config().components[static_cast<size_t>(vf.peer)].c_str());
+                      posted.by_writer.size(), rt.config().component_name(vf.peer).c_str());
     });
     phase::Scope convert(phase::Pack);
     if (posted.ordered) apply_ordered(rt, vf, posted);
@@ -1790,13 +1819,17 @@ int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
         r->status = DTF_ERR_UNSUPPORTED;
         if (first_error == NC_NOERR) first_error = DTF_ERR_UNSUPPORTED;
         std::string name = std::to_string(part.varid);
-        if (part.varid < static_cast<int>(vf.header.vars().size())) name = vf.header.vars()[static_cast<size_t>(part.varid)].name;
-        report_error(DTF_ERR_UNSUPPORTED,
-                     format("a get on '%s' (session %d) of variable '%s' %s: component '%s' opened the file with NC_WRITE "
-                            "and did not write all of these elements in this session; the file holds the values of an "
-                            "earlier session there, which transfer mode does not keep (read them in that session, or "
-                            "write them again)", vf.path.c_str(), vf.session, name.c_str(), part.box.to_string().c_str(),
-                            rt.config().components[static_cast<size_t>(vf.peer)].c_str()).c_str());
+        if (part.varid < static_cast<int>(vf.header.vars().size()))
+            name = vf.header.vars()[static_cast<size_t>(part.varid)].name;
+        report_error(
+            DTF_ERR_UNSUPPORTED,
+            format("a get on '%s' (session %d) of variable '%s' %s: component '%s' opened the file with NC_WRITE "
+                   "and did not write all of these elements in this session; the file holds the values of an "
+                   "earlier session there, which transfer mode does not keep (read them in that session, or "
+                   "write them again)",
+                   vf.path.c_str(), vf.session, name.c_str(), part.box.to_string().c_str(),
+                   rt.config().component_name(vf.peer).c_str())
+                .c_str());
     }
     return first_error;
 }
@@ -1839,7 +1872,8 @@ int vfile_transfer(Runtime &rt, VirtualFile &vf) {
         send_done(rt, vf, 1, vf.fell_back, false);
         vf.done_deferred = false;
     }
-    if (vf.defined_to_leader && vf.epoch == 1 && vf.replay == 1) vf.done_deferred = true; // the leader says it at the close
+    if (vf.defined_to_leader && vf.epoch == 1 && vf.replay == 1)
+        vf.done_deferred = true; // the leader says it at the close
     else send_done(rt, vf, vf.epoch, vf.fell_back, false);
     vf.done_sent = true;
     return rc;
@@ -1857,11 +1891,13 @@ void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all)
     }
     const std::vector<char> payload = done.take();
     if (for_all && vf.quiet_writer) { // to the writer leader (WriterSession::leader)
-        const int leader = vf.writer_ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())))];
+        const int leader =
+            vf.writer_ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())))];
         rt.send(vf.peer, leader, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
         return;
     }
-    for (int m : vf.matchers) rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
+    for (int m : vf.matchers)
+        rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
 }
 
 // Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they

@@ -10,6 +10,7 @@
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "pnc/args.hpp"
 #include "pnc/hook.h"
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
@@ -19,9 +20,9 @@
 
 namespace dtf::runtime {
 
-namespace {
+using pnc::arg;
 
-template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Data calls
@@ -297,7 +298,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
 
 // For dtf_errmsg(): which variable of which writer a rejected get asked for, and what it is.
 void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc, const char *call) {
-    const std::string writer = rt.config().components[static_cast<size_t>(vf.peer)];
+    const std::string writer = rt.config().component_name(vf.peer);
     const auto &vars = vf.header.vars();
     if (varid < 0 || varid >= static_cast<int>(vars.size())) {
         set_last_error(format("%s on '%s': component '%s' defined no variable %d (it defined %zu): %s", call,
@@ -307,8 +308,9 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
     std::string shape;
     for (int64_t len : vf.header.shape(varid)) shape += (shape.empty() ? "" : " x ") + std::to_string(len);
     set_last_error(format("%s on '%s' variable '%s' (%s [%s] as defined by component '%s'): %s", call, vf.path.c_str(),
-                          vars[static_cast<size_t>(varid)].name.c_str(), types::type_name(vars[static_cast<size_t>(varid)].type),
-                          shape.c_str(), writer.c_str(), ncmpi_strerror(rc)));
+                          vars[static_cast<size_t>(varid)].name.c_str(),
+                          types::type_name(vars[static_cast<size_t>(varid)].type), shape.c_str(), writer.c_str(),
+                          ncmpi_strerror(rc)));
 }
 
 // The record of a get (its parts, where its values go), or PnetCDF's error for it.
@@ -331,7 +333,8 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
     if (ahead) // the record dimension comes first
         for (const auto &box : c.boxes)
             if (!box.empty())
-                vf.ahead_records_read = std::max(vf.ahead_records_read, box.start[0] + (box.count[0] - 1) * box.stride[0] + 1);
+                vf.ahead_records_read =
+                    std::max(vf.ahead_records_read, box.start[0] + (box.count[0] - 1) * box.stride[0] + 1);
     r->xtype = c.xtype;
     r->user_buf = c.buf;
     r->format = vf.header.format();
@@ -363,7 +366,8 @@ int own_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     if (!all || vf.size == 1) return batch.empty() ? NC_NOERR : read_own(rt, vf, batch, all);
     {
         int64_t agreed[2] = {batch.empty() ? 0 : 1, vf.header.numrecs()};
-        rt.allreduce_max(*vf.group, agreed, 2, format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session));
+        rt.allreduce_max(*vf.group, agreed, 2,
+                         format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session));
         vf.header.set_numrecs(agreed[1]);
         if (!agreed[0]) return NC_NOERR;
     }
@@ -387,7 +391,8 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     if (in.mode == DTF_PNC_MODE_NB) {
         if (rc != NC_NOERR) return rc;
         int *req = arg<int *>(args, in.req);
-        if (r->parts.empty() || std::all_of(r->parts.begin(), r->parts.end(), [](const auto &p) { return p.box.empty(); })) {
+        if (r->parts.empty() ||
+            std::all_of(r->parts.begin(), r->parts.end(), [](const auto &p) { return p.box.empty(); })) {
             if (req) *req = NC_REQ_NULL; // as PnetCDF: nothing to do, no request
             return NC_NOERR;
         }
@@ -564,9 +569,10 @@ int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int f
     for (const auto &r : runs) byte_runs.emplace_back(r.offset, r.bytes);
     if (rc == NC_NOERR && vf.header.vard_regions(varid, byte_runs, &regions, &numrecs) != NC_NOERR) {
         rc = DTF_ERR_UNSUPPORTED;
-        set_last_error(format("%s on '%s' variable '%s': the file type selects bytes that are not elements of variables "
-                              "of its type (the header, padding, or another type's variable)", dtf_pnc_name(fn),
-                              vf.path.c_str(), vf.header.vars()[static_cast<size_t>(varid)].name.c_str()));
+        set_last_error(
+            format("%s on '%s' variable '%s': the file type selects bytes that are not elements of variables "
+                   "of its type (the header, padding, or another type's variable)",
+                   dtf_pnc_name(fn), vf.path.c_str(), vf.header.vars()[static_cast<size_t>(varid)].name.c_str()));
     }
     int64_t nelems = 0;
     std::vector<match::Box> boxes;
@@ -610,7 +616,8 @@ int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int f
             offset += boxes[i].size();
         }
         const size_t es = types::type_size(xtype);
-        r->direct = r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, xtype, r->format);
+        r->direct =
+            r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, xtype, r->format);
         if (r->direct) {
             r->dest = static_cast<char *>(r->user_buf);
         } else {

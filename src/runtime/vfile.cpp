@@ -12,6 +12,7 @@
 
 #include "common/log.hpp"
 #include "common/phase.hpp"
+#include "pnc/args.hpp"
 #include "pnc/hook.h"
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
@@ -20,9 +21,9 @@
 
 namespace dtf::runtime {
 
-namespace {
+using pnc::arg;
 
-template <class T> T &arg(void **args, int i) { return *static_cast<T *>(args[i]); }
+namespace {
 
 // PnetCDF's default nc_header_read_chunk_size: how much of a file its root reads at open.
 constexpr int64_t kHeaderReadChunk = 262144;
@@ -44,7 +45,8 @@ MPI_Info file_info(const VirtualFile &vf) {
     for (const auto &[key, value] : pnetcdf) {
         auto given = std::find_if(all.begin(), all.end(), [&](const auto &e) { return e.first == key; });
         if (given == all.end()) all.emplace_back(key, value);
-        else if (laid_out && std::string(key).find("align") != std::string::npos) given->second = value; // (those in use)
+        else if (laid_out && std::string(key).find("align") != std::string::npos)
+            given->second = value; // (those in use)
     }
     return transport::make_info(all);
 }
@@ -242,7 +244,7 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     auto vf = make_file(rt, path, rule, peers, std::move(group), false);
     VirtualFile &f = *vf;
     const int peer = f.peer; // the writer
-    const std::string peer_name = rt.config().components[static_cast<size_t>(peer)];
+    const std::string peer_name = rt.config().component_name(peer);
     // The reader leader waits for the writer's FileDefined and gives it to the other ranks (with its
     // failure, if it failed): the writer sends it to the leader alone when the session replays a plan
     // of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
@@ -254,12 +256,14 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
             Message m = rt.wait_message(
                 [&](const Message &m) { return is_definition(m, f.path, f.session); },
                 [&] {
-                    return format("ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
-                                  "and begin writing it (its first put, dtf_transfer or close)%s", f.path.c_str(),
-                                  f.session, peer_name.c_str(),
-                                  rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
-                                                   "replayed or recorded goes to one reader rank of that session "
-                                                   "only: if other ranks open it now, set replay_io=0)" : "");
+                    return format(
+                        "ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
+                        "and begin writing it (its first put, dtf_transfer or close)%s",
+                        f.path.c_str(), f.session, peer_name.c_str(),
+                        rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
+                                         "replayed or recorded goes to one reader rank of that session "
+                                         "only: if other ranks open it now, set replay_io=0)"
+                                       : "");
                 },
                 peer);
             w.i32(0);
@@ -348,7 +352,7 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
                 rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
                     return format("%s waited for component '%s' to define it and begin writing it (its first put, "
                                   "dtf_transfer or close)", context.c_str(),
-                                  rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                                  rt.config().component_name(f.peer).c_str());
                 }, f.peer);
             }
             if (m) {
@@ -358,13 +362,13 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
                     if (!plan || plan->stamp != d.planned)
                         fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer "
                              "pattern in, which these reader ranks do not hold", context.c_str(),
-                             rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                             rt.config().component_name(f.peer).c_str());
                     header = plan->defined->file_header();
                 } else {
                     model::Header h;
                     if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
                         fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
-                             rt.config().components[static_cast<size_t>(f.peer)].c_str());
+                             rt.config().component_name(f.peer).c_str());
                     header = h.file_header();
                 }
             }
@@ -399,7 +403,8 @@ int writer_enddef(Runtime &rt, VirtualFile &vf, const int64_t *minfree_and_align
     ++vf.enddefs;
     if (h.fills_records()) { // (a rank knows the records it wrote; PnetCDF's collective calls agree on them)
         int64_t numrecs = h.numrecs();
-        rt.allreduce_max(*vf.group, &numrecs, 1, format("ncmpi_enddef of '%s' (session %d)", vf.path.c_str(), vf.session));
+        rt.allreduce_max(*vf.group, &numrecs, 1,
+                         format("ncmpi_enddef of '%s' (session %d)", vf.path.c_str(), vf.session));
         h.set_numrecs(numrecs);
     }
     for (const model::Header::Region &f : h.enddef_fills()) record_fill(rt, vf, f);
@@ -528,9 +533,11 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
             if (vf.rule->persist && rc == NC_NOERR) {
                 // The last file these ranks write for now: their files are handed over, write them.
                 const auto &ranks = vf.group->component_ranks();
-                const bool last = std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
-                    return other.second.get() != &vf && other.second->writer && other.second->group->component_ranks() == ranks;
-                });
+                const bool last =
+                    std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
+                        return other.second.get() != &vf && other.second->writer &&
+                               other.second->group->component_ranks() == ranks;
+                    });
                 try {
                     queue_persist(rt, vf, last);
                 } catch (...) {
@@ -637,14 +644,18 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         int rc = h.inq_varid(name, arg<int *>(args, 2));
         if (rc == NC_ENOTVAR && !writer)
             set_last_error(format("ncmpi_inq_varid on '%s': component '%s' did not define a variable '%s'",
-                                  vf.path.c_str(), rt.config().components[static_cast<size_t>(vf.peer)].c_str(),
+                                  vf.path.c_str(), rt.config().component_name(vf.peer).c_str(),
                                   name ? name : "(null)"));
         return rc;
     }
-    case DTF_FN_ncmpi_inq_varname: return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_vartype: return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_varndims: return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_vardimid: return h.inq_var(arg<int>(args, 1), nullptr, nullptr, nullptr, arg<int *>(args, 2), nullptr);
+    case DTF_FN_ncmpi_inq_varname:
+        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vartype:
+        return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_varndims:
+        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vardimid:
+        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, nullptr, arg<int *>(args, 2), nullptr);
     case DTF_FN_ncmpi_inq_varnatts: return h.inq_varnatts(arg<int>(args, 1), arg<int *>(args, 2));
     case DTF_FN_ncmpi_inq_var_fill: return h.inq_var_fill(arg<int>(args, 1), arg<int *>(args, 2), arg<void *>(args, 3));
     case DTF_FN_ncmpi_inq_att:
@@ -797,7 +808,9 @@ int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         MPI_Offset *out = arg<MPI_Offset *>(args, 1);
         if (!out) return NC_NOERR;
         if (fn == DTF_FN_ncmpi_inq_put_size) *out = vf.put_bytes;
-        else *out = vf.get_bytes + (!vf.writer && vf.rank == 0 ? std::min<int64_t>(vf.header.file_size(), kHeaderReadChunk) : 0);
+        else
+            *out = vf.get_bytes +
+                   (!vf.writer && vf.rank == 0 ? std::min<int64_t>(vf.header.file_size(), kHeaderReadChunk) : 0);
         return NC_NOERR;
     }
     case DTF_FN_ncmpi_inq_file_info: {

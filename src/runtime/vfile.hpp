@@ -132,7 +132,9 @@ inline uint64_t ranks_hash(const std::vector<int> &ranks) {
 // and the ReaderDone for all ranks of such a session. In such a session of a file written at no
 // rank's own time (WriterSession::quiet_end) the writer group has a leader too: it makes the stamp,
 // sends the FileDefined and the final header, and takes the readers' ReaderDone; else rank 0 does.
-inline int leader_of(const std::string &path, int size) { return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size)); }
+inline int leader_of(const std::string &path, int size) {
+    return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size));
+}
 
 struct WriterPlan {
     int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
@@ -345,7 +347,7 @@ struct VirtualFile {
     std::vector<int> ranks;                  // component rank of each rank of group
     int session = 0; // 1-based session of this path (counted per writer component)
     // ncmpi_inq_put_size/_get_size: bytes this rank's puts and gets moved, in the variables' types
-    // (with the header bytes PnetCDF's root writes at enddef, and reads at open: io_sizes()).
+    // (with the header bytes PnetCDF's root writes at enddef, and reads at open: vfile.cpp).
     int64_t put_bytes = 0, get_bytes = 0;
     int64_t numrecs_counted = 0; // rank 0: the record count whose header write put_bytes counts
     // The hints given to ncmpi_create/ncmpi_open (ncmpi_inq_file_info returns them with PnetCDF's).

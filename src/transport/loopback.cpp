@@ -21,13 +21,15 @@ public:
     Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
         auto lock = net_.lock();
         for (int d : dests) {
-            if (d < 0 || d >= remote_size_) fail(DTF_ERR_INTERNAL, "%s: no rank %d in a group of %d", what, d, remote_size_);
+            if (d < 0 || d >= remote_size_)
+                fail(DTF_ERR_INTERNAL, "%s: no rank %d in a group of %d", what, d, remote_size_);
             net_.endpoint(remote_group_, d).inbox[{group_, static_cast<int>(tag)}].push_back({rank_, bytes});
         }
         return next_++; // delivered at once
     }
 
-    Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void>, const char *what) override {
+    Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void>,
+                const char *what) override {
         return send(std::vector<int>{dest}, tag, std::vector<char>(data, data + size), what); // copied at once
     }
 
@@ -62,7 +64,8 @@ public:
         bool any = false;
         for (auto r = receives_.begin(); r != receives_.end();) {
             auto &queue = inbox[{remote_group_, static_cast<int>(r->tag)}];
-            auto m = std::find_if(queue.begin(), queue.end(), [&](const LoopbackNet::Message &x) { return x.source == r->source; });
+            auto m = std::find_if(queue.begin(), queue.end(),
+                                  [&](const LoopbackNet::Message &x) { return x.source == r->source; });
             if (m == queue.end()) {
                 ++r;
                 continue;
@@ -157,7 +160,8 @@ public:
     std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
         return join(Allreduce, [&](LoopbackNet::Round &r) {
             if (r.arrived == 0) r.max.assign(in, in + n);
-            if (r.max.size() != static_cast<size_t>(n)) fail(DTF_ERR_INTERNAL, "loopback: allreduces of different sizes");
+            if (r.max.size() != static_cast<size_t>(n))
+                fail(DTF_ERR_INTERNAL, "loopback: allreduces of different sizes");
             for (int i = 0; i < n; ++i) r.max[static_cast<size_t>(i)] = std::max(r.max[static_cast<size_t>(i)], in[i]);
         }, [out](LoopbackNet::Round &r) { std::copy(r.max.begin(), r.max.end(), out); });
     }

@@ -16,7 +16,9 @@ namespace {
 
 int checked_count(size_t size, const char *what) {
     if (size > static_cast<size_t>(INT_MAX))
-        fail(DTF_ERR_UNSUPPORTED, "%s: one message of %zu bytes exceeds what one MPI message can carry (2 GiB); split the request", what, size);
+        fail(DTF_ERR_UNSUPPORTED,
+             "%s: one message of %zu bytes exceeds what one MPI message can carry (2 GiB); split the request", what,
+             size);
     return static_cast<int>(size);
 }
 
@@ -65,7 +67,8 @@ public:
             check_mpi(MPI_Improbe(MPI_ANY_SOURCE, t, comm_, &flag, &message, &status), what);
             if (!flag) break;
             MPI_Get_count(&status, MPI_BYTE, &size);
-            arriving_.push_back(Arriving{t, status.MPI_SOURCE, std::vector<char>(static_cast<size_t>(size)), MPI_REQUEST_NULL});
+            arriving_.push_back(
+                Arriving{t, status.MPI_SOURCE, std::vector<char>(static_cast<size_t>(size)), MPI_REQUEST_NULL});
             Arriving &a = arriving_.back();
             check_mpi(MPI_Imrecv(a.bytes.data(), size, MPI_BYTE, &message, &a.request), what);
         }
@@ -128,7 +131,8 @@ void MpiQueue::track(MPI_Request request, Op op) {
     ops_.push_back(std::move(op));
 }
 
-Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what) {
+Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes,
+                      const char *what) {
     const int count = checked_count(bytes.size(), what);
     const Ticket t = next_++;
     if (dests.empty()) {
@@ -178,7 +182,8 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, const std::vector<S
     for (const Span &s : spans) {
         if (s.size == 0) continue;
         size += s.size;
-        if (!merged.empty() && merged.back().data + merged.back().size == s.data && merged.back().size + s.size <= INT_MAX)
+        if (!merged.empty() && merged.back().data + merged.back().size == s.data &&
+            merged.back().size + s.size <= INT_MAX)
             merged.back().size += s.size;
         else
             merged.push_back(s);
@@ -217,7 +222,8 @@ bool MpiQueue::progress() {
     indices_.resize(requests_.size());
     statuses_.resize(requests_.size());
     int n = 0;
-    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices_.data(), statuses_.data());
+    const int rc =
+        MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, indices_.data(), statuses_.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) check_mpi(rc, "MPI_Testsome");
     if (n == MPI_UNDEFINED || n == 0) return false;
     // (A failure is thrown once the completed requests are dropped below: MPI freed them already.)
@@ -286,6 +292,8 @@ size_t MpiQueue::pending_bytes(const std::vector<Ticket> &tickets) const {
     return n;
 }
 
-std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue) { return std::make_unique<MpiChannel>(comm, queue); }
+std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue) {
+    return std::make_unique<MpiChannel>(comm, queue);
+}
 
 } // namespace dtf::transport

@@ -78,11 +78,12 @@ public:
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     }
     std::unique_ptr<Pending> dup(MPI_Comm comm) {
-        return std::make_unique<MpiPending>("MPI_Comm_idup", [this, comm](MPI_Request *r) { return MPI_Comm_idup(comm, &comm_, r); },
-                                            [this] {
-                                                MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-                                                return std::function<int(MPI_Request *)>();
-                                            });
+        return std::make_unique<MpiPending>(
+            "MPI_Comm_idup", [this, comm](MPI_Request *r) { return MPI_Comm_idup(comm, &comm_, r); },
+            [this] {
+                MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+                return std::function<int(MPI_Request *)>();
+            });
     }
     int rank() const override { return rank_; }
     int size() const override { return size_; }
@@ -96,7 +97,9 @@ public:
         buf->resize(2 * static_cast<size_t>(n));
         return std::make_unique<MpiPending>(
             "MPI_Iallreduce",
-            [=](MPI_Request *r) { return MPI_Iallreduce(buf->data(), buf->data() + n, n, MPI_INT64_T, MPI_MAX, comm_, r); },
+            [=](MPI_Request *r) {
+                return MPI_Iallreduce(buf->data(), buf->data() + n, n, MPI_INT64_T, MPI_MAX, comm_, r);
+            },
             [=] {
                 std::copy(buf->begin() + n, buf->end(), out);
                 return std::function<int(MPI_Request *)>();
@@ -117,19 +120,22 @@ public:
         }
         return std::make_unique<MpiPending>(
             "MPI_Ibcast",
-            [=](MPI_Request *r) { return MPI_Ibcast(first->data(), static_cast<int>(first->size()), MPI_BYTE, root, comm_, r); },
+            [=](MPI_Request *r) {
+                return MPI_Ibcast(first->data(), static_cast<int>(first->size()), MPI_BYTE, root, comm_, r);
+            },
             [=]() -> std::function<int(MPI_Request *)> {
                 int64_t n = 0;
                 std::memcpy(&n, first->data(), sizeof n);
-                if (n < 0 || n > INT_MAX) fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(n));
+                if (n < 0 || n > INT_MAX)
+                    fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(n));
                 if (rank_ != root) {
                     bytes->resize(static_cast<size_t>(n));
                     std::memcpy(bytes->data(), first->data() + sizeof n, std::min(static_cast<size_t>(n), kFirst));
                 }
                 if (static_cast<size_t>(n) <= kFirst) return nullptr;
                 return [=](MPI_Request *r) {
-                    return MPI_Ibcast(bytes->data() + kFirst, static_cast<int>(n - static_cast<int64_t>(kFirst)), MPI_BYTE,
-                                      root, comm_, r);
+                    return MPI_Ibcast(bytes->data() + kFirst, static_cast<int>(n - static_cast<int64_t>(kFirst)),
+                                      MPI_BYTE, root, comm_, r);
                 };
             },
             first);
@@ -171,7 +177,8 @@ std::unique_ptr<Group> SpareGroups::take(MPI_Comm comm, MPI_Comm component, cons
 
 void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
                          const std::string &component_name, const std::function<void(Pending &)> &wait) {
-    auto chain = std::find_if(chains_.begin(), chains_.end(), [&](const Chain &c) { return c.ranks == group.component_ranks(); });
+    auto chain = std::find_if(chains_.begin(), chains_.end(),
+                              [&](const Chain &c) { return c.ranks == group.component_ranks(); });
     if (chain == chains_.end()) {
         Chain fresh{group.component_ranks(), {}, {}, 0};
         for (size_t i = 0; i < kDepth; ++i) { // one after the other: one duplicate of `comm` at a time

@@ -115,7 +115,8 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
         for (int i = 0; i < ints[0]; ++i) block(int64_t{i} * addrs[0], ints[1]);
         break;
     case MPI_COMBINER_INDEXED:
-        for (int i = 0; i < ints[0]; ++i) block(int64_t{ints[static_cast<size_t>(1 + ints[0] + i)]} * ext, ints[static_cast<size_t>(1 + i)]);
+        for (int i = 0; i < ints[0]; ++i)
+            block(int64_t{ints[static_cast<size_t>(1 + ints[0] + i)]} * ext, ints[static_cast<size_t>(1 + i)]);
         break;
     case MPI_COMBINER_HINDEXED:
         for (int i = 0; i < ints[0]; ++i) block(addrs[static_cast<size_t>(i)], ints[static_cast<size_t>(1 + i)]);
@@ -130,12 +131,14 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
         for (int i = 0; i < ints[0]; ++i) {
             MPI_Aint clb = 0, cext = 0;
             MPI_Type_get_extent(types[static_cast<size_t>(i)], &clb, &cext);
-            for (int k = 0; k < ints[static_cast<size_t>(1 + i)]; ++k) at(types[static_cast<size_t>(i)], addrs[static_cast<size_t>(i)] + k * cext);
+            for (int k = 0; k < ints[static_cast<size_t>(1 + i)]; ++k)
+                at(types[static_cast<size_t>(i)], addrs[static_cast<size_t>(i)] + k * cext);
         }
         break;
     case MPI_COMBINER_SUBARRAY: { // the elements of a sub-block of an array of `old`, in the array's order
         const int n = ints[0];
-        const int *sizes = &ints[1], *subsizes = &ints[static_cast<size_t>(1 + n)], *starts = &ints[static_cast<size_t>(1 + 2 * n)];
+        const int *sizes = &ints[1], *subsizes = &ints[static_cast<size_t>(1 + n)],
+                  *starts = &ints[static_cast<size_t>(1 + 2 * n)];
         const bool c_order = ints[static_cast<size_t>(1 + 3 * n)] == MPI_ORDER_C;
         auto dim = [&](int k) { return c_order ? k : n - 1 - k; }; // slowest first
         int64_t total = 1;
@@ -145,7 +148,8 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
             int64_t linear = 0;
             for (int k = 0; k < n; ++k) linear = linear * sizes[dim(k)] + starts[dim(k)] + idx[static_cast<size_t>(k)];
             at(old, linear * ext);
-            for (int k = n - 1; k >= 0 && ++idx[static_cast<size_t>(k)] == subsizes[dim(k)]; --k) idx[static_cast<size_t>(k)] = 0;
+            for (int k = n - 1; k >= 0 && ++idx[static_cast<size_t>(k)] == subsizes[dim(k)]; --k)
+                idx[static_cast<size_t>(k)] = 0;
         }
         break;
     }
