@@ -23,8 +23,8 @@
 #include "common/trace.hpp"
 #include "pnc/args.hpp"
 #include "pnc/hook.h"
+#include "pnc/real.hpp"
 #include "runtime/files.hpp"
-#include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
@@ -35,6 +35,8 @@ unsigned char dtf_pnc_owned_[DTF_PNC_OWNED_MAX];
 }
 
 namespace dtf::runtime {
+
+using pnc::real;
 
 namespace {
 

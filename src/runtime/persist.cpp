@@ -37,14 +37,16 @@
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "match/wire.hpp"
-#include "runtime/pnc_real.hpp"
+#include "pnc/real.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
+#include "runtime/persist.hpp"
 #include "transport/mpi_channel.hpp"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
+
+using pnc::call_real;
 
 namespace {
 
@@ -633,24 +635,24 @@ void ship_job(Runtime &rt, PersistJob &job, const std::string &where, double t0)
         fail(DTF_ERR_INTERNAL, "%s: not connected to the I/O server '%s'", where.c_str(), job.rule->ioserver.c_str());
     const int size = job.group->size(), to = config::aggregator_group(job.rank, size, rt.peer(server).remote_size);
     PayloadWriter p;
-    p.i64(job.ws->stamp);
+    p.i64(job.stamp);
     p.i32(size);
     p.i32(job.rank);
     p.i32(job.rank == 0 ? 1 : 0);
     if (job.rank == 0)
         describe_file(p, job.header, job.cmode, job.continued, job.enddefs, job.persist_after, job.fallback,
                       job.readers, job.hints);
-    pack_writes(p, job.header, job.ws->writes, kSentApart);
+    pack_writes(p, job.header, *job.writes, kSentApart);
     rt.send(server, to, Message{MessageKind::PersistData, 0, job.session, 0, job.path, p.take()});
     // The large values after it, in place, on the session's data tag (the server receives them once it
     // writes the file); the session's writes stay until the last is sent, then the copies made for the
     // file alone go.
-    auto writes = std::shared_ptr<const void>(nullptr, [ws = job.ws](const void *) {
-        for (WriteRecord &w : ws->writes)
+    auto writes = std::shared_ptr<const void>(nullptr, [kept = job.writes](const void *) {
+        for (WriteRecord &w : *kept)
             if (w.persist_copy) std::vector<char>().swap(w.data);
     });
-    const transport::Tag tag = rt.data_tag(rt.self(), job.ws->stamp);
-    for (const WriteRecord &w : job.ws->writes) {
+    const transport::Tag tag = rt.data_tag(rt.self(), job.stamp);
+    for (const WriteRecord &w : *job.writes) {
         const size_t n = value_bytes(job.header, w);
         rt.stats().persist_bytes += static_cast<long>(n);
         if (n >= kSentApart)
@@ -674,9 +676,8 @@ void write_job(Runtime &rt, PersistJob &job) {
     // a byte of its file is written, which would otherwise hold the runtime lock and the core the
     // serving needs. A reader that does not take its data in DTF_TIMEOUT does not keep the file from
     // being written (its session goes on being served, and a lost reader is reported as usual).
-    if (job.ws->serving) try {
-        rt.wait_until([&] { return !job.ws->serving; }, [&] { return where + ": " + waiting_for(rt, *job.ws); },
-                      [&] { return blocking_reader(*job.ws); });
+    if (job.await_readers) try {
+        job.await_readers(where);
     } catch (const Error &e) {
         log::warn("%s; written all the same", e.what());
     }
@@ -688,7 +689,7 @@ void write_job(Runtime &rt, PersistJob &job) {
         }, job.readers.front());
     // The values go to the aggregators (agreed over every rank); a rank that is not one is done then.
     Output out;
-    rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, job.ws->writes, where); }, where);
+    rt.on_all(*job.group, [&] { arrange(&out, comm, *job.rule, job.header, *job.writes, where); }, where);
     if (out.writes_file) transport::on_all(out.writers, [&] {
         const std::string path = job.rule->subfiles ? config::subfile_path(job.path, out.group) : job.path;
         write_file(
@@ -696,41 +697,20 @@ void write_job(Runtime &rt, PersistJob &job) {
             out.comm, out.writes, where);
     });
     log::debug("%s: done", where.c_str());
-    for (const WriteRecord &w : job.ws->writes)
+    for (const WriteRecord &w : *job.writes)
         rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
-    for (WriteRecord &w : job.ws->writes) // the copies made for the file alone (the session is served)
+    for (WriteRecord &w : *job.writes) // the copies made for the file alone (the session is served)
         if (w.persist_copy) rt.buffers().give(std::move(w.data));
     rt.stats().persist_s += now_s() - t0;
     if (job.rank != 0) return;
     ++rt.stats().files_persisted;
-    announce_written(rt, rt.self(), job.path, job.session, job.ws->stamp, job.readers, job.fallback);
+    announce_written(rt, rt.self(), job.path, job.session, job.stamp, job.readers, job.fallback);
 }
 
 } // namespace
 
-void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
-    auto job = std::make_shared<PersistJob>();
-    job->path = vf.path;
-    job->session = vf.session;
-    job->rule = vf.rule;
-    job->header = vf.header;
-    job->hints = vf.hints;
-    job->cmode = vf.cmode;
-    job->continued = vf.continued;
-    job->persist_after = vf.persist_after;
-    // (the writer's Persisted may have come while this session was being opened, before the runtime
-    // knew the file: the path's record has it then)
-    const auto c = rt.counters().find(vf.path);
-    if (job->persist_after != 0 && c != rt.counters().end() &&
-        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) !=
-            c->second.persisted.end())
-        job->persist_after = 0;
-    job->enddefs = vf.enddefs;
-    job->readers = vf.peers;
-    job->fallback = !vf.gave_up.empty();
-    job->rank = vf.rank;
-    job->group = vf.group;
-    job->ws = vf.ws;
+void queue_persist(Runtime &rt, std::shared_ptr<PersistJob> job, bool write_now) {
+    const std::shared_ptr<transport::Group> group = job->group; // (the job may go once written)
     // Values still in the user's buffers (buffer_data=0) are copied where they outlive the close: the
     // program owns its buffers again once it returns. (Such a session was served before: nothing else
     // reads them.) A file these ranks write now is written from the buffers themselves; the sends to
@@ -740,7 +720,7 @@ void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
     // fault; this copy delays the hand-off of the files closed after it). Those for an I/O server are
     // freed when their sends complete, which may be outside the runtime lock the pool needs.
     auto own = [&rt](PersistJob &j) {
-        for (WriteRecord &w : j.ws->writes)
+        for (WriteRecord &w : *j.writes)
             if (w.borrowed) {
                 const size_t n = value_bytes(j.header, w);
                 if (j.rule->ioserver.empty()) {
@@ -757,7 +737,7 @@ void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now) {
     rt.persist_jobs().push_back(std::move(job));
     std::exception_ptr failed;
     if (write_now) try {
-        flush_persist(rt, vf.group.get(), nullptr, true);
+        flush_persist(rt, group.get(), nullptr, true);
     } catch (...) {
         failed = std::current_exception();
     }

@@ -11,14 +11,16 @@
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/hook.h"
+#include "pnc/real.hpp"
 #include "match/wire.hpp"
-#include "runtime/pnc_real.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
+
+using pnc::call_real;
 
 using transport::Tag;
 using transport::Ticket;

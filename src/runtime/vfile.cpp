@@ -452,6 +452,39 @@ void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file) {
     vfile_call(rt, vf, DTF_FN_ncmpi_close, nullptr);
 }
 
+std::shared_ptr<PersistJob> persist_job(Runtime &rt, VirtualFile &vf) {
+    auto job = std::make_shared<PersistJob>();
+    job->path = vf.path;
+    job->session = vf.session;
+    job->stamp = vf.ws->stamp;
+    job->rule = vf.rule;
+    job->header = vf.header;
+    job->hints = vf.hints;
+    job->cmode = vf.cmode;
+    job->continued = vf.continued;
+    job->persist_after = vf.persist_after;
+    // (the writer's Persisted may have come while this session was being opened, before the runtime
+    // knew the file: the path's record has it then)
+    const auto c = rt.counters().find(vf.path);
+    if (job->persist_after != 0 && c != rt.counters().end() &&
+        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) !=
+            c->second.persisted.end())
+        job->persist_after = 0;
+    job->enddefs = vf.enddefs;
+    job->readers = vf.peers;
+    job->fallback = !vf.gave_up.empty();
+    job->rank = vf.rank;
+    job->group = vf.group;
+    std::shared_ptr<WriterSession> ws = vf.ws;
+    job->writes = std::shared_ptr<std::vector<WriteRecord>>(ws, &ws->writes);
+    job->await_readers = [&rt, ws](const std::string &where) {
+        if (ws->serving)
+            rt.wait_until([&] { return !ws->serving; }, [&] { return where + ": " + waiting_for(rt, *ws); },
+                          [&] { return blocking_reader(*ws); });
+    };
+    return job;
+}
+
 namespace {
 
 // fallback=: the writer ranks agree whether any of them gave up the readers (before the close: at a
@@ -471,7 +504,7 @@ void close_or_fall_back(Runtime &rt, VirtualFile &vf) {
     if (why.empty()) return;
     vf.ws->closed = true;
     settle_given_up(rt, *vf.ws);
-    queue_persist(rt, vf, true);
+    queue_persist(rt, persist_job(rt, vf), true);
     if (vf.rank != 0) return;
     ++rt.stats().fallbacks;
     log::notice("'%s' (session %d) went to the file system (fallback=%s, %s:%d): %s", vf.path.c_str(), vf.session,
@@ -539,7 +572,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
                                other.second->group->component_ranks() == ranks;
                     });
                 try {
-                    queue_persist(rt, vf, last);
+                    queue_persist(rt, persist_job(rt, vf), last);
                 } catch (...) {
                     unwritten = std::current_exception();
                 }

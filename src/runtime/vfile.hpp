@@ -55,6 +55,7 @@
 #include "match/plan.hpp"
 #include "model/header.hpp"
 #include "runtime/message.hpp"
+#include "runtime/persist.hpp"
 #include "transport/channel.hpp"
 #include "transport/group.hpp"
 #include "types/layout.hpp"
@@ -63,17 +64,6 @@ namespace dtf::runtime {
 
 class Runtime;
 
-struct WriteRecord {
-    match::WriteReq meta;
-    // The elements of meta.box in row-major order, variable's type, native order; for a fill
-    // (meta.fill: ncmpi_fill_var_rec, or a variable's fill at enddef, recorded by rank 0) one element,
-    // the fill value, which stands for all of them.
-    std::vector<char> data;
-    const char *borrowed = nullptr; // buffer_data=0: the same, in the user's buffer (data is empty)
-    bool packed = false;    // replay: only the plan's pieces were kept (in the data messages), not data
-    bool persist_copy = false; // data: copied from the user's buffer at close for persist=1 (freed once written)
-    const char *values() const { return borrowed ? borrowed : data.data(); }
-};
 
 // One get: its regions (one box, or several for varn), each matched as its own read request, and
 // one staging array holding all of them in order (part i starts at element offsets[i]).
@@ -535,45 +525,9 @@ bool push_early(Runtime &rt, WriterSession &ws);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
 void end_reader_session(Runtime &rt, VirtualFile &vf);
-// persist=1 (persist.cpp): what a closed writer session needs to write its file: the final header,
-// how the file was created, and the session's writes (all kept: replay does not drop values then).
-struct PersistJob {
-    std::string path;
-    int session = 0;
-    const config::FileRule *rule = nullptr;
-    model::Header header;
-    std::vector<std::pair<std::string, std::string>> hints;
-    int cmode = 0;
-    bool continued = false;
-    int64_t persist_after = 0; // VirtualFile::persist_after
-    int enddefs = 0;
-    std::vector<int> readers;
-    bool fallback = false; // fallback=: written because the readers were given up (then told: FileWritten)
-    int rank = 0;
-    std::shared_ptr<transport::Group> group;
-    std::shared_ptr<WriterSession> ws; // its writes (values in the user's buffers copied if kept past the close)
-    bool writing = false; // flush_persist is writing it (it stays in Runtime::persist_jobs until written)
-};
-// At the writer's close: the session's file is to be written (Runtime::persist_jobs). Writing it
-// waits until these ranks close the last file they have open for writing (then their output is
-// handed to its readers), open a dtf file for reading, create (or open with NC_WRITE) the next file
-// of the same rule, or call dtf_finalize, whichever comes first; flush_persist() writes them
-// (collective over each job's group, in the order the sessions closed), then tells the readers
-// (MessageKind::Persisted). A rule with aggregate_steps=k keeps its jobs until k are queued (or
-// dtf_finalize); with aggregators= the groups' first ranks write what their group wrote; with
-// ioserver= the ranks send their parts to the I/O server, which writes the file. `write_now`: these
-// ranks' files are written before it returns (the last file they write is closing). Values the
-// program's buffers still hold (buffer_data=0) are copied for the files left queued only.
-void queue_persist(Runtime &rt, VirtualFile &vf, bool write_now);
-// The jobs of the ranks of `group` (all jobs: nullptr) that a call of `rule` (reading: any) must
-// write first.
-void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading);
-// dtf_finalize: the files still to be written (flush_persist), then, from the component's root, the
-// end to each I/O server that writes files of this component (MessageKind::PersistDone).
-void end_persist(Runtime &rt);
-// dtf_ioserver: write the files the components send (ioserver=; MessageKind::PersistData) until all
-// of them are done; collective over the component. Throws the first failure once done.
-void serve_io(Runtime &rt);
+// persist=1: the job that writes the file of the session closing now (vfile.cpp: the writer's
+// close), for queue_persist.
+std::shared_ptr<PersistJob> persist_job(Runtime &rt, VirtualFile &vf);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 // Once the writer wrote the session to the file instead (fallback=), the record count is the file's.
 void wait_header_final(Runtime &rt, VirtualFile &vf);

@@ -1,11 +1,11 @@
-// The real PnetCDF functions behind dtf's wrappers (pnc/hook.h), for the runtime's own calls.
+// The real PnetCDF functions behind dtf's wrappers (hook.h), for dtf's own calls of them.
 #pragma once
 
 #include "common/error.hpp"
 #include "pnc/hook.h"
 #include "transport/mpi_util.hpp"
 
-namespace dtf::runtime {
+namespace dtf::pnc {
 
 // The real PnetCDF function `fn` as a pointer of type Fn; DTF_ERR_INTERNAL naming it if the program
 // was not linked so that dtf finds it.
@@ -27,4 +27,4 @@ template <class Fn, class... A> int call_real(int fn, A... args) {
     return f(args...);
 }
 
-} // namespace dtf::runtime
+} // namespace dtf::pnc
