@@ -184,6 +184,10 @@ private:
     void check_keys(const RawSection &section, const std::vector<KeySpec> &specs);
     void apply_info(const RawSection &section);
     void apply_file(const RawSection &section);
+    struct RuleLines;
+    void read_file_keys(const RawSection &section, FileRule *rule, RuleLines *lines);
+    void check_roles(const RawSection &section, const FileRule &rule, const RuleLines &lines);
+    void check_writing(const FileRule &rule, const RuleLines &lines, bool fan);
     void check_components();
 
     int to_int(const RawEntry &e, int min);
@@ -375,34 +379,35 @@ void Parser::apply_info(const RawSection &section) {
 // A filename pattern in the form used for matching and for detecting duplicates.
 std::string canonical_pattern(std::string_view pattern);
 
-void Parser::apply_file(const RawSection &section) {
-    check_keys(section, kFileKeys);
-    FileRule rule;
-    RuleLines lines;
-    rule.line = section.line;
+// The keys of a [FILE] section into `rule`, and the lines of those whose messages name them.
+void Parser::read_file_keys(const RawSection &section, FileRule *rule, RuleLines *lines) {
     for (const auto &e : section.entries) {
-        if (e.key == "filename") rule.pattern = e.value, lines.filename = e.line;
-        else if (e.key == "exclude_name") rule.excludes.push_back(e.value);
-        else if (e.key == "comp1") rule.comp1 = e.value, lines.comp1 = e.line;
-        else if (e.key == "comp2") rule.comp2 = e.value, lines.comp2 = e.line;
-        else if (e.key == "writer") rule.writer = e.value, lines.writer = e.line;
-        else if (e.key == "readers") rule.readers = to_names(e), lines.readers = e.line;
-        else if (e.key == "mode") rule.mode = to_mode(e);
-        else if (e.key == "replay_io") rule.replay_io = to_bool(e), lines.replay_io = e.line;
-        else if (e.key == "num_sessions") rule.num_sessions = to_int(e, 1);
-        else if (e.key == "writer_closes") rule.writer_closes = to_int(e, 1);
-        else if (e.key == "write_only") rule.write_only = to_bool(e);
-        else if (e.key == "persist") rule.persist = to_bool(e);
-        else if (e.key == "aggregators") rule.aggregators = to_int(e, 0), lines.aggregators = e.line;
-        else if (e.key == "subfiles") rule.subfiles = to_bool(e), lines.subfiles = e.line;
-        else if (e.key == "aggregate_steps") rule.aggregate_steps = to_int(e, 1), lines.aggregate_steps = e.line;
-        else if (e.key == "ioserver") rule.ioserver = e.value, lines.ioserver = e.line;
-        else if (e.key == "fallback") rule.fallback_s = to_fallback(e), lines.fallback = e.line;
+        if (e.key == "filename") rule->pattern = e.value, lines->filename = e.line;
+        else if (e.key == "exclude_name") rule->excludes.push_back(e.value);
+        else if (e.key == "comp1") rule->comp1 = e.value, lines->comp1 = e.line;
+        else if (e.key == "comp2") rule->comp2 = e.value, lines->comp2 = e.line;
+        else if (e.key == "writer") rule->writer = e.value, lines->writer = e.line;
+        else if (e.key == "readers") rule->readers = to_names(e), lines->readers = e.line;
+        else if (e.key == "mode") rule->mode = to_mode(e);
+        else if (e.key == "replay_io") rule->replay_io = to_bool(e), lines->replay_io = e.line;
+        else if (e.key == "num_sessions") rule->num_sessions = to_int(e, 1);
+        else if (e.key == "writer_closes") rule->writer_closes = to_int(e, 1);
+        else if (e.key == "write_only") rule->write_only = to_bool(e);
+        else if (e.key == "persist") rule->persist = to_bool(e);
+        else if (e.key == "aggregators") rule->aggregators = to_int(e, 0), lines->aggregators = e.line;
+        else if (e.key == "subfiles") rule->subfiles = to_bool(e), lines->subfiles = e.line;
+        else if (e.key == "aggregate_steps") rule->aggregate_steps = to_int(e, 1), lines->aggregate_steps = e.line;
+        else if (e.key == "ioserver") rule->ioserver = e.value, lines->ioserver = e.line;
+        else if (e.key == "fallback") rule->fallback_s = to_fallback(e), lines->fallback = e.line;
         else if (e.key == "mirror_io_root") {
-            rule.mirror_io_root = to_bool(e);
+            rule->mirror_io_root = to_bool(e);
             ignored(e, "dtf's matchers are the writer ranks MAX_WORKGROUP_SIZE chooses, whatever the readers' ranks");
         }
     }
+}
+
+// A [FILE] section names its components either as comp1=/comp2= or as writer=/readers=, whole.
+void Parser::check_roles(const RawSection &section, const FileRule &rule, const RuleLines &lines) {
     if (rule.pattern.empty())
         fail_at(section.line, "[FILE] section without 'filename='; expected a file name pattern");
     const bool pair = lines.comp1 || lines.comp2, fan = lines.writer || lines.readers;
@@ -429,6 +434,10 @@ void Parser::apply_file(const RawSection &section) {
         fail_at(section.line, "[FILE] section without '%s='; expected a component name (comp1= and comp2=, or "
                 "writer= and readers=)", rule.comp1.empty() ? "comp1" : "comp2");
     }
+}
+
+// The keys that say how dtf writes the files it writes itself (persist=1, fallback=) fit together.
+void Parser::check_writing(const FileRule &rule, const RuleLines &lines, bool fan) {
     // Aggregated output shapes how dtf writes a file itself: persist=1 in transfer mode, or fallback=
     // (aggregators= and ioserver= only: a reader that comes late reads the one file, once written).
     const bool written_by_dtf = (rule.persist || rule.falls_back()) && rule.mode == Mode::Transfer;
@@ -457,6 +466,16 @@ void Parser::apply_file(const RawSection &section) {
     if (rule.subfiles && !fan)
         fail_at(lines.subfiles, "subfiles=1 in a [FILE] section with comp1=/comp2=; expected writer= and readers= (a "
                 "subfile holds what one group of the writer's ranks wrote, which only one writer can continue)");
+}
+
+void Parser::apply_file(const RawSection &section) {
+    check_keys(section, kFileKeys);
+    FileRule rule;
+    RuleLines lines;
+    rule.line = section.line;
+    read_file_keys(section, &rule, &lines);
+    check_roles(section, rule, lines);
+    check_writing(rule, lines, lines.writer || lines.readers);
     for (size_t i = 0; i < config_.files.size(); ++i)
         if (canonical_pattern(config_.files[i].pattern) == canonical_pattern(rule.pattern))
             fail_at(lines.filename, "duplicate filename pattern '%s' (the first one is on line %d)",

@@ -926,124 +926,129 @@ std::vector<char> broadcast(Runtime &rt, MPI_Comm comm, std::vector<char> bytes)
     return bytes;
 }
 
+
+// What the I/O server's root knows of its clients and their files.
+struct Clients {
+    std::set<int> all;         // the components of the files it writes
+    std::set<int> finished;    // those whose root said PersistDone, or that never connected or died
+    std::set<int64_t> written; // the sessions in their files (stamps)
+    std::deque<Part> waiting;  // described files, in the order they came
+};
+
+// The I/O server's root: the description of the next file to write, the first whose writer root's
+// part came and that continues no file left to write; empty once every client is done. It waits as
+// long as its clients run (no DTF_TIMEOUT: a model may compute for hours between its outputs).
+std::vector<char> next_file(Runtime &rt, Clients &c) {
+    Backoff backoff(50e-6, 5e-3);
+    for (;;) {
+        rt.progress();
+        while (auto m = rt.take([](const Message &m) { return m.kind == MessageKind::PersistDone; }))
+            c.finished.insert(m->from_component);
+        while (auto m = rt.take([](const Message &m) { return m.kind == MessageKind::PersistData && is_described(m); }))
+            c.waiting.push_back(read_part(*m, true));
+        auto ready = std::find_if(c.waiting.begin(), c.waiting.end(),
+                                  [&](const Part &p) { return p.after == 0 || c.written.count(p.after); });
+        if (ready != c.waiting.end()) {
+            std::rotate(c.waiting.begin(), ready, ready + 1); // to the front, the others in order
+            return description(c.waiting.front());
+        }
+        // A client that died hands no more files over (an ensemble member): the others go on. (A file
+        // of it whose parts did not all come fails when written, naming it.)
+        for (int comp : c.all)
+            if (rt.gone(comp) && c.finished.insert(comp).second)
+                log::notice("dtf_ioserver '%s': component '%s' was lost; the server goes on without it",
+                            rt.self_name().c_str(), rt.config().component_name(comp).c_str());
+        if (c.finished.size() >= c.all.size()) {
+            if (!c.waiting.empty())
+                fail(DTF_ERR_PEER, "dtf_ioserver: session %d of '%s' continues a session that was never "
+                     "written to the file, and its writers are done", c.waiting.front().session,
+                     c.waiting.front().path.c_str());
+            return {};
+        }
+        rt.idle(backoff.next());
+    }
+}
+
+// Collective over the server's ranks: each takes the parts of `job` its writer ranks send (ship_job;
+// the root's first came with the description), and they write the file.
+void write_served(Runtime &rt, Part &job, MPI_Comm comm, const std::string &where) {
+    const int rank = rt.component_rank();
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<Part> parts;
+    int expected = 0;
+    for (int r = 0; r < job.writers; ++r) expected += config::aggregator_group(r, job.writers, size) == rank;
+    if (rank == 0) {
+        parts.emplace_back();
+        parts.back().writer_rank = job.writer_rank;
+        parts.back().source = job.source;
+        parts.back().writes = std::move(job.writes);
+    }
+    while (static_cast<int>(parts.size()) < expected) {
+        Message m = rt.wait_message([&](const Message &m) {
+            return m.kind == MessageKind::PersistData && m.from_component == job.from && stamp_of(m) == job.stamp;
+        }, [&] {
+            return format("%s waited for the writes of %d of its writer ranks", where.c_str(),
+                          expected - static_cast<int>(parts.size()));
+        }, job.from);
+        parts.push_back(read_part(m, true));
+    }
+    std::sort(parts.begin(), parts.end(), [](const Part &a, const Part &b) { return a.writer_rank < b.writer_rank; });
+    std::vector<WriteRecord> records;
+    std::vector<size_t> apart;
+    std::vector<int> sources;
+    for (const Part &p : parts) {
+        unpack_writes(job.header, p.writes, &records, &apart, where);
+        sources.resize(apart.size(), p.source); // (the sender of the ones it added)
+    }
+    receive_apart(rt, job, records, apart, sources, where);
+    std::vector<const WriteRecord *> writes;
+    for (const WriteRecord &w : records) {
+        writes.push_back(&w);
+        rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
+    }
+    write_file({job.path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, comm, writes,
+               where);
+}
+
 } // namespace
 
 void serve_io(Runtime &rt) {
     const config::Config &config = rt.config();
     const MPI_Comm comm = rt.component_comm();
     const int rank = rt.component_rank();
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    std::set<int> clients; // the components of the files it writes
+    Clients c;
     for (const auto &rule : config.files)
         if (rule.ioserver == rt.self_name())
-            for (const auto &name : rule.parties()) clients.insert(config.component_index(name));
-    if (clients.empty())
-        fail(DTF_ERR_CONFIG,
-             "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=", config.path.c_str(),
-             rt.self_name().c_str());
-    std::set<int> finished;      // root: the clients whose root said PersistDone, or that never connected
-    for (int c : clients)        // (a reader of fallback= files only: Config::may_go_without)
-        if (rt.lost(c)) finished.insert(c);
-    std::set<int64_t> written;   // root: the sessions in their files (stamps)
-    std::deque<Part> waiting;    // root: described files, in the order they came
+            for (const auto &name : rule.parties()) c.all.insert(config.component_index(name));
+    if (c.all.empty())
+        fail(DTF_ERR_CONFIG, "dtf_ioserver: no [FILE] section of %s names component '%s' in ioserver=",
+             config.path.c_str(), rt.self_name().c_str());
+    for (int comp : c.all) // (a reader of fallback= files only: Config::may_go_without)
+        if (rt.lost(comp)) c.finished.insert(comp);
     std::unique_ptr<Error> first_failure;
     for (;;) {
         std::vector<char> choice;
-        if (rank == 0) {
-            // The first file whose writer root's part came and that continues no file left to write;
-            // the server waits for the next one as long as its clients run (no DTF_TIMEOUT: a model may
-            // compute for hours between its outputs).
-            Backoff backoff(50e-6, 5e-3);
-            try {
-                for (;;) {
-                    rt.progress();
-                    while (auto m = rt.take([](const Message &m) { return m.kind == MessageKind::PersistDone; }))
-                        finished.insert(m->from_component);
-                    while (auto m = rt.take([](const Message &m) {
-                               return m.kind == MessageKind::PersistData && is_described(m);
-                           }))
-                        waiting.push_back(read_part(*m, true));
-                    auto ready = std::find_if(waiting.begin(), waiting.end(),
-                                              [&](const Part &p) { return p.after == 0 || written.count(p.after); });
-                    if (ready != waiting.end()) {
-                        std::rotate(waiting.begin(), ready, ready + 1); // to the front, the others in order
-                        choice = description(waiting.front());
-                        break;
-                    }
-                    // A client that died hands no more files over (an ensemble member): the others go on.
-                    // (A file of it whose parts did not all come fails when written, naming it.)
-                    for (int c : clients)
-                        if (rt.gone(c) && finished.insert(c).second)
-                            log::notice("dtf_ioserver '%s': component '%s' was lost; the server goes on without it",
-                                        rt.self_name().c_str(), config.component_name(c).c_str());
-                    if (finished.size() >= clients.size()) {
-                        if (!waiting.empty())
-                            fail(DTF_ERR_PEER, "dtf_ioserver: session %d of '%s' continues a session that was never "
-                                 "written to the file, and its writers are done", waiting.front().session,
-                                 waiting.front().path.c_str());
-                        break;
-                    }
-                    rt.idle(backoff.next());
-                }
-            } catch (const Error &e) { // the end, for every server rank (the failure is reported below)
-                if (!first_failure) first_failure = std::make_unique<Error>(e);
-                choice.clear();
-            }
+        if (rank == 0) try {
+            choice = next_file(rt, c);
+        } catch (const Error &e) { // the end, for every server rank (the failure is reported below)
+            if (!first_failure) first_failure = std::make_unique<Error>(e);
+            choice.clear();
         }
         choice = broadcast(rt, comm, std::move(choice));
         if (choice.empty()) break;
-        Part job = rank == 0 ? std::move(waiting.front()) : from_description(choice);
-        if (rank == 0) waiting.pop_front();
+        Part job = rank == 0 ? std::move(c.waiting.front()) : from_description(choice);
+        if (rank == 0) c.waiting.pop_front();
         const std::string where = format("dtf_ioserver '%s' writing '%s' (session %d of component '%s')",
                                          rt.self_name().c_str(), job.path.c_str(), job.session,
                                          config.component_name(job.from).c_str());
         const double t0 = now_s();
         try {
-            transport::on_all(comm, [&] {
-                // This rank's parts: the writer ranks of its group (ship_job), in their order.
-                std::vector<Part> parts;
-                int expected = 0;
-                for (int r = 0; r < job.writers; ++r)
-                    expected += config::aggregator_group(r, job.writers, size) == rank;
-                if (rank == 0) { // its first part came with the description
-                    parts.emplace_back();
-                    parts.back().writer_rank = job.writer_rank;
-                    parts.back().source = job.source;
-                    parts.back().writes = std::move(job.writes);
-                }
-                while (static_cast<int>(parts.size()) < expected) {
-                    Message m = rt.wait_message([&](const Message &m) {
-                        return m.kind == MessageKind::PersistData && m.from_component == job.from &&
-                               stamp_of(m) == job.stamp;
-                    }, [&] {
-                        return format("%s waited for the writes of %d of its writer ranks", where.c_str(),
-                                      expected - static_cast<int>(parts.size()));
-                    }, job.from);
-                    parts.push_back(read_part(m, true));
-                }
-                std::sort(parts.begin(), parts.end(),
-                          [](const Part &a, const Part &b) { return a.writer_rank < b.writer_rank; });
-                std::vector<WriteRecord> records;
-                std::vector<size_t> apart;
-                std::vector<int> sources;
-                for (const Part &p : parts) {
-                    unpack_writes(job.header, p.writes, &records, &apart, where);
-                    sources.resize(apart.size(), p.source); // (the sender of the ones it added)
-                }
-                receive_apart(rt, job, records, apart, sources, where);
-                std::vector<const WriteRecord *> writes;
-                for (const WriteRecord &w : records) {
-                    writes.push_back(&w);
-                    rt.stats().persist_bytes += static_cast<long>(value_bytes(job.header, w));
-                }
-                write_file({job.path, job.session, job.header, job.hints, job.cmode, job.continued, job.enddefs}, comm,
-                           writes, where);
-            });
+            transport::on_all(comm, [&] { write_served(rt, job, comm, where); });
             rt.stats().persist_s += now_s() - t0;
             log::debug("%s: done", where.c_str());
             if (rank != 0) continue;
-            written.insert(job.stamp);
+            c.written.insert(job.stamp);
             ++rt.stats().files_persisted;
             announce_written(rt, job.from, job.path, job.session, job.stamp, job.readers, job.fallback);
         } catch (const Error &e) { // reported, and the server goes on with the next file
@@ -1053,7 +1058,7 @@ void serve_io(Runtime &rt) {
     }
     // Every server rank goes on without the clients that died (dtf_finalize does not wait for them),
     // as its root did.
-    for (int c : clients) rt.gone(c);
+    for (int comp : c.all) rt.gone(comp);
     if (first_failure) throw *first_failure;
 }
 

@@ -63,6 +63,97 @@ std::vector<char> gather(Runtime &rt, const VirtualFile &vf, const std::vector<c
     return bytes;
 }
 
+// Where each read request of a read-back is: its get and the part of it.
+using PartOf = std::vector<std::pair<ReadRecord *, size_t>>;
+
+// The writer ranks tell each other the writes they made since the last read-back and the reads of
+// this one: the writes of every rank so far (this rank's last), and every rank's reads (`all_reads`).
+std::vector<match::WriteReq> exchange_requests(Runtime &rt, VirtualFile &vf, const std::vector<match::ReadReq> &reads,
+                                               std::vector<match::ReadReq> *all_reads,
+                                               std::vector<transport::Ticket> *sends, const std::string &context) {
+    WriterSession &ws = *vf.ws;
+    auto writes_so_far = [&] {
+        std::vector<match::WriteReq> writes = ws.readback_writes;
+        for (const WriteRecord &w : ws.writes) writes.push_back(w.meta);
+        return writes;
+    };
+    *all_reads = reads;
+    std::vector<int> others;
+    for (int q = 0; q < vf.size; ++q)
+        if (q != vf.rank) others.push_back(q);
+    if (others.empty()) return writes_so_far();
+    PayloadWriter p;
+    std::vector<match::WriteReq> told;
+    for (size_t i = ws.readback_told; i < ws.writes.size(); ++i) told.push_back(ws.writes[i].meta);
+    p.bytes(match::encode(told));
+    p.bytes(match::encode(reads));
+    ws.readback_told = ws.writes.size();
+    sends->push_back(ws.local->send(others, Tag::Readback, p.take(), "sending a readback's writes and reads"));
+    for (int q : others) {
+        const std::vector<char> m = next_from(rt, ws, q, context);
+        PayloadReader in(m, "readback");
+        for (auto &w : match::decode_writes(in.bytes())) ws.readback_writes.push_back(w);
+        for (auto &r : match::decode_reads(in.bytes())) all_reads->push_back(r);
+    }
+    return writes_so_far();
+}
+
+// This rank's pieces (the values of those from rank q in values[q], in `from`'s order; fills) put in
+// place in the order their writes took effect (the last write wins), over zeros. Returns that order.
+std::vector<std::pair<const match::Piece *, const char *>>
+place_pieces(const VirtualFile &vf, const std::vector<ReadRecord *> &batch, const PartOf &part_of,
+             const std::map<int, std::vector<const match::Piece *>> &from,
+             const std::map<int, std::vector<char>> &values, const std::vector<const match::Piece *> &fills) {
+    for (auto *r : batch)
+        if (r->direct)
+            for (size_t i = 0; i < r->parts.size(); ++i)
+                std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * types::type_size(r->xtype), 0,
+                            static_cast<size_t>(r->parts[i].box.size()) * types::type_size(r->xtype));
+    std::vector<std::pair<const match::Piece *, const char *>> order;
+    for (const auto &[q, list] : from) {
+        const char *src = values.at(q).data();
+        for (const auto *p : list) {
+            order.emplace_back(p, src);
+            src += static_cast<size_t>(p->region.size()) * types::type_size(part_of[p->read_id].first->xtype);
+        }
+    }
+    for (const auto *p : fills) order.emplace_back(p, nullptr);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
+    for (const auto &[p, src] : order) {
+        ReadRecord &r = *part_of[p->read_id].first;
+        const size_t i = part_of[p->read_id].second, es = types::type_size(r.xtype);
+        char *base = r.dest + static_cast<size_t>(r.offsets[i]) * es;
+        if (src) match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
+        else fill_region(r.parts[i].box, base, p->region, fill_value(vf.header, p->varid));
+    }
+    return order;
+}
+
+// A variable of an earlier session (the file was opened with NC_WRITE): where this session wrote
+// nothing, the file holds that session's values, which transfer mode does not keep. Each such get
+// fails (its status); returns the first error, or `rc`.
+int refuse_inherited(const VirtualFile &vf, const std::vector<match::ReadReq> &reads, const PartOf &part_of,
+                     const std::vector<std::pair<const match::Piece *, const char *>> &placed, int rc,
+                     const std::string &context) {
+    std::map<uint64_t, std::vector<match::Box>> regions;
+    for (const auto &[p, src] : placed) regions[p->read_id].push_back(p->region);
+    for (const match::ReadReq &read : reads) {
+        if (read.varid >= vf.inherited || match::covered_count(read.box, regions[read.id]) == read.box.size()) continue;
+        part_of[read.id].first->status = DTF_ERR_UNSUPPORTED;
+        if (rc == NC_NOERR) rc = DTF_ERR_UNSUPPORTED;
+        report_error(
+            DTF_ERR_UNSUPPORTED,
+            format("%s: variable '%s' %s: this component opened the file with NC_WRITE and did not write all of "
+                   "these elements since; the file holds the values of an earlier session there, which transfer "
+                   "mode does not keep (read them in that session, or write them again)",
+                   context.c_str(), vf.header.vars()[static_cast<size_t>(read.varid)].name.c_str(),
+                   read.box.to_string().c_str())
+                .c_str());
+    }
+    return rc;
+}
+
 } // namespace
 
 int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool collective) {
@@ -76,36 +167,15 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
              vf.rule->line);
     phase::Scope timer(phase::Transfer);
     // This rank's reads (ids: where each part is), the writes of every rank, the reads of every rank.
-    std::vector<match::ReadReq> reads;
-    std::vector<std::pair<ReadRecord *, size_t>> part_of;
+    std::vector<match::ReadReq> reads, all_reads;
+    PartOf part_of;
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) {
             reads.push_back(match::ReadReq{vf.rank, part_of.size(), r->parts[i].varid, r->parts[i].box});
             part_of.emplace_back(r, i);
         }
-    std::vector<match::WriteReq> writes = ws.readback_writes;
-    for (const WriteRecord &w : ws.writes) writes.push_back(w.meta);
-    std::vector<match::ReadReq> all_reads = reads;
-    std::vector<int> others;
-    for (int q = 0; q < vf.size; ++q)
-        if (q != vf.rank) others.push_back(q);
     std::vector<transport::Ticket> sends;
-    if (!others.empty()) {
-        PayloadWriter p;
-        p.bytes(match::encode(std::vector<match::WriteReq>(
-            writes.end() - static_cast<std::ptrdiff_t>(ws.writes.size() - ws.readback_told), writes.end())));
-        p.bytes(match::encode(reads));
-        ws.readback_told = ws.writes.size();
-        sends.push_back(ws.local->send(others, Tag::Readback, p.take(), "sending a readback's writes and reads"));
-        for (int q : others) {
-            const std::vector<char> m = next_from(rt, ws, q, context);
-            PayloadReader in(m, "readback");
-            for (auto &w : match::decode_writes(in.bytes())) ws.readback_writes.push_back(w);
-            for (auto &r : match::decode_reads(in.bytes())) all_reads.push_back(r);
-        }
-        writes = ws.readback_writes;
-        for (const WriteRecord &w : ws.writes) writes.push_back(w.meta);
-    }
+    const std::vector<match::WriteReq> writes = exchange_requests(rt, vf, reads, &all_reads, &sends, context);
     // Every rank matches every read alike; each sends the others the values of its pieces they read.
     const std::vector<match::Piece> pieces = match::match(writes, all_reads);
     std::map<int, std::vector<const match::Piece *>> to, from; // data pieces this rank sends / gets, by rank
@@ -120,64 +190,18 @@ int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batc
     }
     std::map<int, std::vector<char>> values;
     for (auto &[q, list] : to) {
-        if (q == vf.rank) values[q] = gather(rt, vf, list, context);
-        else
-            sends.push_back(
-                ws.local->send(q, Tag::Readback, gather(rt, vf, list, context), "sending a readback's values"));
+        std::vector<char> bytes = gather(rt, vf, list, context);
+        if (q == vf.rank) values[q] = std::move(bytes);
+        else sends.push_back(ws.local->send(q, Tag::Readback, std::move(bytes), "sending a readback's values"));
     }
     for (auto &[q, list] : from)
         if (q != vf.rank) values[q] = next_from(rt, ws, q, context);
-    // This rank's pieces in the order their writes took effect (the last write wins), over zeros.
-    for (auto *r : batch)
-        if (r->direct)
-            for (size_t i = 0; i < r->parts.size(); ++i)
-                std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * types::type_size(r->xtype), 0,
-                            static_cast<size_t>(r->parts[i].box.size()) * types::type_size(r->xtype));
-    std::vector<std::pair<const match::Piece *, const char *>> order = {};
-    for (auto &[q, list] : from) {
-        const char *src = values.at(q).data();
-        for (const auto *p : list) {
-            order.emplace_back(p, src);
-            src += static_cast<size_t>(p->region.size()) * types::type_size(part_of[p->read_id].first->xtype);
-        }
-    }
-    for (const auto *p : fills) order.emplace_back(p, nullptr);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
-    for (const auto &[p, src] : order) {
-        ReadRecord &r = *part_of[p->read_id].first;
-        const size_t i = part_of[p->read_id].second, es = types::type_size(r.xtype);
-        char *base = r.dest + static_cast<size_t>(r.offsets[i]) * es;
-        if (src) {
-            match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
-            continue;
-        }
-        fill_region(r.parts[i].box, base, p->region, fill_value(vf.header, p->varid));
-    }
+    const auto placed = place_pieces(vf, batch, part_of, from, values, fills);
     for (auto &[q, bytes] : values) rt.buffers().give(std::move(bytes));
     rt.wait_until([&] { return ws.local->done(sends); },
                   [&] { return format("%s waited for %zu of its bytes to reach the other writer ranks", context.c_str(),
                                       ws.local->pending_bytes(sends)); });
-    int rc = finish_gets(rt, vf, batch);
-    // A variable of an earlier session (the file was opened with NC_WRITE): where this session wrote
-    // nothing, the file holds that session's values, which transfer mode does not keep.
-    std::map<uint64_t, std::vector<match::Box>> regions;
-    for (const auto &[p, src] : order) regions[p->read_id].push_back(p->region);
-    for (const match::ReadReq &read : reads) {
-        if (read.varid >= vf.inherited || match::covered_count(read.box, regions[read.id]) == read.box.size()) continue;
-        ReadRecord &r = *part_of[read.id].first;
-        r.status = DTF_ERR_UNSUPPORTED;
-        if (rc == NC_NOERR) rc = DTF_ERR_UNSUPPORTED;
-        report_error(
-            DTF_ERR_UNSUPPORTED,
-            format("%s: variable '%s' %s: this component opened the file with NC_WRITE and did not write all of "
-                   "these elements since; the file holds the values of an earlier session there, which transfer "
-                   "mode does not keep (read them in that session, or write them again)",
-                   context.c_str(), vf.header.vars()[static_cast<size_t>(read.varid)].name.c_str(),
-                   read.box.to_string().c_str())
-                .c_str());
-    }
-    return rc;
+    return refuse_inherited(vf, reads, part_of, placed, finish_gets(rt, vf, batch), context);
 }
 
 } // namespace dtf::runtime

@@ -277,30 +277,24 @@ std::unique_ptr<Runtime> Runtime::in_process(config::Config config, config::Sett
     return rt;
 }
 
-void Runtime::setup(const char *config_path, const char *component_name) {
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup(MPI_COMM_WORLD)");
-    MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(world_, &rank_);
-    MPI_Comm_size(world_, &size_);
-    {
-        int *ub = nullptr, found = 0;
-        MPI_Comm_get_attr(world_, MPI_TAG_UB, &ub, &found);
-        if (found && ub) tag_ub_ = *ub;
+// More ranks of this component on this node than cores (the other components' are not known here):
+// waits back off from the start (wait_until), and there is no core for a progress thread
+// (start_progress_thread).
+void Runtime::learn_node() {
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
     }
-    {
-        // More ranks of this component on this node than cores (the other components' are not
-        // known here): waits back off from the start (wait_until), and there is no core for a
-        // progress thread (start_progress_thread).
-        MPI_Comm node;
-        int local = 1;
-        if (MPI_Comm_split_type(world_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-            MPI_Comm_size(node, &local);
-            MPI_Comm_free(&node);
-        }
-        cores_ = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-        crowded_ = local > cores_;
-        node_ranks_ = local; // the peers' ranks on this node are added as they connect
-    }
+    cores_ = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    crowded_ = local > cores_;
+    node_ranks_ = local; // the peers' ranks on this node are added as they connect
+}
+
+// The settings of the environment (agreed over the component), the config file (read by rank 0 and
+// given to the others) and which component this one is. Throws DTF_ERR_ARG or DTF_ERR_CONFIG.
+void Runtime::load_config(const char *config_path, const char *component_name) {
     transport::on_all(world_, [&] { settings_ = config::settings_from_process_env(); });
     log::set_level(settings_.verbose);
     if (settings_.print_stats) phase::enable(true);
@@ -333,6 +327,20 @@ void Runtime::setup(const char *config_path, const char *component_name) {
                            config_path_.c_str(), known.c_str()),
                     rank_ != 0);
     }
+}
+
+void Runtime::setup(const char *config_path, const char *component_name) {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup(MPI_COMM_WORLD)");
+    MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(world_, &rank_);
+    MPI_Comm_size(world_, &size_);
+    {
+        int *ub = nullptr, found = 0;
+        MPI_Comm_get_attr(world_, MPI_TAG_UB, &ub, &found);
+        if (found && ub) tag_ub_ = *ub;
+    }
+    learn_node();
+    load_config(config_path, component_name);
     log::set_context(self_name(), rank_);
     if (rank_ == 0 && log::enabled(log::kInfo)) {
         std::string mpi = mpi_library(); // "Open MPI v4.1.4, package: ...", "MPICH Version:\t4.0.2\n..."
@@ -1272,16 +1280,45 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
 // Best effort: every step runs even if an earlier one failed; the first error is thrown at the end.
 // `orderly` (dtf_finalize): meet every peer in a bounded barrier, then disconnect. Otherwise (dtf_init
 // failed half-way) only release local resources: the peers may be anywhere.
-void Runtime::teardown(bool orderly) {
-    std::unique_ptr<Error> first;
-    auto attempt = [&](const std::function<void()> &step) {
-        try {
-            step();
-        } catch (const Error &e) {
-            if (!first) first = std::make_unique<Error>(e);
+// dtf_finalize: the communicators made ahead for the next opens are completed (collective over the
+// ranks that opened files with them).
+void Runtime::finish_spares() {
+    spares_.finish([&](transport::Pending &dup) {
+        wait([&] { return dup.test(); },
+             [&] {
+                 return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
+                               "waited for the other ranks that opened files with it",
+                               rank_, self_name().c_str());
+             },
+             [] { return -1; }, 0, true);
+    });
+}
+
+// dtf_finalize: every message this rank sent is delivered, but to a lost peer, which takes none any
+// more (looked for every 0.1 s: it may die meanwhile).
+void Runtime::deliver_sends() {
+    double next_look = 0;
+    wait_until([&] {
+        if (now_s() >= next_look) {
+            next_look = now_s() + 0.1;
+            for (auto &[comp, link] : peers_)
+                if (told_lost_.count(link.name) || !lost_report(link.name).empty()) queue_->abandon(link.inter);
         }
-    };
-    stop_progress_thread();
+        return queue_->pending() == 0;
+    }, [&] { return format("delivering %zu messages (%s)", queue_->pending(), queue_->describe_pending().c_str()); },
+               unanswered_.empty() ? -1 : unanswered_.begin()->first);
+}
+
+// The first peer dtf_finalize parted from without meeting it: MPI_Finalize may then block, and
+// on_mpi_finalize ends the process after DTF_TIMEOUT, saying this.
+void Runtime::parted(const std::string &why) const {
+    if (!g_parted.empty()) return;
+    g_parted = why;
+    g_parted_timeout = settings_.timeout_s;
+}
+
+// dtf_finalize with files still open: dtf forgets them (their data is dropped).
+void Runtime::close_open_files() {
     for (auto &[ncid, f] : open_files_) {
         log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
         if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], 0, __ATOMIC_RELEASE);
@@ -1293,42 +1330,78 @@ void Runtime::teardown(bool orderly) {
         if (vf->ws) forsake(vf->ws);
     }
     virtual_files_.clear();
+}
+
+// dtf_finalize meets peer component `comp` (a barrier over the link), then drops the definitions of
+// files other ranks read that it left here. Throws when it does not come.
+void Runtime::meet(int comp, PeerLink &link) {
+    if (auto it = unanswered_.find(comp); it != unanswered_.end())
+        fail(DTF_ERR_PEER,
+             "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
+             "to answer for DTF_TIMEOUT=%g s (%s)",
+             rank_, self_name().c_str(), link.name.c_str(), settings_.timeout_s, it->second.c_str());
+    // Progressing meanwhile: a peer may still be sending control messages that this rank has no use
+    // for (e.g. FileDefined of a file it does not read), and a message above MPI's eager limit (4 KiB in
+    // shared memory) is not delivered until it is received.
+    MPI_Request req;
+    check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
+    int done = 0;
+    wait_until([&] {
+        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test of dtf_finalize's barrier");
+        return done != 0;
+    }, [&] { return format("dtf_finalize waited for component '%s' to call dtf_finalize", link.name.c_str()); }, comp);
+    progress();
+    // The peer served every session it wrote before it came here, so every reader rank took its
+    // FileDefined: those left are of sessions other ranks read, whose withdrawal no later FileDefined
+    // brought.
+    const size_t before = inbox_.size();
+    inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [&](const Message &m) {
+        return m.kind == MessageKind::FileDefined && m.from_component == comp;
+    }), inbox_.end());
+    stats_.definitions_dropped += static_cast<long>(before - inbox_.size());
+}
+
+// Collective over both components: a rank of either that gave up on the other (a timeout just before
+// the barrier completed) does not come, and MPI cannot time out: the process ends after DTF_TIMEOUT.
+void Runtime::disconnect(PeerLink &link) {
+    auto disconnected = std::make_shared<std::atomic<bool>>(false);
+    end_unless(settings_.timeout_s, [disconnected] { return disconnected->load(); },
+               format("rank %d (%s): dtf_finalize: MPI_Comm_disconnect from component '%s' has not returned "
+                      "(a rank of either component gave up waiting for the other earlier in dtf_finalize)",
+                      rank_, self_name().c_str(), link.name.c_str()));
+    MPI_Comm_disconnect(&link.inter);
+    disconnected->store(true);
+}
+
+// Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
+void Runtime::count_leftovers() {
+    stats_.unused_messages = static_cast<long>(unused_messages());
+    stats_.path_records = static_cast<long>(counters_.size());
+    for (const auto &m : inbox_)
+        log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
+                  kind_name(m.kind), m.path.c_str(), m.session, config_.component_name(m.from_component).c_str());
+}
+
+void Runtime::teardown(bool orderly) {
+    std::unique_ptr<Error> first;
+    auto attempt = [&](const std::function<void()> &step) {
+        try {
+            step();
+        } catch (const Error &e) {
+            if (!first) first = std::make_unique<Error>(e);
+        }
+    };
+    stop_progress_thread();
+    close_open_files();
 
     if (orderly) {
         // The files of persist=1 sessions not written yet; closed files whose readers are still being
         // served (progress thread) are served to the end.
         attempt([&] { end_persist(*this); });
         attempt([&] { finish_background("dtf_finalize"); });
-        attempt([&] {
-            spares_.finish([&](transport::Pending &dup) {
-                wait([&] { return dup.test(); },
-                     [&] {
-                         return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
-                                       "waited for the other ranks that opened files with it",
-                                       rank_, self_name().c_str());
-                     },
-                     [] { return -1; }, 0, true);
-            });
-        });
+        attempt([&] { finish_spares(); });
         if (detached_error_ && !first) first = std::move(detached_error_);
-        // A lost peer takes no message any more (looked for every 0.1 s: it may die meanwhile).
-        double next_look = 0;
-        auto abandon_lost = [&] {
-            if (now_s() < next_look) return;
-            next_look = now_s() + 0.1;
-            for (auto &[comp, link] : peers_)
-                if (told_lost_.count(link.name) || !lost_report(link.name).empty()) queue_->abandon(link.inter);
-        };
-        attempt([&] {
-            // (the messages go to the peers; one that stopped answering will not take them)
-            wait_until([&] {
-                abandon_lost();
-                return queue_->pending() == 0;
-            },
-                       [&] { return format("delivering %zu messages (%s)", queue_->pending(),
-                                           queue_->describe_pending().c_str()); },
-                       unanswered_.empty() ? -1 : unanswered_.begin()->first);
-        });
+        attempt([&] { deliver_sends(); });
         // Disconnected only once every peer is met: progress() polls every link until then.
         std::vector<PeerLink *> synced_links;
         for (auto &[comp, link] : peers_) {
@@ -1336,69 +1409,21 @@ void Runtime::teardown(bool orderly) {
             if (told_lost_.count(link.name)) { // the program was told, and went on without it
                 log::warn("dtf_finalize: not meeting component '%s', which was lost (a call of this rank said so)",
                           link.name.c_str());
-                if (g_parted.empty()) {
-                    g_parted =
-                        format("rank %d (%s): component '%s' was lost", rank_, self_name().c_str(), link.name.c_str());
-                    g_parted_timeout = settings_.timeout_s;
-                }
+                parted(format("rank %d (%s): component '%s' was lost", rank_, self_name().c_str(), link.name.c_str()));
                 continue;
             }
             attempt([&] {
-                if (auto it = unanswered_.find(comp); it != unanswered_.end())
-                    fail(DTF_ERR_PEER,
-                         "rank %d (%s): dtf_finalize did not wait for component '%s', which already failed "
-                         "to answer for DTF_TIMEOUT=%g s (%s)",
-                         rank_, self_name().c_str(), link.name.c_str(), settings_.timeout_s, it->second.c_str());
-                // Progressing meanwhile: a peer may still be sending control messages that this rank
-                // has no use for (e.g. FileDefined of a file it does not read), and a message above
-                // MPI's eager limit (4 KiB in shared memory) is not delivered until it is received.
-                MPI_Request req;
-                check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
-                int done = 0;
-                wait_until([&] {
-                    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test of dtf_finalize's barrier");
-                    return done != 0;
-                }, [&] {
-                    return format("dtf_finalize waited for component '%s' to call dtf_finalize", link.name.c_str());
-                }, comp);
+                meet(comp, link);
                 synced = true;
-                progress();
-                // The peer served every session it wrote before it came here, so every reader rank
-                // took its FileDefined: those left are of sessions other ranks read, whose withdrawal
-                // no later FileDefined brought.
-                const size_t before = inbox_.size();
-                inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [&](const Message &m) {
-                    return m.kind == MessageKind::FileDefined && m.from_component == comp;
-                }), inbox_.end());
-                stats_.definitions_dropped += static_cast<long>(before - inbox_.size());
             });
             // Disconnecting from a peer that never arrived would block; MPI_Finalize may, too
             // (on_mpi_finalize then ends the process).
             if (synced) synced_links.push_back(&link);
-            else if (g_parted.empty()) {
-                g_parted =
-                    format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
-                           rank_, self_name().c_str(), link.name.c_str());
-                g_parted_timeout = settings_.timeout_s;
-            }
+            else parted(format("rank %d (%s): component '%s' did not come to dtf_finalize (lost, or stopped before it)",
+                               rank_, self_name().c_str(), link.name.c_str()));
         }
-        // Collective over both components: a rank of either that gave up on the other (a timeout just
-        // before the barrier completed) does not come, and MPI cannot time out.
-        for (PeerLink *link : synced_links) {
-            auto disconnected = std::make_shared<std::atomic<bool>>(false);
-            end_unless(settings_.timeout_s, [disconnected] { return disconnected->load(); },
-                       format("rank %d (%s): dtf_finalize: MPI_Comm_disconnect from component '%s' has not returned "
-                              "(a rank of either component gave up waiting for the other earlier in dtf_finalize)",
-                              rank_, self_name().c_str(), link->name.c_str()));
-            MPI_Comm_disconnect(&link->inter);
-            disconnected->store(true);
-        }
-        // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
-        stats_.unused_messages = static_cast<long>(unused_messages());
-        stats_.path_records = static_cast<long>(counters_.size());
-        for (const auto &m : inbox_)
-            log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
-                      kind_name(m.kind), m.path.c_str(), m.session, config_.component_name(m.from_component).c_str());
+        for (PeerLink *link : synced_links) disconnect(*link);
+        count_leftovers();
         if (settings_.print_stats)
             attempt([&] {
                 print_stats(world_, self_name(), size_, stats_, thread_note_);

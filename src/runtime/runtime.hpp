@@ -375,12 +375,22 @@ public:
 private:
     Runtime() = default;
     void setup(const char *config_path, const char *component_name);
+    void learn_node();
+    void load_config(const char *config_path, const char *component_name);
     void connect_peers();
     void connect_in_launch(const std::vector<int> &peers);
     // A connected peer component: its link over `inter` (owned from now on), checked by handshake().
     void add_peer(int component, MPI_Comm inter, bool acceptor);
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
+    // Parts of an orderly teardown (dtf_finalize).
+    void close_open_files();
+    void finish_spares();
+    void deliver_sends();
+    void parted(const std::string &why) const;
+    void meet(int component, PeerLink &link);
+    void disconnect(PeerLink &link);
+    void count_leftovers();
     void apply(Message &&m);
     bool session_closed(const Message &m) const;
     bool writes_unread_session(const std::string &path, int session) const;

@@ -1538,21 +1538,13 @@ void apply_ordered(Runtime &rt, const VirtualFile &vf, PostedBatch &posted) {
     for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
 }
 
-// Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
-// (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
-// staging buffer. Elements no piece covers read as zeros; a fill piece (the writers' fill, for which
-// no values move) gets the variable's fill value here, before any data lands, when it took effect
-// before every data piece of its get. Where pieces overlap otherwise (one element written by several
-// writes), messages go to buffers of dtf's instead and every piece is applied in the order the writes
-// took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
-// messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
-// but the writers' data is written into the user's buffers before they agreed); false if not.
-bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
-                bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
+// How the pieces of `batch` cover its gets: whether they must be applied in the order their writes took
+// effect (`*ordered`: data pieces overlap, or a fill takes effect after data), and the parts no piece
+// covers whole (`uncovered`). False when `ahead` and some element is not covered by a data piece.
+bool coverage(const std::vector<ReadRecord *> &batch, const std::vector<match::Piece> &pieces, bool ahead,
+              bool *ordered, std::vector<PostedBatch::Part> *uncovered) {
     std::map<uint64_t, std::vector<const match::Piece *>> of_read;
     for (const auto &p : pieces) of_read[p.read_id].push_back(&p);
-    bool ordered = from != nullptr;
-    std::vector<std::pair<ReadRecord *, size_t>> to_zero;
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) {
             const match::Box &box = r->parts[i].box;
@@ -1570,18 +1562,62 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
             if (ahead && last_fill) return false;
             int64_t sum = 0;
             for (const auto &g : data_regions) sum += g.size();
-            ordered = ordered || sum != match::covered_count(box, data_regions) ||
-                      (last_fill && first_data && match::applies_before(*first_data, *last_fill));
+            *ordered = *ordered || sum != match::covered_count(box, data_regions) ||
+                       (last_fill && first_data && match::applies_before(*first_data, *last_fill));
             if (match::covered_count(box, all_regions) == box.size()) continue;
             if (ahead) return false;
-            out.uncovered.push_back(PostedBatch::Part{r, i});
-            if (r->direct) to_zero.emplace_back(r, i); // (staging starts as zeros)
+            uncovered->push_back(PostedBatch::Part{r, i});
         }
-    for (auto [r, i] : to_zero) {
-        const size_t es = types::type_size(r->xtype);
-        std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * es, 0,
-                    static_cast<size_t>(r->parts[i].box.size()) * es);
+    return true;
+}
+
+// Where the data of one writer's pieces `list` lands, in its message's order: spans over the element
+// runs of the gets' destinations (none when `ordered`: then the message goes to a buffer of dtf's).
+// `*bytes`: the message's size.
+std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<const match::Piece *> &list,
+                                     bool ordered, size_t *bytes) {
+    std::vector<transport::Span> spans;
+    *bytes = 0;
+    for (const auto *p : list) {
+        const PostedBatch::Part part = out.by_id.at(p->read_id);
+        const ReadRecord &r = *part.record;
+        const size_t es = types::type_size(r.xtype);
+        *bytes += static_cast<size_t>(p->region.size()) * es;
+        if (ordered) continue;
+        char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
+        match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
+            if (step == 1) {
+                spans.push_back({base + static_cast<size_t>(off) * es, static_cast<size_t>(len) * es});
+                return;
+            }
+            for (int64_t i = 0; i < len; ++i) spans.push_back({base + static_cast<size_t>(off + i * step) * es, es});
+        });
     }
+    return spans;
+}
+
+// Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
+// (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
+// staging buffer. Elements no piece covers read as zeros; a fill piece (the writers' fill, for which
+// no values move) gets the variable's fill value here, before any data lands, when it took effect
+// before every data piece of its get. Where pieces overlap otherwise (one element written by several
+// writes), messages go to buffers of dtf's instead and every piece is applied in the order the writes
+// took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
+// messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
+// but the writers' data is written into the user's buffers before they agreed); false if not.
+bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
+                bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
+    bool ordered = from != nullptr;
+    std::vector<PostedBatch::Part> uncovered;
+    if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
+    for (const PostedBatch::Part &u : uncovered) {
+        ReadRecord &r = *u.record;
+        if (!r.direct) continue; // (staging starts as zeros)
+        const size_t es = types::type_size(r.xtype);
+        std::memset(r.dest + static_cast<size_t>(r.offsets[u.index]) * es, 0,
+                    static_cast<size_t>(r.parts[u.index].box.size()) * es);
+    }
+    out.uncovered.insert(out.uncovered.end(), uncovered.begin(), uncovered.end());
     out.pieces = std::move(pieces);
     out.ordered = ordered;
     for (auto *r : batch)
@@ -1593,25 +1629,8 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
     transport::DataPlane &data = *rt.peer_link(vf.peer).data;
     const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
     for (auto &[writer, list] : out.by_writer) {
-        std::vector<transport::Span> spans;
         size_t n = 0;
-        for (const auto *p : list) {
-            const PostedBatch::Part part = out.by_id.at(p->read_id);
-            const ReadRecord &r = *part.record;
-            const size_t es = types::type_size(r.xtype);
-            n += static_cast<size_t>(p->region.size()) * es;
-            if (ordered) continue;
-            char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
-            match::for_each_run(
-                r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-                    if (step == 1) {
-                        spans.push_back({base + static_cast<size_t>(off) * es, static_cast<size_t>(len) * es});
-                        return;
-                    }
-                    for (int64_t i = 0; i < len; ++i)
-                        spans.push_back({base + static_cast<size_t>(off + i * step) * es, es});
-                });
-        }
+        std::vector<transport::Span> spans = landing(out, list, ordered, &n);
         phase::add_bytes(phase::Transfer, n);
         if (from) { // (received already: the batch was prefetched)
             out.data[writer] = std::move(from->data.at(writer));

@@ -543,95 +543,120 @@ int multi_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int 
     return first != NC_NOERR ? first : rc;
 }
 
-// ncmpi_put_vard / ncmpi_get_vard (and _all): the elements that the file type selects from variable
-// varid's begin in the file (types::flatten, Header::vard_regions; possibly of several variables of
-// its type, as PnetCDF allows), each region a put or get of a box, in the file type's order.
-int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
-    const bool put_call = in.dir == DTF_PNC_DIR_PUT, collective = in.mode == DTF_PNC_MODE_COLL;
-    if (!put_call && vf.writer && collective) agree_own_numrecs(rt, vf, fn);
+// What a vard call's file type selects: the regions of variables of the type of its variable (whose
+// type is xtype), as boxes, how many elements, and the record count they reach.
+struct VardTarget {
+    nc_type xtype = NC_NAT;
+    std::vector<model::Header::Region> regions;
+    std::vector<match::Box> boxes;
+    int64_t nelems = 0, numrecs = 0;
+};
+
+// The target of a vard call (types::flatten, Header::vard_regions; possibly of several variables of
+// its type, as PnetCDF allows), each region a put or get of a box, in the file type's order; a
+// PnetCDF code. A reader's get on a file with records waits for the final header first.
+int vard_target(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args, VardTarget *t) {
+    const bool put_call = in.dir == DTF_PNC_DIR_PUT;
     const int varid = arg<int>(args, in.varid);
     model::Access a;
     a.varid = varid;
     a.api = model::Api::var;
     a.is_write = put_call;
-    a.collective = collective;
+    a.collective = in.mode == DTF_PNC_MODE_COLL;
     int rc = vf.header.check_access(a);
-    const nc_type xtype = rc == NC_NOERR ? vf.header.vars()[static_cast<size_t>(varid)].type : NC_NAT;
+    if (rc == NC_NOERR) t->xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
     std::vector<types::ByteRun> runs;
     MPI_Datatype elem = MPI_DATATYPE_NULL;
     if (rc == NC_NOERR) rc = types::flatten(arg<MPI_Datatype>(args, in.filetype), &runs, &elem);
     // (its element type is the variable's; a Fortran one counts as its C twin: MPI_INTEGER as MPI_INT)
-    if (rc == NC_NOERR && !runs.empty() && types::memtype_of_mpi(elem) != xtype) rc = NC_ETYPE_MISMATCH;
+    if (rc == NC_NOERR && !runs.empty() && types::memtype_of_mpi(elem) != t->xtype) rc = NC_ETYPE_MISMATCH;
     if (rc == NC_NOERR && !put_call && !vf.writer && vf.header.unlimdimid() >= 0) wait_header_final(rt, vf);
-    std::vector<model::Header::Region> regions;
-    int64_t numrecs = vf.header.numrecs();
+    t->numrecs = vf.header.numrecs();
     std::vector<std::pair<int64_t, int64_t>> byte_runs;
     for (const auto &r : runs) byte_runs.emplace_back(r.offset, r.bytes);
-    if (rc == NC_NOERR && vf.header.vard_regions(varid, byte_runs, &regions, &numrecs) != NC_NOERR) {
+    if (rc == NC_NOERR && vf.header.vard_regions(varid, byte_runs, &t->regions, &t->numrecs) != NC_NOERR) {
         rc = DTF_ERR_UNSUPPORTED;
         set_last_error(
             format("%s on '%s' variable '%s': the file type selects bytes that are not elements of variables "
                    "of its type (the header, padding, or another type's variable)",
                    dtf_pnc_name(fn), vf.path.c_str(), vf.header.vars()[static_cast<size_t>(varid)].name.c_str()));
     }
-    int64_t nelems = 0;
-    std::vector<match::Box> boxes;
-    for (const auto &r : regions) {
-        boxes.push_back(match::Box::vara(r.start, r.count));
-        nelems += boxes.back().size();
+    for (const auto &r : t->regions) {
+        t->boxes.push_back(match::Box::vara(r.start, r.count));
+        t->nelems += t->boxes.back().size();
     }
-    types::MemLayout layout;
-    if (rc == NC_NOERR && nelems > 0)
-        rc = types::describe_flexible(arg<MPI_Offset>(args, in.bufcount), arg<MPI_Datatype>(args, in.buftype), xtype,
-                                      nelems, &layout);
-    if (put_call) {
-        if (rc != NC_NOERR || nelems == 0) return rc;
-        const char *values = nullptr;
-        std::vector<char> owned;
-        const int conv = values_of(rt, vf, varid, layout, arg<void *>(args, in.buf), &values, &owned);
-        if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
-        writer_put(rt, vf);
-        const size_t es = types::type_size(xtype);
-        size_t offset = 0;
-        for (size_t i = 0; i < regions.size(); ++i) {
-            record_values(rt, vf, regions[i].varid, {boxes[i]}, values + offset, {});
-            offset += static_cast<size_t>(boxes[i].size()) * es;
-        }
-        if (!owned.empty()) rt.buffers().give(std::move(owned));
-        if (numrecs > vf.header.numrecs()) vf.header.set_numrecs(numrecs);
-        count_numrecs(vf);
-        return conv;
+    return rc;
+}
+
+// ncmpi_put_vard: each region a write of its box, the values in the file type's order.
+int vard_put(Runtime &rt, VirtualFile &vf, const VardTarget &t, int varid, const types::MemLayout &layout,
+             void *buf) {
+    const char *values = nullptr;
+    std::vector<char> owned;
+    const int conv = values_of(rt, vf, varid, layout, buf, &values, &owned);
+    if (conv != NC_NOERR && conv != NC_ERANGE) return conv;
+    writer_put(rt, vf);
+    const size_t es = types::type_size(t.xtype);
+    size_t offset = 0;
+    for (size_t i = 0; i < t.regions.size(); ++i) {
+        record_values(rt, vf, t.regions[i].varid, {t.boxes[i]}, values + offset, {});
+        offset += static_cast<size_t>(t.boxes[i].size()) * es;
     }
+    if (!owned.empty()) rt.buffers().give(std::move(owned));
+    if (t.numrecs > vf.header.numrecs()) vf.header.set_numrecs(t.numrecs);
+    count_numrecs(vf);
+    return conv;
+}
+
+// ncmpi_get_vard: one get whose parts are the regions; `rc`: the call's error so far (a collective
+// get that failed on this rank still joins the others).
+int vard_get(Runtime &rt, VirtualFile &vf, const VardTarget &t, types::MemLayout layout, void *buf, int rc,
+             bool collective) {
     auto r = std::make_unique<ReadRecord>();
     std::vector<ReadRecord *> batch;
-    if (rc == NC_NOERR && nelems > 0) {
-        r->xtype = xtype;
-        r->user_buf = arg<void *>(args, in.buf);
+    if (rc == NC_NOERR && t.nelems > 0) {
+        r->xtype = t.xtype;
+        r->user_buf = buf;
         r->format = vf.header.format();
         r->layout = std::move(layout);
         int64_t offset = 0;
-        for (size_t i = 0; i < regions.size(); ++i) {
-            r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, regions[i].varid, boxes[i]});
+        for (size_t i = 0; i < t.regions.size(); ++i) {
+            r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, t.regions[i].varid, t.boxes[i]});
             r->offsets.push_back(offset);
-            offset += boxes[i].size();
+            offset += t.boxes[i].size();
         }
-        const size_t es = types::type_size(xtype);
         r->direct =
-            r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, xtype, r->format);
+            r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, t.xtype, r->format);
         if (r->direct) {
             r->dest = static_cast<char *>(r->user_buf);
         } else {
-            r->staging = rt.buffers().take(static_cast<size_t>(nelems) * es);
+            r->staging = rt.buffers().take(static_cast<size_t>(t.nelems) * types::type_size(t.xtype));
             std::fill(r->staging.begin(), r->staging.end(), 0);
             r->dest = r->staging.data();
         }
         batch.push_back(r.get());
     }
-    if (vf.writer) { // (a collective get that failed on this rank still joins the others)
+    if (vf.writer) {
         const int own = collective || !batch.empty() ? read_own(rt, vf, batch, collective) : NC_NOERR;
         return rc != NC_NOERR ? rc : own;
     }
     return rc != NC_NOERR ? rc : read_batch(rt, vf, batch);
+}
+
+// ncmpi_put_vard / ncmpi_get_vard (and _all): the elements that the file type selects from variable
+// varid's begin in the file, put or got as the buffer type lays them out.
+int vard_call(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args) {
+    const bool put_call = in.dir == DTF_PNC_DIR_PUT, collective = in.mode == DTF_PNC_MODE_COLL;
+    if (!put_call && vf.writer && collective) agree_own_numrecs(rt, vf, fn);
+    VardTarget t;
+    int rc = vard_target(rt, vf, in, fn, args, &t);
+    types::MemLayout layout;
+    if (rc == NC_NOERR && t.nelems > 0)
+        rc = types::describe_flexible(arg<MPI_Offset>(args, in.bufcount), arg<MPI_Datatype>(args, in.buftype), t.xtype,
+                                      t.nelems, &layout);
+    void *buf = arg<void *>(args, in.buf);
+    if (!put_call) return vard_get(rt, vf, t, std::move(layout), buf, rc, collective);
+    return rc != NC_NOERR || t.nelems == 0 ? rc : vard_put(rt, vf, t, arg<int>(args, in.varid), layout, buf);
 }
 
 } // namespace

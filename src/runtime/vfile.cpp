@@ -237,17 +237,15 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
 
 } // namespace
 
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
-               std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
-    if (!ncidp) return NC_EINVAL;
-    if (omode & NC_WRITE) return continue_file(rt, path, rule, peers, std::move(group), omode, ncidp);
-    auto vf = make_file(rt, path, rule, peers, std::move(group), false);
-    VirtualFile &f = *vf;
-    const int peer = f.peer; // the writer
-    const std::string peer_name = rt.config().component_name(peer);
-    // The reader leader waits for the writer's FileDefined and gives it to the other ranks (with its
-    // failure, if it failed): the writer sends it to the leader alone when the session replays a plan
-    // of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
+namespace {
+
+// The reader leader waits for the writer's FileDefined of the session and gives it to the other ranks
+// (with its failure, if it failed): the writer sends it to the leader alone when the session replays
+// a plan of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
+Definition await_definition(Runtime &rt, VirtualFile &f) {
+    const config::FileRule &rule = *f.rule;
+    const int peer = f.peer;
+    const std::string &peer_name = rt.config().component_name(peer);
     const int leader = leader_of(f.path, f.size);
     std::vector<char> got;
     if (f.rank == leader) {
@@ -281,24 +279,13 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         const std::string why = status.str();
         throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
     }
-    Definition d = read_definition(status.bytes());
-    f.writer_stamp = d.writer_stamp;
-    f.writer_ranks = std::move(d.writer_ranks);
-    f.matchers = std::move(d.matchers);
-    f.inherited = d.inherited;
+    return read_definition(status.bytes());
+}
+
+// The header FileDefined carried (read-only), or the one of the replay plan it names.
+void take_definition(Runtime &rt, VirtualFile &f, const Definition &d) {
+    const std::string &peer_name = rt.config().component_name(f.peer);
     const bool as_planned = d.planned != 0;
-    if (d.to_all && f.rank != leader) rt.drop_definition(f.path, f.session, peer, f.writer_stamp);
-    f.defined_to_leader = !d.to_all;
-    f.quiet_writer = f.defined_to_leader && !rule.persist && !rule.falls_back();
-    if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
-        f.plan_key = plan_key(path, f.ranks);
-        f.plan = reader_plan(rt, path, f.ranks, f.writer_ranks);
-        if (f.plan) {
-            f.plan_since = ++f.plan->found;
-            log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
-                       f.plan->session, f.plan->path.c_str());
-        }
-    }
     if (as_planned) {
         if (!f.plan || f.plan->stamp != d.planned)
             fail(DTF_ERR_PEER, "ncmpi_open of '%s' (session %d): component '%s' defined it as in the session it "
@@ -312,19 +299,50 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
         decoded->set_read_only(true);
         f.defined = std::move(decoded);
     }
-    f.header = *f.defined;
-    // Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless
-    // the writer wrote the session to the file system instead already (fallback=: read there), or it
-    // replays a plan of known readers, whose readers its ranks took (ReaderSide::assumed).
-    if (f.rank == leader && !f.defined_to_leader && !rt.written(f.writer_stamp)) {
-        PayloadWriter p;
-        p.ints(f.ranks);
-        p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
-        p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
-        std::vector<char> payload = p.take();
-        for (int w : f.writer_ranks)
-            rt.send(peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
+}
+
+// Tell every writer rank who reads (it needs the reader ranks to know when all are done), unless the
+// writer wrote the session to the file system instead already (fallback=: read there), or it replays
+// a plan of known readers, whose readers its ranks took (ReaderSide::assumed).
+void say_opened(Runtime &rt, const VirtualFile &f) {
+    if (f.rank != leader_of(f.path, f.size) || f.defined_to_leader || rt.written(f.writer_stamp)) return;
+    PayloadWriter p;
+    p.ints(f.ranks);
+    p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
+    p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
+    std::vector<char> payload = p.take();
+    for (int w : f.writer_ranks)
+        rt.send(f.peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
+}
+
+} // namespace
+
+int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
+               std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
+    if (!ncidp) return NC_EINVAL;
+    if (omode & NC_WRITE) return continue_file(rt, path, rule, peers, std::move(group), omode, ncidp);
+    auto vf = make_file(rt, path, rule, peers, std::move(group), false);
+    VirtualFile &f = *vf;
+    Definition d = await_definition(rt, f);
+    f.writer_stamp = d.writer_stamp;
+    f.writer_ranks = std::move(d.writer_ranks);
+    f.matchers = std::move(d.matchers);
+    f.inherited = d.inherited;
+    if (d.to_all && f.rank != leader_of(f.path, f.size)) rt.drop_definition(f.path, f.session, f.peer, f.writer_stamp);
+    f.defined_to_leader = !d.to_all;
+    f.quiet_writer = f.defined_to_leader && !rule.persist && !rule.falls_back();
+    if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
+        f.plan_key = plan_key(path, f.ranks);
+        f.plan = reader_plan(rt, path, f.ranks, f.writer_ranks);
+        if (f.plan) {
+            f.plan_since = ++f.plan->found;
+            log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
+                       f.plan->session, f.plan->path.c_str());
+        }
     }
+    take_definition(rt, f, d);
+    f.header = *f.defined;
+    say_opened(rt, f);
     return finish_open(rt, std::move(vf), ncidp);
 }
 
@@ -538,6 +556,49 @@ int suspend(Runtime &rt, VirtualFile &vf) {
     return rc;
 }
 
+// The writer's part of a close (not an abort): a pending enddef, the readers served before closing
+// (with the progress thread the session may go on being served after the close; with fallback= they
+// may be given up), and with persist=1 the file queued. Serving's failure (`*unserved`) and the
+// file's (`*unwritten`) are reported once the close is done.
+int close_writer(Runtime &rt, VirtualFile &vf, std::exception_ptr *unserved, std::exception_ptr *unwritten) {
+    int rc = NC_NOERR;
+    if (vf.header.in_define_mode() && (rc = writer_enddef(rt, vf)) == NC_NOERR) announce_definition(rt, vf);
+    note_definition(rt, vf);
+    if (vf.rule->falls_back()) {
+        close_or_fall_back(rt, vf);
+    } else {
+        try {
+            writer_close(rt, vf);
+        } catch (const Error &) {
+            *unserved = std::current_exception();
+            rt.forsake(vf.ws);
+        }
+    }
+    if (!vf.rule->persist || rc != NC_NOERR) return rc;
+    // The last file these ranks write for now: their files are handed over, write them.
+    const auto &ranks = vf.group->component_ranks();
+    const bool last = std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
+        return other.second.get() != &vf && other.second->writer && other.second->group->component_ranks() == ranks;
+    });
+    try {
+        queue_persist(rt, persist_job(rt, vf), last);
+    } catch (...) {
+        *unwritten = std::current_exception();
+    }
+    return rc;
+}
+
+// This rank's record of the path once a session of it is closed: the session counted, its header
+// (for a later open with NC_WRITE, while the path is remembered), what it read last.
+void count_closed(Runtime &rt, const VirtualFile &vf, bool abort) {
+    PathCounters &c = rt.counters()[vf.path];
+    ++(vf.writer ? c.my_writes : c.my_reads);
+    if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
+    c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
+    if (!vf.writer) c.last_read = vf.writer_stamp;
+    ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+}
+
 int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     if (vf.writer && !abort && ++vf.turn_closes < vf.rule->writer_closes) return suspend(rt, vf);
     int rc = NC_NOERR;
@@ -545,44 +606,15 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     // Serving or fetching failed (e.g. the peer was lost): reported once the close is done, since the
     // file is closed all the same (nothing more can come of it), and a persist=1 file is written.
     std::exception_ptr unserved;
-    if (abort) drop_ahead(rt, vf);
-    if (!abort) {
-        if (vf.writer && vf.header.in_define_mode() && (rc = writer_enddef(rt, vf)) == NC_NOERR)
-            announce_definition(rt, vf);
-        if (vf.writer) note_definition(rt, vf);
-        // Data the peer has not taken yet is served (writer) or fetched (reader) before closing; with
-        // the progress thread the writer's session may go on being served after the close.
-        if (vf.writer) {
-            if (vf.rule->falls_back()) {
-                close_or_fall_back(rt, vf);
-            } else {
-                try {
-                    writer_close(rt, vf);
-                } catch (const Error &) {
-                    unserved = std::current_exception();
-                    rt.forsake(vf.ws);
-                }
-            }
-            if (vf.rule->persist && rc == NC_NOERR) {
-                // The last file these ranks write for now: their files are handed over, write them.
-                const auto &ranks = vf.group->component_ranks();
-                const bool last =
-                    std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
-                        return other.second.get() != &vf && other.second->writer &&
-                               other.second->group->component_ranks() == ranks;
-                    });
-                try {
-                    queue_persist(rt, persist_job(rt, vf), last);
-                } catch (...) {
-                    unwritten = std::current_exception();
-                }
-            }
-        } else if (!vf.done_sent || !vf.pending.empty()) {
-            try {
-                rc = vfile_transfer(rt, vf);
-            } catch (const Error &) {
-                unserved = std::current_exception();
-            }
+    if (abort) {
+        drop_ahead(rt, vf);
+    } else if (vf.writer) {
+        rc = close_writer(rt, vf, &unserved, &unwritten);
+    } else if (!vf.done_sent || !vf.pending.empty()) { // the data not fetched yet
+        try {
+            rc = vfile_transfer(rt, vf);
+        } catch (const Error &) {
+            unserved = std::current_exception();
         }
     }
     // The close's last collective: a writer's agreement in writer_close was (all its ranks are in the
@@ -601,12 +633,7 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         }
         drop_ahead(rt, vf); // (receives posted for data that did not come: a failed session's)
     }
-    PathCounters &c = rt.counters()[vf.path];
-    ++(vf.writer ? c.my_writes : c.my_reads);
-    if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
-    c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
-    if (!vf.writer) c.last_read = vf.writer_stamp;
-    ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
+    count_closed(rt, vf, abort);
     const std::string path = vf.path, redefined = vf.redefined_told ? std::string() : vf.redefined;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
     rt.virtual_files().erase(vf.ncid); // vf is gone after this
@@ -624,11 +651,10 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
     return rc;
 }
 
-// Define-mode and inquiry calls, answered by the header model exactly as PnetCDF would.
-int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+// Define-mode calls, answered by the header model exactly as PnetCDF would; on the reader's header
+// they return what PnetCDF returns on a read-only file (NC_EPERM...). DTF_PNC_PASS: not one.
+int define_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     model::Header &h = vf.header;
-    const bool writer = vf.writer;
-    // Define calls on the reader's header return what PnetCDF returns on a read-only file (NC_EPERM...).
     switch (fn) {
     case DTF_FN_ncmpi_enddef: return writer_enddef(rt, vf);
     case DTF_FN_ncmpi__enddef: { // (ncid, h_minfree, v_align, v_minfree, r_align)
@@ -653,6 +679,46 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_rename_att:
         return h.rename_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<const char *>(args, 3));
     case DTF_FN_ncmpi_del_att: return h.del_att(arg<int>(args, 1), arg<const char *>(args, 2));
+    default: return DTF_PNC_PASS;
+    }
+}
+
+// Inquiries of a variable, answered by the header model exactly as PnetCDF would. DTF_PNC_PASS: not one.
+int variable_inquiry(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    model::Header &h = vf.header;
+    switch (fn) {
+    case DTF_FN_ncmpi_inq_var:
+        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), arg<nc_type *>(args, 3), arg<int *>(args, 4),
+                         arg<int *>(args, 5), arg<int *>(args, 6));
+    case DTF_FN_ncmpi_inq_varid: {
+        const char *name = arg<const char *>(args, 1);
+        int rc = h.inq_varid(name, arg<int *>(args, 2));
+        if (rc == NC_ENOTVAR && !vf.writer)
+            set_last_error(format("ncmpi_inq_varid on '%s': component '%s' did not define a variable '%s'",
+                                  vf.path.c_str(), rt.config().component_name(vf.peer).c_str(),
+                                  name ? name : "(null)"));
+        return rc;
+    }
+    case DTF_FN_ncmpi_inq_varname:
+        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vartype:
+        return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_varndims:
+        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);
+    case DTF_FN_ncmpi_inq_vardimid:
+        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, nullptr, arg<int *>(args, 2), nullptr);
+    case DTF_FN_ncmpi_inq_varnatts: return h.inq_varnatts(arg<int>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_inq_var_fill: return h.inq_var_fill(arg<int>(args, 1), arg<int *>(args, 2), arg<void *>(args, 3));
+    default: return DTF_PNC_PASS;
+    }
+}
+
+// Inquiry calls, answered by the header model exactly as PnetCDF would (a reader's inquiry of the
+// record count waits for the writer's final header). DTF_PNC_PASS: not one.
+int inquiry_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    model::Header &h = vf.header;
+    const bool writer = vf.writer;
+    switch (fn) {
     case DTF_FN_ncmpi_inq:
         return h.inq(arg<int *>(args, 1), arg<int *>(args, 2), arg<int *>(args, 3), arg<int *>(args, 4));
     case DTF_FN_ncmpi_inq_format: return h.inq_format(arg<int *>(args, 1));
@@ -669,28 +735,6 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
                           : fn == DTF_FN_ncmpi_inq_dimlen ? arg<MPI_Offset *>(args, 2) : nullptr;
         return h.inq_dim(dimid, name, reinterpret_cast<int64_t *>(len));
     }
-    case DTF_FN_ncmpi_inq_var:
-        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), arg<nc_type *>(args, 3), arg<int *>(args, 4),
-                         arg<int *>(args, 5), arg<int *>(args, 6));
-    case DTF_FN_ncmpi_inq_varid: {
-        const char *name = arg<const char *>(args, 1);
-        int rc = h.inq_varid(name, arg<int *>(args, 2));
-        if (rc == NC_ENOTVAR && !writer)
-            set_last_error(format("ncmpi_inq_varid on '%s': component '%s' did not define a variable '%s'",
-                                  vf.path.c_str(), rt.config().component_name(vf.peer).c_str(),
-                                  name ? name : "(null)"));
-        return rc;
-    }
-    case DTF_FN_ncmpi_inq_varname:
-        return h.inq_var(arg<int>(args, 1), arg<char *>(args, 2), nullptr, nullptr, nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_vartype:
-        return h.inq_var(arg<int>(args, 1), nullptr, arg<nc_type *>(args, 2), nullptr, nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_varndims:
-        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, arg<int *>(args, 2), nullptr, nullptr);
-    case DTF_FN_ncmpi_inq_vardimid:
-        return h.inq_var(arg<int>(args, 1), nullptr, nullptr, nullptr, arg<int *>(args, 2), nullptr);
-    case DTF_FN_ncmpi_inq_varnatts: return h.inq_varnatts(arg<int>(args, 1), arg<int *>(args, 2));
-    case DTF_FN_ncmpi_inq_var_fill: return h.inq_var_fill(arg<int>(args, 1), arg<int *>(args, 2), arg<void *>(args, 3));
     case DTF_FN_ncmpi_inq_att:
         return h.inq_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<nc_type *>(args, 3),
                          reinterpret_cast<int64_t *>(arg<MPI_Offset *>(args, 4)));
@@ -728,9 +772,14 @@ int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     }
     case DTF_FN_ncmpi_inq_num_rec_vars: return h.inq_num_rec_vars(arg<int *>(args, 1));
     case DTF_FN_ncmpi_inq_num_fix_vars: return h.inq_num_fix_vars(arg<int *>(args, 1));
-    default: break;
+    default: return variable_inquiry(rt, vf, fn, args);
     }
-    return DTF_PNC_PASS;
+}
+
+// Define-mode and inquiry calls.
+int header_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
+    const int rc = define_call(rt, vf, fn, args);
+    return rc != DTF_PNC_PASS ? rc : inquiry_call(rt, vf, fn, args);
 }
 
 // put_att / get_att: typed variants carry the memory type in their name; the generic ones use the
