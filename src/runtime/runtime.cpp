@@ -1277,9 +1277,6 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
 }
 } // namespace
 
-// Best effort: every step runs even if an earlier one failed; the first error is thrown at the end.
-// `orderly` (dtf_finalize): meet every peer in a bounded barrier, then disconnect. Otherwise (dtf_init
-// failed half-way) only release local resources: the peers may be anywhere.
 // dtf_finalize: the communicators made ahead for the next opens are completed (collective over the
 // ranks that opened files with them).
 void Runtime::finish_spares() {
@@ -1311,7 +1308,7 @@ void Runtime::deliver_sends() {
 
 // The first peer dtf_finalize parted from without meeting it: MPI_Finalize may then block, and
 // on_mpi_finalize ends the process after DTF_TIMEOUT, saying this.
-void Runtime::parted(const std::string &why) const {
+void Runtime::parted(const std::string &why) {
     if (!g_parted.empty()) return;
     g_parted = why;
     g_parted_timeout = settings_.timeout_s;
@@ -1382,6 +1379,9 @@ void Runtime::count_leftovers() {
                   kind_name(m.kind), m.path.c_str(), m.session, config_.component_name(m.from_component).c_str());
 }
 
+// Best effort: every step runs even if an earlier one failed; the first error is thrown at the end.
+// `orderly` (dtf_finalize): meet every peer in a bounded barrier, then disconnect. Otherwise (dtf_init
+// failed half-way) only release local resources: the peers may be anywhere.
 void Runtime::teardown(bool orderly) {
     std::unique_ptr<Error> first;
     auto attempt = [&](const std::function<void()> &step) {

@@ -387,7 +387,7 @@ private:
     void close_open_files();
     void finish_spares();
     void deliver_sends();
-    void parted(const std::string &why) const;
+    void parted(const std::string &why);
     void meet(int component, PeerLink &link);
     void disconnect(PeerLink &link);
     void count_leftovers();
