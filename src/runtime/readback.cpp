@@ -106,9 +106,7 @@ place_pieces(const VirtualFile &vf, const std::vector<ReadRecord *> &batch, cons
              const std::map<int, std::vector<char>> &values, const std::vector<const match::Piece *> &fills) {
     for (auto *r : batch)
         if (r->direct)
-            for (size_t i = 0; i < r->parts.size(); ++i)
-                std::memset(r->dest + static_cast<size_t>(r->offsets[i]) * types::type_size(r->xtype), 0,
-                            static_cast<size_t>(r->parts[i].box.size()) * types::type_size(r->xtype));
+            for (size_t i = 0; i < r->parts.size(); ++i) r->zero_part(i);
     std::vector<std::pair<const match::Piece *, const char *>> order;
     for (const auto &[q, list] : from) {
         const char *src = values.at(q).data();

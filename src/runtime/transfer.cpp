@@ -1610,13 +1610,8 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
     if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
-    for (const PostedBatch::Part &u : uncovered) {
-        ReadRecord &r = *u.record;
-        if (!r.direct) continue; // (staging starts as zeros)
-        const size_t es = types::type_size(r.xtype);
-        std::memset(r.dest + static_cast<size_t>(r.offsets[u.index]) * es, 0,
-                    static_cast<size_t>(r.parts[u.index].box.size()) * es);
-    }
+    for (const PostedBatch::Part &u : uncovered)
+        if (u.record->direct) u.record->zero_part(u.index); // (staging starts as zeros)
     out.uncovered.insert(out.uncovered.end(), uncovered.begin(), uncovered.end());
     out.pieces = std::move(pieces);
     out.ordered = ordered;

@@ -313,6 +313,20 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
                           ncmpi_strerror(rc)));
 }
 
+// Where a get's `nelems` elements go (r.xtype, r.layout, r.format and r.user_buf set): the user's
+// buffer itself when it holds them densely in the variable's representation (read_batch zeroes what no
+// piece covers), else a zeroed staging buffer (converted and scattered once filled).
+void set_destination(Runtime &rt, ReadRecord &r, int64_t nelems) {
+    r.direct = r.user_buf && r.layout.contiguous() && types::same_representation(r.layout.memtype, r.xtype, r.format);
+    if (r.direct) {
+        r.dest = static_cast<char *>(r.user_buf);
+        return;
+    }
+    r.staging = rt.buffers().take(static_cast<size_t>(nelems) * types::type_size(r.xtype));
+    std::fill(r.staging.begin(), r.staging.end(), 0); // (a zero-length get has no buffer to memset)
+    r.dest = r.staging.data();
+}
+
 // The record of a get (its parts, where its values go), or PnetCDF's error for it.
 int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args,
                 std::unique_ptr<ReadRecord> *out) {
@@ -346,15 +360,7 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
     }
     // Elements no writer wrote read as zeros, as in a file PnetCDF wrote (it writes fill values only
     // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces).
-    const size_t n = static_cast<size_t>(c.nelems), es = types::type_size(c.xtype);
-    r->direct = c.buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, c.xtype, r->format);
-    if (r->direct) { // the data goes straight into the user's buffer (read_batch zeroes what no piece covers)
-        r->dest = static_cast<char *>(c.buf);
-    } else {
-        r->staging = rt.buffers().take(n * es);
-        std::fill(r->staging.begin(), r->staging.end(), 0); // (a zero-length get has no buffer to memset)
-        r->dest = r->staging.data();
-    }
+    set_destination(rt, *r, c.nelems);
     *out = std::move(r);
     return NC_NOERR;
 }
@@ -625,15 +631,7 @@ int vard_get(Runtime &rt, VirtualFile &vf, const VardTarget &t, types::MemLayout
             r->offsets.push_back(offset);
             offset += t.boxes[i].size();
         }
-        r->direct =
-            r->user_buf && r->layout.contiguous() && types::same_representation(r->layout.memtype, t.xtype, r->format);
-        if (r->direct) {
-            r->dest = static_cast<char *>(r->user_buf);
-        } else {
-            r->staging = rt.buffers().take(static_cast<size_t>(t.nelems) * types::type_size(t.xtype));
-            std::fill(r->staging.begin(), r->staging.end(), 0);
-            r->dest = r->staging.data();
-        }
+        set_destination(rt, *r, t.nelems);
         batch.push_back(r.get());
     }
     if (vf.writer) {

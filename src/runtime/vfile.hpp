@@ -58,6 +58,7 @@
 #include "runtime/persist.hpp"
 #include "transport/channel.hpp"
 #include "transport/group.hpp"
+#include "types/convert.hpp"
 #include "types/layout.hpp"
 
 namespace dtf::runtime {
@@ -81,6 +82,11 @@ struct ReadRecord {
     // else staging.data() (pre-filled, then converted and scattered).
     char *dest = nullptr;
     bool direct = false;
+    // Part i's elements in the destination set to zero (as no write covered them yet).
+    void zero_part(size_t i) {
+        const size_t es = types::type_size(xtype);
+        std::memset(dest + static_cast<size_t>(offsets[i]) * es, 0, static_cast<size_t>(parts[i].box.size()) * es);
+    }
 };
 
 // Replay (replay_io=1): what one session's transfer looked like on this rank, so that the next
