@@ -33,9 +33,9 @@ struct FileRule {
     bool write_only = false;
     bool mirror_io_root = false;
     // persist=1, transfer mode: the readers get the data over MPI and the writer also writes the file
-    // (as file mode would; runtime/persist.cpp). File mode writes it anyway.
+    // (as file mode would; output/persist.cpp). File mode writes it anyway.
     bool persist = false;
-    // How dtf writes a persist=1 file (GRAPES's aggregated output; runtime/persist.cpp):
+    // How dtf writes a persist=1 file (GRAPES's aggregated output; output/persist.cpp):
     int aggregators = 0;     // 0: every writer rank writes its own values; A: A of them write everyone's
     bool subfiles = false;   // each aggregator writes a file of its own (subfile_path())
     int aggregate_steps = 1; // the files of k sessions are written together, once the k-th is closed
@@ -43,7 +43,7 @@ struct FileRule {
     // fallback= (transfer mode, persist=0): what the writer does when its readers are lost or late.
     // kFallbackFail: its calls fail (DTF_ERR_PEER / DTF_ERR_TIMEOUT); kFallbackWait: it waits for them
     // up to DTF_TIMEOUT, and when one is lost or that wait ends, its ranks write the file instead
-    // (runtime/vfile.cpp); N >= 0: the same with N seconds.
+    // (frontend/vfile.cpp); N >= 0: the same with N seconds.
     double fallback_s = kFallbackFail;
     int line = 0; // line of the [FILE] header, for messages
 

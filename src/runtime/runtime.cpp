@@ -1,5 +1,4 @@
 #include "runtime/runtime.hpp"
-#include "runtime/files.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -22,7 +21,6 @@
 #include "common/trace.hpp"
 #include "mpi/mpmd.hpp"
 #include "pnc/hook.h"
-#include "runtime/vfile.hpp"
 #include "transport/connect.hpp"
 #include "transport/mpi_util.hpp"
 
@@ -150,17 +148,36 @@ void reacquire_entry() { t_released->lock(); }
 const bool g_hooks_set = (transport::set_blocking_hooks({release_entry, reacquire_entry}), true);
 } // namespace
 
-Runtime::~Runtime() {
-    // Sessions hand their groups to retired_ as they go (WriterSession::~WriterSession).
-    serving_.clear();
-    early_.clear();
-    virtual_files_.clear();
-    retired_.clear();
+namespace {
+std::unique_ptr<Part> (*g_makers[Runtime::kParts])() = {};
+std::shared_ptr<const Runtime::Published> g_published; // (std::atomic_load/atomic_store)
+
+void publish(const Runtime *rt) {
+    std::shared_ptr<const Runtime::Published> p;
+    if (rt) p = std::make_shared<const Runtime::Published>(Runtime::Published{rt->config(), rt->self_name()});
+    std::atomic_store(&g_published, std::move(p));
+}
+} // namespace
+
+bool Runtime::register_part(int slot, std::unique_ptr<Part> (*make)()) {
+    g_makers[slot] = make;
+    return true;
 }
 
-VirtualFile *Runtime::virtual_file(int ncid) {
-    auto it = virtual_files_.find(ncid);
-    return it == virtual_files_.end() ? nullptr : it->second.get();
+std::shared_ptr<const Runtime::Published> Runtime::published() { return std::atomic_load(&g_published); }
+
+Runtime::Runtime() {
+    for (int i = 0; i < kParts; ++i) parts_[i] = g_makers[i] ? g_makers[i]() : std::make_unique<Part>();
+}
+
+void Runtime::drop_parts() {
+    for (auto &p : parts_) p.reset(); // (top first: a file's writer session goes with it)
+}
+
+Runtime::~Runtime() {
+    // Sessions hand their groups to retired_ as they go (WriterSession::~WriterSession).
+    drop_parts();
+    retired_.clear();
 }
 
 Runtime *Runtime::instance() { return g_runtime; }
@@ -187,7 +204,7 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
     rt->stats_.init_s = now_s() - t0;
     rt->in_mpi_init_ = in_mpi_init;
     g_runtime = rt.release();
-    publish_served(g_runtime);
+    publish(g_runtime);
     for (const auto &rule : g_runtime->config_.files)
         if (rule.involves(g_runtime->self_name()))
             __atomic_store_n(&dtf_pnc_active_, 1, __ATOMIC_RELEASE);
@@ -254,15 +271,12 @@ void Runtime::watch_mpi_finalize() {
 // too, before it meets the other components).
 void Runtime::finish_background(const char *who) {
     stop_progress_thread();
-    while (!serving_.empty()) {
-        const WriterSession *first = serving_.front().get();
-        auto what = [&] { return std::string(who) + ": " + waiting_for(*this, *first); };
-        wait_until([&] {
-            if (serving_.empty() || serving_.front().get() != first) return true;
-            check_contested(first->path, first->session, what);
-            return false;
-        }, what, [&] { return blocking_reader(*first); });
-    }
+    for (int i = kParts - 1; i >= 0; --i) parts_[i]->finish(*this, who);
+}
+
+void Runtime::report_detached(const Error &e) {
+    report_error(e.code(), e.what());
+    if (!detached_error_) detached_error_ = std::make_unique<Error>(e.code(), e.what(), true);
 }
 
 std::unique_ptr<Runtime> Runtime::in_process(config::Config config, config::Settings settings, int self, int rank,
@@ -668,50 +682,20 @@ bool Runtime::progress() {
     happened |= queue_->progress();
     for (auto &[comp, link] : peers_)
         if (link.inter == MPI_COMM_NULL) happened |= link.channel->progress();
-    // Replayed data that became complete (or whose readers confirmed the plan) leaves now. A failure
-    // stays with the session, reported at its dtf_transfer.
-    for (size_t i = 0; i < early_.size();) {
-        WriterSession &ws = *early_[i];
-        bool more;
-        try {
-            more = runtime::push_early(*this, ws);
-        } catch (const Error &e) {
-            if (!ws.error) ws.error = std::make_unique<Error>(e);
-            more = false;
-        }
-        if (more) ++i;
-        else early_.erase(early_.begin() + static_cast<long>(i));
-    }
-    // Step the writer sessions being served. A failure stays with its session and is reported by the
-    // next call on it (or, once the file is closed, here and at dtf_finalize).
-    for (size_t i = 0; i < serving_.size();) {
-        std::shared_ptr<WriterSession> ws = serving_[i];
-        bool served;
-        try {
-            served = step(*this, *ws);
-        } catch (const Error &e) {
-            ws->serving = false;
-            ws->error = std::make_unique<Error>(e);
-            if (ws.use_count() == 2) { // its file is closed: report it now, and at dtf_finalize
-                report_error(e.code(), e.what());
-                if (!detached_error_) detached_error_ = std::make_unique<Error>(e.code(), e.what(), true);
-            }
-            served = true;
-        }
-        if (served) {
-            serving_.erase(serving_.begin() + static_cast<long>(i));
-            if (ws->closed && ws->error) writer_plans_.drop(ws->plan_key, ws->plan);
-            else if (ws->closed) end_writer_session(*this, *ws);
-            if (ws->closed) forget_finished(ws->path);
-            happened = true;
-        } else {
-            ++i;
-        }
-    }
+    // Then the layers above: writer sessions send and serve, without a caller (Part::step).
+    for (auto &p : parts_) happened |= p->step(*this);
     return happened;
 }
 
 void Runtime::free_retired() { retired_.clear(); }
+
+bool Runtime::serves(const std::string &path, int session) const {
+    return std::any_of(std::begin(parts_), std::end(parts_), [&](const auto &p) { return p->serves(path, session); });
+}
+
+bool Runtime::busy() const {
+    return std::any_of(std::begin(parts_), std::end(parts_), [](const auto &p) { return p->busy(); });
+}
 
 transport::Board &Runtime::board() {
     if (!board_) {
@@ -726,32 +710,6 @@ std::string Runtime::disk_key(int writer, int reader, const std::string &path, i
     return format("%s--%s.file.%016llx.%d", config_.component_name(writer).c_str(),
                   config_.component_name(reader).c_str(),
                   static_cast<unsigned long long>(fnv1a(path)), n);
-}
-
-void Runtime::push_early(const std::shared_ptr<WriterSession> &ws) {
-    if (std::find(early_.begin(), early_.end(), ws) == early_.end()) early_.push_back(ws);
-}
-
-void Runtime::serve(const std::shared_ptr<WriterSession> &ws) {
-    if (std::find(serving_.begin(), serving_.end(), ws) == serving_.end()) serving_.push_back(ws);
-}
-
-void Runtime::forsake(const std::shared_ptr<WriterSession> &ws) {
-    serving_.erase(std::remove(serving_.begin(), serving_.end(), ws), serving_.end());
-    early_.erase(std::remove(early_.begin(), early_.end(), ws), early_.end());
-    ws->serving = false;
-}
-
-bool Runtime::serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const {
-    for (const auto &ws : serving_)
-        if (ws->plan_key == plan_key && which(*ws)) return true;
-    return false;
-}
-
-const WriterSession *Runtime::serving(const std::string &path, int session) const {
-    for (const auto &ws : serving_)
-        if (ws->path == path && (session == 0 || ws->session == session)) return ws.get();
-    return nullptr;
 }
 
 namespace {
@@ -779,17 +737,14 @@ void Runtime::apply(Message &&m) {
     }
     if (m.kind == MessageKind::Persisted) { // a continuing writer may wait for it (persist.cpp)
         const int64_t stamp = PayloadReader(m.payload, "persisted").i64();
-        for (auto &[ncid, vf] : virtual_files_)
-            if (vf->persist_after == stamp) vf->persist_after = 0;
-        for (auto &job : persist_jobs_)
-            if (job->persist_after == stamp) job->persist_after = 0;
+        for (auto &p : parts_) p->persisted(stamp);
         // Kept while the path is known here: the next session may continue it. That includes a path
         // whose first session this rank still reads: its record is made at the close, and the writer,
         // whose readers were done at their dtf_transfer, may have written the file before (the
         // Persisted dropped then left the continuing session waiting for it until DTF_TIMEOUT).
         auto it = counters_.find(m.path);
-        if (it == counters_.end() && std::any_of(virtual_files_.begin(), virtual_files_.end(),
-                                                 [&](const auto &f) { return f.second->path == m.path; }))
+        if (it == counters_.end() && std::any_of(std::begin(parts_), std::end(parts_),
+                                                 [&](const auto &p) { return p->has_open(m.path); }))
             it = counters_.emplace(m.path, PathCounters{}).first;
         if (it != counters_.end()) it->second.persisted.push_back(stamp);
         return;
@@ -815,16 +770,15 @@ void Runtime::apply(Message &&m) {
 // the other component has opened may still be served when it writes a session of the same number:
 // after num_sessions, the numbers of a path start again from 1.)
 bool Runtime::writes_unread_session(const std::string &path, int session) const {
-    auto unread = [&](const WriterSession &ws) {
-        if (ws.any_reader_known()) return false;
+    for (const auto &p : parts_) {
+        const int unopened = p->writes_unopened(path, session);
+        if (unopened < 0) continue;
+        if (!unopened) return false;
         for (const Message &m : inbox_)
             if (m.kind == MessageKind::ReaderOpened && m.path == path && m.session == session) return false;
         return true;
-    };
-    for (const auto &[ncid, vf] : virtual_files_)
-        if (vf->ws && vf->path == path && vf->session == session) return unread(*vf->ws);
-    const WriterSession *ws = serving(path, session);
-    return ws && unread(*ws);
+    }
+    return false;
 }
 
 // Both components create (or open with NC_WRITE) the same session, and each would wait for the other
@@ -864,7 +818,7 @@ bool Runtime::session_closed(const Message &m) const {
         return it->second.closed() >= m.session && header_final_stamp(m) == it->second.last_read;
     case MessageKind::ReadPlan: return it->second.closed() >= m.session;
     case MessageKind::ReaderOpened: case MessageKind::ReadRequest: case MessageKind::ReaderDone:
-        return it->second.closed() >= m.session && !serving(m.path, m.session);
+        return it->second.closed() >= m.session && !serves(m.path, m.session);
     default: return false;
     }
 }
@@ -876,9 +830,9 @@ void Runtime::forget_finished(const std::string &path) {
     if (!rule || rule->mode != config::Mode::Transfer ||
         it->second.closed() < rule->num_sessions)
         return;
-    for (const auto &[ncid, vf] : virtual_files_)
-        if (vf->path == path) return;
-    if (serving(path)) return;
+    for (const auto &p : parts_)
+        if (p->has_open(path)) return;
+    if (serves(path, 0)) return;
     counters_.erase(it);
 }
 
@@ -1125,16 +1079,16 @@ void Runtime::progress_loop() {
     while (!stop_) {
         std::this_thread::sleep_for(std::chrono::duration<double>(delay));
         const uint64_t entries = Entry::count();
-        const bool busy = entries != seen;
+        const bool in_use = entries != seen;
         seen = entries;
         // (A program that calls dtf without pause for long still gets a look every millisecond.)
-        if (busy && now_s() - idle_since < 1e-3) {
+        if (in_use && now_s() - idle_since < 1e-3) {
             delay = kBusyNap;
             continue;
         }
         idle_since = now_s();
         std::unique_lock<std::mutex> lock(Entry::mutex(), std::defer_lock);
-        if (busy ? !lock.try_lock() : (lock.lock(), false)) {
+        if (in_use ? !lock.try_lock() : (lock.lock(), false)) {
             delay = kBusyNap;
             continue;
         }
@@ -1147,7 +1101,7 @@ void Runtime::progress_loop() {
             if (!background_error_) background_error_ = std::make_unique<Error>(e);
         }
         // (On a node with more ranks than cores, started by DTF_PROGRESS_THREAD=1, it looks less often.)
-        const double cap = (queue_->pending() > 0 || !serving_.empty() || !early_.empty() ? 200e-6 : 1e-3) *
+        const double cap = (queue_->pending() > 0 || busy() ? 200e-6 : 1e-3) *
                            (node_ranks_ > cores_ ? 10 : 1);
         delay = happened ? 20e-6 : std::min(delay * 1.5, cap);
     }
@@ -1203,12 +1157,12 @@ void Runtime::finalize(bool in_mpi_finalize) {
     // Writer turns not over (writer_closes) end first, as at their last close: the readers get them.
     std::exception_ptr unended;
     try {
-        end_turns(*rt);
+        for (auto &p : rt->parts_) p->finalizing(*rt);
     } catch (...) {
         unended = std::current_exception();
     }
     g_runtime = nullptr;
-    publish_served(nullptr);
+    publish(nullptr);
     __atomic_store_n(&dtf_pnc_active_, 0, __ATOMIC_RELEASE);
     std::unique_ptr<Runtime> owner(rt);
     // Then nothing is left for MPI_Finalize to do, unless dtf could not part from a peer.
@@ -1314,21 +1268,6 @@ void Runtime::parted(const std::string &why) {
     g_parted_timeout = settings_.timeout_s;
 }
 
-// dtf_finalize with files still open: dtf forgets them (their data is dropped).
-void Runtime::close_open_files() {
-    for (auto &[ncid, f] : open_files_) {
-        log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
-        if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], 0, __ATOMIC_RELEASE);
-    }
-    open_files_.clear();
-    for (auto &[ncid, vf] : virtual_files_) {
-        log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(),
-                  ncid);
-        if (vf->ws) forsake(vf->ws);
-    }
-    virtual_files_.clear();
-}
-
 // dtf_finalize meets peer component `comp` (a barrier over the link), then drops the definitions of
 // files other ranks read that it left here. Throws when it does not come.
 void Runtime::meet(int comp, PeerLink &link) {
@@ -1392,13 +1331,12 @@ void Runtime::teardown(bool orderly) {
         }
     };
     stop_progress_thread();
-    close_open_files();
+    for (auto &p : parts_) attempt([&] { p->forget_open(*this); }); // dtf_finalize with files still open
 
     if (orderly) {
         // The files of persist=1 sessions not written yet; closed files whose readers are still being
         // served (progress thread) are served to the end.
-        attempt([&] { end_persist(*this); });
-        attempt([&] { finish_background("dtf_finalize"); });
+        for (int i = kParts - 1; i >= 0; --i) attempt([&] { parts_[i]->finish(*this, "dtf_finalize"); });
         attempt([&] { finish_spares(); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] { deliver_sends(); });
@@ -1430,8 +1368,7 @@ void Runtime::teardown(bool orderly) {
                 print_counters(world_, self_name(), size_);
             });
     }
-    serving_.clear();
-    early_.clear();
+    drop_parts();
     free_retired();
     for (auto &[comp, link] : peers_)
         if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);

@@ -33,70 +33,10 @@
 
 namespace dtf::runtime {
 
+class Runtime;
+
 // What a reader's dtf_init error says when its writer went on without it (Runtime::connect_peers).
 constexpr const char *kWentOnWithout = "went on without this component earlier in this run";
-
-struct VirtualFile;
-struct WriterSession;
-struct WriterPlan;
-struct ReaderPlan;
-struct MatchMemo;
-struct PersistJob;
-
-// How many digit runs differ between two paths that are equal once their digit runs are wildcarded
-// (plan_key); INT_MAX when they are not (transfer.cpp).
-int name_distance(const std::string &a, const std::string &b);
-
-// The replay plans of one role (replay_io=1), by plan_key(): a few per key, one per line of files
-// (e.g. per ensemble member when the names carry the member and the cycle); find() picks the plan
-// recorded from the most similar name, among those with the given peer ranks if they are known
-// (Plan::peers(): the other side's ranks). At most kPerKey per key (the oldest goes).
-template <class Plan> class PlanShelf {
-public:
-    using Ptr = std::shared_ptr<const Plan>;
-    static constexpr size_t kPerKey = 64;
-    // The plan recorded from the name nearest to `path` (fewest differing digit runs, ties: the newest)
-    // and that distance (0: the same path), or nullptr.
-    Ptr find(const std::string &key, const std::string &path, const std::vector<int> *peers, int *distance) const {
-        auto it = plans_.find(key);
-        if (it == plans_.end()) return nullptr;
-        Ptr best;
-        int best_d = 0;
-        for (const Ptr &p : it->second) {
-            if (peers && p->peers() != *peers) continue;
-            const int d = name_distance(path, p->path);
-            if (!best || d <= best_d) best = p, best_d = d;
-        }
-        if (distance) *distance = best_d;
-        return best;
-    }
-    // Record `fresh` in place of a plan of the same path, or of `old` (the plan the session found)
-    // if it has the same peers (the next file of that line), else beside them.
-    void keep(const std::string &key, const Ptr &old, Ptr fresh) {
-        auto &v = plans_[key];
-        for (Ptr &p : v)
-            if (p->path == fresh->path || (p == old && p->peers() == fresh->peers())) {
-                p = std::move(fresh);
-                return;
-            }
-        if (v.size() == kPerKey) v.erase(v.begin());
-        v.push_back(std::move(fresh));
-    }
-    size_t count(const std::string &key) const {
-        auto it = plans_.find(key);
-        return it == plans_.end() ? 0 : it->second.size();
-    }
-    void drop(const std::string &key, const Ptr &old) {
-        auto it = plans_.find(key);
-        if (it == plans_.end()) return;
-        auto &v = it->second;
-        v.erase(std::remove(v.begin(), v.end(), old), v.end());
-        if (v.empty()) plans_.erase(it);
-    }
-
-private:
-    std::map<std::string, std::vector<Ptr>> plans_;
-};
 
 // The runtime lock, taken by every entry point (the dtf_* API and the PnetCDF dispatch) for the whole call,
 // and released while the call waits (Runtime::wait_until), runs a collective or real PnetCDF
@@ -153,27 +93,6 @@ struct PathCounters {
     int closed() const { return my_writes + my_reads; }
 };
 
-// A writer's turn on a path that lasts several closes (FileRule::writer_closes), between them: how
-// many times this rank closed the file in it so far; in transfer mode the file itself, as it was
-// closed (its session goes on at the next open); in file mode the ranks that closed it and the
-// components that hear of the turn's end.
-struct Turn {
-    int closes = 0;
-    std::unique_ptr<VirtualFile> file;
-    std::shared_ptr<transport::Group> group;
-    std::vector<int> peers;
-};
-
-// A file dtf handles that is open on this rank.
-struct OpenFile {
-    int ncid = -1;
-    std::string path; // normalized absolute path
-    const config::FileRule *rule = nullptr;
-    std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
-    bool writer = false;
-    std::shared_ptr<transport::Group> group; // over a dup of the communicator given to ncmpi_create/ncmpi_open
-};
-
 struct Stats {
     double init_s = 0, connect_s = 0;
     long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
@@ -189,6 +108,34 @@ struct Stats {
     long fallbacks = 0;       // fallback=: sessions whose file was written because the readers were lost or late
     long definitions_dropped = 0; // at dtf_finalize: FileDefined of sessions other ranks read, not withdrawn yet
     long sent_by_kind[kMessageKindLast + 1] = {}; // control messages sent (to each rank), by MessageKind
+};
+
+// A layer above the core that keeps its state in the runtime (the front end's files, the writer
+// sessions being served and the replay plans, the persist queue). Each such layer registers one kind
+// (Runtime::register_part, at static initialization, in its slot: top first); every runtime makes one
+// of each and drives them through these hooks, so that the core includes nothing above it.
+class Part {
+public:
+    virtual ~Part() = default;
+    // progress(): advance what goes on without a caller, without blocking; whether anything happened.
+    virtual bool step(Runtime &) { return false; }
+    // Whether step() has work now (the waits then look again sooner).
+    virtual bool busy() const { return false; }
+    // Whether a file of `path` is open here (then its record is kept: forget_finished, Persisted).
+    virtual bool has_open(const std::string &) const { return false; }
+    // Whether session `session` (0: any) of `path` is still being served here.
+    virtual bool serves(const std::string &, int) const { return false; }
+    // Whether this rank writes session `session` of `path` here: -1 not here, else whether no reader
+    // component said yet that it opened it (1) or one did (0).
+    virtual int writes_unopened(const std::string &, int) const { return -1; }
+    // The session stamped `stamp` is in its file (MessageKind::Persisted).
+    virtual void persisted(int64_t) {}
+    // dtf_finalize, before anything else: what must end while the program's state is whole.
+    virtual void finalizing(Runtime &) {}
+    // Teardown, top first: the files still open are forgotten.
+    virtual void forget_open(Runtime &) {}
+    // The end of the run (dtf_finalize, finish_background), bottom first: the work left is done.
+    virtual void finish(Runtime &, const char * /*who*/) {}
 };
 
 class Runtime {
@@ -223,12 +170,6 @@ public:
 
     // Files (implemented in files.cpp).
     std::map<std::string, PathCounters> &counters() { return counters_; }
-    // The writer turns of this rank that are not over, by path (files.cpp ends them at dtf_finalize).
-    std::map<std::string, Turn> &turns() { return turns_; }
-    // The file patterns (plan_key) whose last session written here changed its definition after its
-    // first put: the next one gives its readers the definition when it is final, at its dtf_transfer
-    // or close, not at its first put (announce_definition).
-    std::set<std::string> &late_definitions() { return late_definitions_; }
     // Transfer mode: forget what this rank knows of `path` once its sessions there reach the rule's
     // num_sessions and none of them is open or still being served. By then no message about them can
     // come any more (each kind's last one was taken: see the reader's close), so the next session of
@@ -239,19 +180,8 @@ public:
     // The tag of the data messages of the writer session stamped `stamp` (transport::data_tag);
     // `writer` is its writer component.
     transport::Tag data_tag(int writer, int64_t stamp) const;
-    std::map<int, OpenFile> &open_files() { return open_files_; }
-    std::map<int, std::unique_ptr<VirtualFile>> &virtual_files() { return virtual_files_; }
-    VirtualFile *virtual_file(int ncid);
     Stats &stats() { return stats_; }
-    // Replay plans by plan_key() (replay_io=1), one map per role (transfer.cpp).
-    PlanShelf<WriterPlan> &writer_plans() { return writer_plans_; }
-    // Matchers' results of the last session per plan_key (transfer.cpp); at most kMemos.
-    static constexpr size_t kMemos = 256;
-    std::map<std::string, std::shared_ptr<const MatchMemo>> &match_memos() { return match_memos_; }
-    PlanShelf<ReaderPlan> &reader_plans() { return reader_plans_; }
     BufferPool &buffers() { return buffers_; }
-    // persist=1: closed sessions whose file is still to be written, in the order they closed (persist.cpp).
-    std::vector<std::shared_ptr<PersistJob>> &persist_jobs() { return persist_jobs_; }
     // Keep a receive buffer whose receive was cancelled (Channel::cancel) until dtf_finalize.
     void keep_until_finalize(std::vector<char> buffer) { orphans_.push_back(std::move(buffer)); }
 
@@ -348,17 +278,6 @@ public:
     // of the lowest failing rank (those that failed throw their own).
     void on_all(transport::Group &group, const std::function<void()> &fn, const std::string &context);
 
-    // Writer sessions being served: progress() steps them until their epoch is served (transfer.cpp).
-    void serve(const std::shared_ptr<WriterSession> &ws);
-    // Neither (a session whose close failed: its readers are not served any more).
-    void forsake(const std::shared_ptr<WriterSession> &ws);
-    // Writer sessions replaying a plan before their first dtf_transfer: progress() sends their data
-    // messages as they become complete and the readers confirm the plan (transfer.cpp, push_early).
-    void push_early(const std::shared_ptr<WriterSession> &ws);
-    // Whether a session of that plan_key for which `which` holds is being served.
-    bool serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const;
-    // The writer session of `path` numbered `session` (0: any) still being served here, or nullptr.
-    const WriterSession *serving(const std::string &path, int session = 0) const;
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
@@ -367,13 +286,33 @@ public:
     // ends the session, must not free its communicator (a free is collective in MPI's terms).
     void retire(std::shared_ptr<transport::Group> group) { retired_.push_back(std::move(group)); }
     void free_retired();
-    // Stop the progress thread and serve the writer sessions of closed files to the end.
+    // The end of the run: stop the progress thread, and let every part finish its work (Part::finish:
+    // the files left to write are written, the writer sessions of closed files served to the end).
     void finish_background(const char *why);
+    // A failure of the work of a closed file (a writer session served in the background): reported
+    // now, and again by dtf_finalize.
+    void report_detached(const Error &e);
+    // The part of the layer P (P::kSlot).
+    template <class P> P &part() { return static_cast<P &>(*parts_[P::kSlot]); }
+    template <class P> const P &part() const { return static_cast<const P &>(*parts_[P::kSlot]); }
+    static constexpr int kParts = 3;
+    // A layer's part, made by `make` for every runtime; at static initialization (returns true).
+    static bool register_part(int slot, std::unique_ptr<Part> (*make)());
+    // The configuration and this component's name, for readers without the runtime lock (a thread of
+    // MPI's own that looks at a file must never wait for dtf): published by init, withdrawn by
+    // finalize (nullptr outside them).
+    struct Published {
+        config::Config config;
+        std::string self;
+    };
+    static std::shared_ptr<const Published> published();
 
     ~Runtime();
 
 private:
-    Runtime() = default;
+    Runtime();
+    // The parts of the layers, top first (their state goes before the groups it retired are freed).
+    void drop_parts();
     void setup(const char *config_path, const char *component_name);
     void learn_node();
     void load_config(const char *config_path, const char *component_name);
@@ -383,8 +322,10 @@ private:
     void add_peer(int component, MPI_Comm inter, bool acceptor);
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
+    // Whether a part serves session `session` (0: any) of `path` / has work for progress() now.
+    bool serves(const std::string &path, int session) const;
+    bool busy() const;
     // Parts of an orderly teardown (dtf_finalize).
-    void close_open_files();
     void finish_spares();
     void deliver_sends();
     void parted(const std::string &why);
@@ -421,32 +362,23 @@ private:
     MPI_Comm world_ = MPI_COMM_NULL;
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
-    std::map<std::string, Turn> turns_;
-    std::set<std::string> late_definitions_;
     uint32_t stamps_ = 0;
     int tag_ub_ = 32767; // MPI_TAG_UB
     bool crowded_ = false; // more ranks of this component on this node than cores (wait_until)
     int cores_ = 1;        // of this node
     int node_ranks_ = 1;   // ranks of this component and of the connected ones on this node
-    std::map<int, OpenFile> open_files_;
-    std::map<int, std::unique_ptr<VirtualFile>> virtual_files_; // transfer mode, by virtual ncid
     std::deque<Message> inbox_;
     std::vector<std::tuple<std::string, int, int, int64_t>>
         dropping_; // drop_definition: (path, session, writer, stamp)
     Stats stats_;
     BufferPool buffers_;
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)
-    std::vector<std::shared_ptr<PersistJob>> persist_jobs_;
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
     transport::SpareGroups spares_; // file groups made ahead of the opens (group_of)
     bool writes_files_later_ = false; // a rule writes files at a rank's own time: no groups ahead (setup)
-    std::vector<std::shared_ptr<WriterSession>> serving_;
-    std::vector<std::shared_ptr<WriterSession>> early_; // push_early()
+    std::unique_ptr<Part> parts_[kParts]; // by slot (part())
     std::vector<std::shared_ptr<transport::Group>> retired_; // groups of finished sessions, to free (retire())
-    PlanShelf<WriterPlan> writer_plans_;
-    std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos_;
-    PlanShelf<ReaderPlan> reader_plans_;
     std::thread thread_;
     std::condition_variable wake_;       // wakes the progress thread: stop, or no wait_until left
     int waiting_ = 0;                    // application threads in wait_until (the thread stands aside)

@@ -24,7 +24,7 @@ enum class Tag : int {
     Control = 0x0d71,   // control messages between components (runtime/message.hpp)
     Meta = 0x0d72,      // writer -> its matcher, within the writer's file communicator: write metadata
     Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
-    Readback = 0x0d74,  // writer <-> writer, same: a get on the file they write (runtime/readback.cpp)
+    Readback = 0x0d74,  // writer <-> writer, same: a get on the file they write (session/readback.cpp)
     Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
     Routes = 0x0d7e,    // one byte per rank pair right after connecting (open_all_routes)
     // Data (writer -> reader: the data of pieces) has a tag per writer session: data_tag().

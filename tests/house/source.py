@@ -11,7 +11,7 @@ import re
 import sys
 
 # Top first: a layer may include the ones after it. Every folder of src/ with C or C++ files is here.
-LAYERS = ["fortran", "runtime", "mpi", "pnc", "transport", "model", "match", "types", "config", "common"]
+LAYERS = ["fortran", "frontend", "session", "output", "runtime", "mpi", "pnc", "transport", "model", "match", "types", "config", "common"]
 MAX_COLUMNS = 120
 MAX_FUNCTION_LINES = 80
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')

@@ -26,7 +26,7 @@
 #include "config/config.hpp"
 #include "pnc/hook.h"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
+#include "frontend/files.hpp"
 #include "transport/channel.hpp"
 #include "transport/data_plane.hpp"
 
@@ -151,7 +151,7 @@ private:
 template <class... A> int call(Runtime &rt, int fn, int ncid, A... a) {
     void *args[] = {&ncid, &a...};
     Entry entry;
-    VirtualFile *vf = rt.virtual_file(ncid);
+    VirtualFile *vf = files(rt).virtual_file(ncid);
     if (!vf) fail(DTF_ERR_INTERNAL, "no virtual file %d", ncid);
     return vfile_call(rt, *vf, fn, args);
 }
@@ -174,7 +174,7 @@ int open(World &w, Runtime &rt, int rank, const std::string &path, int component
 
 int transfer(Runtime &rt, int ncid) {
     Entry entry;
-    return vfile_transfer(rt, *rt.virtual_file(ncid));
+    return session_transfer(rt, *files(rt).virtual_file(ncid));
 }
 
 constexpr MPI_Offset kRows = 6, kCols = 10;

@@ -1,4 +1,5 @@
-// Transfer mode: sessions of virtual files and the data exchange (protocol in vfile.hpp).
+// Transfer mode: the writer and reader roles of a session, replay and fallback reads; the protocol is in
+// docs/ARCHITECTURE.md.
 #include <pnetcdf.h>
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 #include "pnc/real.hpp"
 #include "match/wire.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
+#include "session/session.hpp"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
@@ -93,18 +94,18 @@ std::vector<int> matcher_ranks(int size, int group_size) {
     return m;
 }
 
-auto for_file(const VirtualFile &vf, MessageKind kind, int epoch = -1) {
-    return [&vf, kind, epoch](const Message &m) {
-        return m.kind == kind && m.path == vf.path && m.session == vf.session && (epoch < 0 || m.epoch == epoch);
+auto for_file(const FileSession &fs, MessageKind kind, int epoch = -1) {
+    return [&fs, kind, epoch](const Message &m) {
+        return m.kind == kind && m.path == fs.path && m.session == fs.session && (epoch < 0 || m.epoch == epoch);
     };
 }
 
 // The writer's final header of this session (of its epoch `epoch`, or of any): it names the writer
 // session by its stamp, since it may come before this rank opened the session, while the one before
 // it of the same path and number is still open here (num_sessions: a path's numbers start again).
-auto header_final_of(const VirtualFile &vf, int epoch = -1) {
-    return [&vf, epoch, other = for_file(vf, MessageKind::HeaderFinal, epoch)](const Message &m) {
-        return other(m) && header_final_stamp(m) == vf.writer_stamp;
+auto header_final_of(const FileSession &fs, int epoch = -1) {
+    return [&fs, epoch, other = for_file(fs, MessageKind::HeaderFinal, epoch)](const Message &m) {
+        return other(m) && header_final_stamp(m) == fs.reader.writer_stamp;
     };
 }
 
@@ -113,50 +114,51 @@ auto header_final_of(const VirtualFile &vf, int epoch = -1) {
 // ---------------------------------------------------------------------------------------------
 // Writer side
 
-void writer_put(Runtime &rt, VirtualFile &vf) {
-    if (vf.header.in_define_mode()) return; // (an iput or bput posted in define mode)
-    WriterSession &ws = *vf.ws;
+void writer_put(Runtime &rt, FileSession &fs) {
+    if (fs.header.in_define_mode()) return; // (an iput or bput posted in define mode)
+    WriterSession &ws = *fs.ws;
     if (!ws.first_put) {
         ws.first_put = true;
-        ws.first_put_revision = vf.header.revision();
+        ws.first_put_revision = fs.header.revision();
     }
-    if (!rt.late_definitions().count(ws.plan_key)) announce_definition(rt, vf);
+    if (!sessions(rt).late_definitions.count(ws.plan_key)) announce_definition(rt, fs);
 }
 
-void note_definition(Runtime &rt, const VirtualFile &vf) {
-    const WriterSession &ws = *vf.ws;
-    if (ws.first_put && vf.header.revision() != ws.first_put_revision) rt.late_definitions().insert(ws.plan_key);
-    else rt.late_definitions().erase(ws.plan_key);
+void note_definition(Runtime &rt, const FileSession &fs) {
+    const WriterSession &ws = *fs.ws;
+    if (ws.first_put && fs.header.revision() != ws.first_put_revision)
+        sessions(rt).late_definitions.insert(ws.plan_key);
+    else sessions(rt).late_definitions.erase(ws.plan_key);
 }
 
 // FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and enddef for
 // each definition as netCDF4-python does, and the readers must see the header as it is when the data begins),
 // or at its dtf_transfer or close where the last session of the file's pattern changed its definition after
-// its first put (Runtime::late_definitions): to every rank of each reader component, since the writer does
+// its first put (Sessions::late_definitions): to every rank of each reader component, since the writer does
 // not know which ranks will open the file (the readers' ReaderOpened tells; the others drop theirs when
 // withdrawn); to the leader of the plan's readers alone when the session replays a plan of known readers
 // (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it is the one
 // that plan's session had, which the readers kept with it.
-void announce_definition(Runtime &rt, VirtualFile &vf) {
-    if (vf.defined_sent) return;
-    vf.defined_sent = true;
-    WriterSession &ws = *vf.ws;
+void announce_definition(Runtime &rt, FileSession &fs) {
+    if (fs.defined_sent) return;
+    fs.defined_sent = true;
+    WriterSession &ws = *fs.ws;
     // (Every rank of a session that may record a plan keeps the header, which the plan keeps: the
     // leader of a session replaying it compares its own with it.)
-    if (vf.rank != ws.leader) {
-        if (ws.record && !ws.readers.empty() && !ws.readers.front().assumed) ws.defined_header = vf.header.encode();
+    if (fs.rank != ws.leader) {
+        if (ws.record && !ws.readers.empty() && !ws.readers.front().assumed) ws.defined_header = fs.header.encode();
         return;
     }
     std::vector<int> matchers;
-    for (int m : matcher_ranks(vf.size, rt.settings().max_workgroup_size))
-        matchers.push_back(vf.ranks[static_cast<size_t>(m)]);
-    const std::vector<char> header = vf.header.encode();
+    for (int m : matcher_ranks(fs.size, rt.settings().max_workgroup_size))
+        matchers.push_back(fs.ranks[static_cast<size_t>(m)]);
+    const std::vector<char> header = fs.header.encode();
     ws.defined_header = header;
-    ws.defined_revision = vf.header.revision();
+    ws.defined_revision = fs.header.revision();
     // (A replayed session has one reader; an output file has none.)
     const ReaderSide *assumed = ws.readers.empty() || !ws.readers.front().assumed ? nullptr : &ws.readers.front();
     ws.defined_to_all = !assumed;
-    for (int reader : vf.peers) {
+    for (int reader : fs.peers) {
         PayloadWriter p;
         write_withdrawn(p,
                         ws.defined_to_all ? rt.take_withdrawals(reader) : std::vector<std::pair<std::string, int>>{});
@@ -166,14 +168,14 @@ void announce_definition(Runtime &rt, VirtualFile &vf) {
         p.i32(same ? 1 : 0);
         if (same) p.i64(ws.plan->stamp);
         else p.bytes(header);
-        p.ints(vf.ranks);
+        p.ints(fs.ranks);
         p.ints(matchers);
-        p.i32(vf.inherited);
-        Message m{MessageKind::FileDefined, 0, vf.session, 0, vf.path, p.take()};
+        p.i32(fs.inherited);
+        Message m{MessageKind::FileDefined, 0, fs.session, 0, fs.path, p.take()};
         if (ws.defined_to_all) rt.notify(reader, std::move(m));
         else
             rt.send(reader,
-                    assumed->ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(assumed->ranks.size())))],
+                    assumed->ranks[static_cast<size_t>(leader_of(fs.path, static_cast<int>(assumed->ranks.size())))],
                     std::move(m));
     }
 }
@@ -184,24 +186,24 @@ WriterSession::~WriterSession() {
         for (auto &w : writes) pool->give(std::move(w.data));
 }
 
-std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFile &vf) {
+std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSession &fs) {
     auto ws = std::make_shared<WriterSession>();
-    ws->path = vf.path;
-    ws->session = vf.session;
-    for (int reader : vf.peers) ws->readers.push_back(ReaderSide{reader, {}, 0, false, 0});
-    ws->group = vf.group;
+    ws->path = fs.path;
+    ws->session = fs.session;
+    for (int reader : fs.peers) ws->readers.push_back(ReaderSide{reader, {}, 0, false, 0});
+    ws->group = fs.group;
     ws->local = ws->group->channel();
-    ws->rank = vf.rank;
-    ws->size = vf.size;
+    ws->rank = fs.rank;
+    ws->size = fs.size;
     ws->workgroup = rt.settings().max_workgroup_size;
-    ws->ranks = vf.ranks;
+    ws->ranks = fs.ranks;
     ws->pool = &rt.buffers();
     ws->runtime = &rt;
-    ws->record = vf.rule->replay_io;
-    ws->quiet_end = !vf.rule->persist && !vf.rule->falls_back();
-    ws->plan_key = plan_key(vf.path, vf.ranks);
-    if (vf.rule->falls_back() && vf.rule->fallback_s != config::kFallbackWait)
-        ws->give_up_after = std::max(vf.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
+    ws->record = fs.rule->replay_io;
+    ws->quiet_end = !fs.rule->persist && !fs.rule->falls_back();
+    ws->plan_key = plan_key(fs.path, fs.ranks);
+    if (fs.rule->falls_back() && fs.rule->fallback_s != config::kFallbackWait)
+        ws->give_up_after = std::max(fs.rule->fallback_s, 1e-6); // (0: no wait beyond what is done)
     // Sessions of this pattern may still be served (a replayed epoch returns once its data is
     // delivered), and the end of one may change the replay plan this one starts from, which every
     // writer rank must find alike: wait for those. Given a plan of this very path, only a session
@@ -212,22 +214,23 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     rt.wait_until([&] {
         if (!ws->record) return true;
         int distance = 0;
-        auto exact = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance);
-        if (distance != 0 || rt.writer_plans().count(ws->plan_key) >= PlanShelf<WriterPlan>::kPerKey) exact = nullptr;
-        return !rt.serving_key(ws->plan_key, [&](const WriterSession &s) {
-            return !exact || s.path == vf.path || s.plan == exact;
+        auto exact = sessions(rt).writer_plans.find(ws->plan_key, fs.path, nullptr, &distance);
+        if (distance != 0 || sessions(rt).writer_plans.count(ws->plan_key) >= PlanShelf<WriterPlan>::kPerKey)
+            exact = nullptr;
+        return !sessions(rt).serving_key(ws->plan_key, [&](const WriterSession &s) {
+            return !exact || s.path == fs.path || s.plan == exact;
         });
     }, [&] {
         return format("creating '%s' (session %d) waited for the readers of the previous file of its pattern to "
-                      "call dtf_transfer or close it", vf.path.c_str(), vf.session);
-    }, vf.peer);
+                      "call dtf_transfer or close it", fs.path.c_str(), fs.session);
+    }, fs.peer);
     if (ws->is_matcher()) {
-        auto memo = rt.match_memos().find(ws->plan_key);
-        if (memo != rt.match_memos().end()) ws->memo = memo->second;
+        auto memo = sessions(rt).match_memos.find(ws->plan_key);
+        if (memo != sessions(rt).match_memos.end()) ws->memo = memo->second;
     }
     if (ws->record) {
         int distance = 0;
-        ws->plan = rt.writer_plans().find(ws->plan_key, vf.path, nullptr, &distance); // readers not known yet
+        ws->plan = sessions(rt).writer_plans.find(ws->plan_key, fs.path, nullptr, &distance); // readers not known yet
         ws->plan_exact = ws->plan && distance == 0;
         // A plan of this very path, or of another name that its readers followed last time (the
         // previous file of a series named after the cycle): the plan's readers are the readers. (The
@@ -238,11 +241,11 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
             side.ranks = ws->plan->reader_ranks;
             side.plan = ws->plan->stamp;
             side.assumed = true;
-            if (ws->quiet_end) ws->leader = leader_of(vf.path, vf.size);
+            if (ws->quiet_end) ws->leader = leader_of(fs.path, fs.size);
         }
         if (ws->plan) {
             ws->plan_since = ++ws->plan->found;
-            log::debug("writing '%s' (session %d) with the plan of %s%s", vf.path.c_str(), vf.session,
+            log::debug("writing '%s' (session %d) with the plan of %s%s", fs.path.c_str(), fs.session,
                        origin(*ws->plan, ws->plan_since).c_str(),
                        ws->plan_exact                  ? ""
                        : ws->readers.front().assumed ? " (a similar name its readers followed last time)"
@@ -253,8 +256,8 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFil
     // dtf_transfer, or, since it names the tag of the data messages they may send before
     // (replay_io=1), from the readers' ReaderOpened, which confirms the plan those messages need (the
     // readers have it from FileDefined).
-    if (vf.rank == ws->leader) ws->stamp = rt.new_stamp();
-    ws->stamp_known = vf.rank == ws->leader;
+    if (fs.rank == ws->leader) ws->stamp = rt.new_stamp();
+    ws->stamp_known = fs.rank == ws->leader;
     return ws;
 }
 
@@ -360,10 +363,10 @@ void start_packing(WriterSession &ws) {
 
 } // namespace
 
-bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values) {
-    WriterSession &ws = *vf.ws;
+bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values) {
+    WriterSession &ws = *fs.ws;
     if (!ws.plan || ws.epoch != 0 || ws.packing == Packing::Full || ws.packing == Packing::Broken) return false;
-    if (vf.rule->persist) return false; // every value goes to the file too: keep them all
+    if (fs.rule->persist) return false; // every value goes to the file too: keep them all
     const WriterPlan &plan = *ws.plan;
     const size_t pos = ws.writes.size();
     if (ws.ranks != plan.ranks || pos >= plan.writes.size() || !(plan.writes[pos] == meta)) {
@@ -373,14 +376,14 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
         }
         ws.packing = Packing::Broken;
         ws.broken = format("put %zu of writer rank %d, variable '%s' %s, differs from the writes of %s that "
-                           "this session replays", pos + 1, vf.rank,
-                           vf.header.vars()[static_cast<size_t>(meta.varid)].name.c_str(),
+                           "this session replays", pos + 1, fs.rank,
+                           fs.header.vars()[static_cast<size_t>(meta.varid)].name.c_str(),
                            meta.box.to_string().c_str(), origin(plan, ws.plan_since).c_str());
         return false;
     }
-    if (ws.elsize.size() != vf.header.vars().size()) { // the first put, or variables were added since
+    if (ws.elsize.size() != fs.header.vars().size()) { // the first put, or variables were added since
         ws.elsize.clear();
-        for (const auto &v : vf.header.vars()) ws.elsize.push_back(types::type_size(v.type));
+        for (const auto &v : fs.header.vars()) ws.elsize.push_back(types::type_size(v.type));
     }
     if (ws.packing == Packing::None) { // the first put
         // A plan that writes variables this session has not defined yet (a redef after its first put)
@@ -390,7 +393,7 @@ bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, 
             ws.packing = Packing::Full;
             return false;
         }
-        rt.push_early(vf.ws);
+        sessions(rt).start_early(fs.ws);
         // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
         // names it too: until it does, keep every value (the session may still replay).
         ws.packing = ws.readers.front().assumed ? Packing::Packing : Packing::Unconfirmed;
@@ -717,7 +720,7 @@ void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const mo
         ws->sends.push_back(ws->local->send(matcher, Tag::Meta, match::encode(fresh), "sending write metadata"));
         ws->meta_expected = ws->is_matcher() ? std::min(ws->workgroup, ws->size - ws->rank) : 0;
     }
-    rt.serve(ws);
+    sessions(rt).serve(ws);
 }
 
 bool step(Runtime &rt, WriterSession &ws) {
@@ -831,7 +834,7 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
             return !ws.serving || (until_delivered && delivered(ws));
         }, [&] { return waiting_for(rt, ws); }, [&] { return blocking_reader(ws); }, ws.give_up_after);
     if (ws.error) {
-        rt.writer_plans().drop(ws.plan_key, ws.plan);
+        sessions(rt).writer_plans.drop(ws.plan_key, ws.plan);
         Error e = *ws.error;
         ws.error.reset();
         throw e;
@@ -840,17 +843,17 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
 
 // The largest record written by any writer rank: the unlimited dimension's length; and whether
 // every writer rank's writes are those of the path's replay plan.
-void agree_numrecs(Runtime &rt, VirtualFile &vf) {
-    WriterSession &ws = *vf.ws;
+void agree_numrecs(Runtime &rt, FileSession &fs) {
+    WriterSession &ws = *fs.ws;
     // [3]: the root's stamp, which the other ranks learn here if no ReaderOpened brought it before;
     // [4], [5]: the plan's stamp and its negation (every rank holds the same plan if they agree)
     // [6]: whether the header changed since FileDefined but for the record count (the root's view)
     const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
-    int64_t mine[7] = {vf.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
-    if (vf.rank == ws.leader && vf.header.revision() != ws.defined_revision) // (else unchanged: no encoding)
-        mine[6] = !model::Header::same_but_numrecs(vf.header.encode(), ws.defined_header);
+    int64_t mine[7] = {fs.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
+    if (fs.rank == ws.leader && fs.header.revision() != ws.defined_revision) // (else unchanged: no encoding)
+        mine[6] = !model::Header::same_but_numrecs(fs.header.encode(), ws.defined_header);
     for (const auto &w : ws.writes) {
-        if (!vf.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
+        if (!fs.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
         mine[0] = std::max<int64_t>(mine[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
     }
@@ -859,8 +862,8 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
     mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
     std::copy(mine, mine + 7, all);
-    rt.allreduce_max(*vf.group, all, 7, format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session));
-    vf.header.set_numrecs(all[0]);
+    rt.allreduce_max(*fs.group, all, 7, format("dtf_transfer of '%s' (session %d)", fs.path.c_str(), fs.session));
+    fs.header.set_numrecs(all[0]);
     ws.header_changed = all[6] != 0;
     ws.stamp = all[3];
     ws.stamp_known = true;
@@ -868,16 +871,16 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
     ws.replay_candidate = ws.plan && !differ;
     if (ws.plan && differ && all[2] != 0) { // some values were dropped, yet the pattern changed
         const std::string replayed = origin(*ws.plan, ws.plan_since);
-        rt.writer_plans().drop(ws.plan_key, ws.plan);
+        sessions(rt).writer_plans.drop(ws.plan_key, ws.plan);
         const std::string what =
             !ws.broken.empty() ? ws.broken
-            : mine[1]          ? format("the puts of writer rank %d differ from those of %s", vf.rank, replayed.c_str())
+            : mine[1]          ? format("the puts of writer rank %d differ from those of %s", fs.rank, replayed.c_str())
                                : format("another writer rank's puts differ from those of %s", replayed.c_str());
         throw Error(DTF_ERR_UNSUPPORTED,
                     format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays (replay_io=1, "
                            "%s:%d); the values were kept only where that pattern reads them, so the session cannot "
                            "be matched again: set replay_io=0 for this file",
-                           vf.path.c_str(), vf.session, what.c_str(), rt.config().path.c_str(), vf.rule->line),
+                           fs.path.c_str(), fs.session, what.c_str(), rt.config().path.c_str(), fs.rule->line),
                     !mine[1]);
     }
 }
@@ -885,11 +888,11 @@ void agree_numrecs(Runtime &rt, VirtualFile &vf) {
 // Fills not announced yet whose variable's fill value changed since they were made (a _FillValue
 // deleted, renamed or copied over in a later define mode): the file holds the old value there, the
 // readers know only the new one, so those become writes of their values.
-void settle_fills(VirtualFile &vf) {
-    WriterSession &ws = *vf.ws;
+void settle_fills(FileSession &fs) {
+    WriterSession &ws = *fs.ws;
     for (size_t i = ws.writes_announced; i < ws.writes.size(); ++i) {
         WriteRecord &w = ws.writes[i];
-        if (!w.meta.fill || w.data == fill_value(vf.header, w.meta.varid)) continue;
+        if (!w.meta.fill || w.data == fill_value(fs.header, w.meta.varid)) continue;
         const size_t es = w.data.size(), n = static_cast<size_t>(w.meta.box.size());
         std::vector<char> values = ws.pool->take(n * es);
         for (size_t k = 0; k < n; ++k) std::memcpy(values.data() + k * es, w.data.data(), es);
@@ -902,16 +905,16 @@ void settle_fills(VirtualFile &vf) {
 // dtf_transfer on the writer: one more epoch. With the progress thread the readers are served in
 // the background and this returns at once (the values are dtf's copies); without it, it serves
 // until every reader rank is done, or, in a replayed epoch, until its data is delivered.
-int serve(Runtime &rt, VirtualFile &vf) {
-    announce_definition(rt, vf); // a file opened with NC_WRITE and not written to
-    ++vf.ws->seq; // (a collective call: writes after it take effect after those before)
-    vf.ws->finish_due = true;
-    finish_epoch(rt, *vf.ws); // the previous epoch, completely
-    settle_fills(vf);
-    agree_numrecs(rt, vf);
-    start_epoch(rt, vf.ws, vf.header);
-    if (!(rt.progress_thread_running() || vf.ending_turn) || vf.rule->falls_back())
-        finish_epoch(rt, *vf.ws, true);
+int serve(Runtime &rt, FileSession &fs) {
+    announce_definition(rt, fs); // a file opened with NC_WRITE and not written to
+    ++fs.ws->seq; // (a collective call: writes after it take effect after those before)
+    fs.ws->finish_due = true;
+    finish_epoch(rt, *fs.ws); // the previous epoch, completely
+    settle_fills(fs);
+    agree_numrecs(rt, fs);
+    start_epoch(rt, fs.ws, fs.header);
+    if (!(rt.progress_thread_running() || fs.ending_turn) || fs.rule->falls_back())
+        finish_epoch(rt, *fs.ws, true);
     else
         rt.progress(); // the first step now (the final header), the rest in the background
     return NC_NOERR;
@@ -919,11 +922,11 @@ int serve(Runtime &rt, VirtualFile &vf) {
 
 } // namespace
 
-bool writer_close(Runtime &rt, VirtualFile &vf) {
-    WriterSession &ws = *vf.ws;
-    if (vf.peers.empty()) { // an output file (persist=1 without readers): nothing to serve; the stamp names
+bool writer_close(Runtime &rt, FileSession &fs) {
+    WriterSession &ws = *fs.ws;
+    if (fs.peers.empty()) { // an output file (persist=1 without readers): nothing to serve; the stamp names
         int64_t stamp = ws.stamp; // its file (an I/O server's parts): the root's, agreed
-        rt.allreduce_max(*vf.group, &stamp, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
+        rt.allreduce_max(*fs.group, &stamp, 1, format("closing '%s' (session %d)", fs.path.c_str(), fs.session));
         ws.stamp = stamp;
         ws.closed = true;
         return false;
@@ -932,36 +935,36 @@ bool writer_close(Runtime &rt, VirtualFile &vf) {
     // since serve() is collective (a put of one rank after dtf_transfer is enough).
     int64_t any = ws.epoch == 0 || ws.writes_announced < ws.writes.size();
     if (ws.epoch > 0)
-        rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
-    if (any) serve(rt, vf);
-    if (!ws.serving || !(rt.progress_thread_running() || vf.ending_turn) || ws.borrows || vf.rule->falls_back())
+        rt.allreduce_max(*fs.group, &any, 1, format("closing '%s' (session %d)", fs.path.c_str(), fs.session));
+    if (any) serve(rt, fs);
+    if (!ws.serving || !(rt.progress_thread_running() || fs.ending_turn) || ws.borrows || fs.rule->falls_back())
         finish_epoch(rt, ws, true);
     ws.closed = true;
     if (!ws.serving) end_writer_session(rt, ws);
     return ws.serving;
 }
 
-bool give_up_readers(Runtime &rt, VirtualFile &vf, const Error &e) {
+bool give_up_readers(Runtime &rt, FileSession &fs, const Error &e) {
     // fallback=wait: only a lost reader (or one that failed to answer for DTF_TIMEOUT) is given up;
     // fallback=N: one not served in N seconds too
-    if (!vf.rule->falls_back()) return false;
-    const bool lost = std::any_of(vf.peers.begin(), vf.peers.end(), [&](int r) { return rt.lost(r); });
-    if (!lost && !(e.code() == DTF_ERR_TIMEOUT && vf.ws->give_up_after > 0)) return false;
-    if (vf.gave_up.empty()) vf.gave_up = e.what();
-    rt.forsake(vf.ws);
+    if (!fs.rule->falls_back()) return false;
+    const bool lost = std::any_of(fs.peers.begin(), fs.peers.end(), [&](int r) { return rt.lost(r); });
+    if (!lost && !(e.code() == DTF_ERR_TIMEOUT && fs.ws->give_up_after > 0)) return false;
+    if (fs.gave_up.empty()) fs.gave_up = e.what();
+    sessions(rt).forsake(fs.ws);
     return true;
 }
 
-std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &context) {
+std::string agree_gave_up(Runtime &rt, FileSession &fs, const std::string &context) {
     try {
-        rt.on_all(*vf.group, [&] { if (!vf.gave_up.empty()) throw Error(DTF_ERR_PEER, vf.gave_up); }, context);
+        rt.on_all(*fs.group, [&] { if (!fs.gave_up.empty()) throw Error(DTF_ERR_PEER, fs.gave_up); }, context);
         return {};
     } catch (const Error &e) {
-        if (vf.gave_up.empty()) {
-            vf.gave_up = e.what();
-            rt.forsake(vf.ws);
+        if (fs.gave_up.empty()) {
+            fs.gave_up = e.what();
+            sessions(rt).forsake(fs.ws);
         }
-        return vf.gave_up;
+        return fs.gave_up;
     }
 }
 
@@ -982,12 +985,12 @@ void settle_given_up(Runtime &rt, WriterSession &ws) {
 
 void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (ws.is_matcher()) { // keep this session's match results for the next one
-        auto &memos = rt.match_memos();
+        auto &memos = sessions(rt).match_memos;
         if (ws.epoch == 1 && ws.memo_new && !ws.error) {
             // (the session is over; a plan recorded from it keeps them too)
             ws.memo_new->writes = ws.record ? ws.group_writes : std::move(ws.group_writes);
             ws.memo_new->kept = rt.new_stamp();
-            if (memos.size() >= Runtime::kMemos && !memos.count(ws.plan_key))
+            if (memos.size() >= Sessions::kMemos && !memos.count(ws.plan_key))
                 memos.erase(std::min_element(memos.begin(), memos.end(), [](const auto &a, const auto &b) {
                     return a.second->kept < b.second->kept;
                 }));
@@ -997,7 +1000,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
         }
     }
     if (!ws.record) return;
-    auto &plans = rt.writer_plans();
+    auto &plans = sessions(rt).writer_plans;
     // (a session whose definition changed after FileDefined records no plan, on either side: the
     // readers learn it from the final header)
     if (ws.epoch != 1 || ws.drop_plan || ws.header_changed) {
@@ -1034,59 +1037,60 @@ struct WentToFile : Error {
     using Error::Error;
 };
 
-void check_written(Runtime &rt, const VirtualFile &vf) {
-    if (vf.from_file || rt.written(vf.writer_stamp))
+void check_written(Runtime &rt, const FileSession &fs) {
+    if (fs.reader.from_file || rt.written(fs.reader.writer_stamp))
         throw WentToFile(DTF_ERR_PEER,
                          format("component '%s' wrote '%s' (session %d) to the file system instead (fallback=)",
-                                rt.config().component_name(vf.peer).c_str(), vf.path.c_str(), vf.session));
+                                rt.config().component_name(fs.peer).c_str(), fs.path.c_str(), fs.session));
 }
 
 // A reader's wait for a message of its session's writer: WentToFile once the writer wrote the session
 // to the file instead.
-Message wait_writer(Runtime &rt, const VirtualFile &vf, const std::function<bool(const Message &)> &match,
+Message wait_writer(Runtime &rt, const FileSession &fs, const std::function<bool(const Message &)> &match,
                     const std::function<std::string()> &what) {
     std::optional<Message> found;
     rt.wait_until([&] {
-        check_written(rt, vf);
+        check_written(rt, fs);
         return (found = rt.take(match)).has_value();
-    }, what, vf.peer);
+    }, what, fs.peer);
     return std::move(*found);
 }
 
 // Read the session from the file its writer wrote: every rank opens it on its own (MPI_COMM_SELF),
 // takes the record count from it, and reads its gets there from now on (read_batch).
-void switch_to_file(Runtime &rt, VirtualFile &vf) {
-    if (vf.from_file) return;
-    const std::string writer = rt.config().component_name(vf.peer);
+void switch_to_file(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
+    if (rd.from_file) return;
+    const std::string writer = rt.config().component_name(fs.peer);
     auto check = [&](int rc, const char *call) {
         if (rc != NC_NOERR)
             fail(rc, "reading '%s' (session %d) from the file system, where component '%s' wrote it (fallback=): "
-                 "%s failed: %s", vf.path.c_str(), vf.session, writer.c_str(), call, ncmpi_strerror(rc));
+                 "%s failed: %s", fs.path.c_str(), fs.session, writer.c_str(), call, ncmpi_strerror(rc));
     };
     int ncid = -1;
     check(call_real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(
-              DTF_FN_ncmpi_open, MPI_COMM_SELF, vf.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid),
+              DTF_FN_ncmpi_open, MPI_COMM_SELF, fs.path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid),
           "ncmpi_open");
-    vf.from_file = true;
-    vf.file_ncid = ncid;
-    const int unlimited = vf.header.unlimdimid();
+    rd.from_file = true;
+    rd.file_ncid = ncid;
+    const int unlimited = fs.header.unlimdimid();
     if (unlimited >= 0) {
         MPI_Offset numrecs = 0;
         check(call_real<int (*)(int, int, MPI_Offset *)>(DTF_FN_ncmpi_inq_dimlen, ncid, unlimited, &numrecs),
               "ncmpi_inq_dimlen");
-        vf.header.set_numrecs(numrecs);
+        fs.header.set_numrecs(numrecs);
     }
-    vf.header_final = true;
-    vf.replay = 0;
-    rt.forget_written(vf.writer_stamp);
-    (vf.rank == 0 ? log::notice : log::info)("reading '%s' (session %d) from the file system: component '%s' wrote it "
-                                            "there instead of sending it (fallback=)", vf.path.c_str(), vf.session,
+    rd.header_final = true;
+    rd.replay = 0;
+    rt.forget_written(rd.writer_stamp);
+    (fs.rank == 0 ? log::notice : log::info)("reading '%s' (session %d) from the file system: component '%s' wrote it "
+                                            "there instead of sending it (fallback=)", fs.path.c_str(), fs.session,
                                             writer.c_str());
 }
 
 // The gets of `batch` from the file (switch_to_file): into each get's destination, in the variable's
 // type, as the writers' data would have come.
-void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch) {
+void read_from_file(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {
     for (auto *r : batch) {
         const size_t es = types::type_size(r->xtype);
         if (!r->direct && r->staging.empty()) { // (a failed wait kept the first staging: keep_buffers)
@@ -1102,14 +1106,15 @@ void read_from_file(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *
                 stride(b.stride.begin(), b.stride.end());
             const int rc = call_real<int (*)(int, int, const MPI_Offset *, const MPI_Offset *, const MPI_Offset *,
                                              void *, MPI_Offset, MPI_Datatype)>(
-                DTF_FN_ncmpi_get_vars_all, vf.file_ncid, r->parts[i].varid, start.data(), count.data(), stride.data(),
+                DTF_FN_ncmpi_get_vars_all, fs.reader.file_ncid, r->parts[i].varid, start.data(), count.data(),
+                stride.data(),
                 static_cast<void *>(r->dest + static_cast<size_t>(r->offsets[i]) * es),
                 static_cast<MPI_Offset>(b.size()), types::mpi_type(r->xtype));
             if (rc != NC_NOERR)
                 fail(rc,
                      "reading '%s' (session %d) from the file system (fallback=): ncmpi_get_vars_all of variable '%s' "
                      "%s failed: %s",
-                     vf.path.c_str(), vf.session, vf.header.vars()[static_cast<size_t>(r->parts[i].varid)].name.c_str(),
+                     fs.path.c_str(), fs.session, fs.header.vars()[static_cast<size_t>(r->parts[i].varid)].name.c_str(),
                      b.to_string().c_str(), ncmpi_strerror(rc));
         }
     }
@@ -1121,66 +1126,69 @@ namespace {
 
 // A final header the writer sent (the definition changed since FileDefined), decoded. If this rank
 // has looked at the definition it had, what it saw is not the file's: its calls fail saying so from
-// now on (VirtualFile::redefined; the one that learned it once it is done, the close once the file
+// now on (ReaderSession::redefined; the one that learned it once it is done, the close once the file
 // is closed); it has the final one otherwise (never a mix).
-model::Header final_definition(Runtime &rt, VirtualFile &vf, const std::vector<char> &sent) {
+model::Header final_definition(Runtime &rt, FileSession &fs, const std::vector<char> &sent) {
+    ReaderSession &rd = fs.reader;
     model::Header final;
     if (model::Header::decode(sent.data(), sent.size(), &final) != NC_NOERR)
-        fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", vf.path.c_str(), vf.peer);
-    vf.definition_changed = true;
-    const std::string change = vf.looked ? vf.header.difference(final) : std::string();
-    if (!change.empty() && vf.redefined.empty())
-        vf.redefined = format("'%s' (session %d): component '%s' changed the definition of the file after this rank "
+        fail(DTF_ERR_PEER, "malformed header of '%s' from component %d", fs.path.c_str(), fs.peer);
+    rd.definition_changed = true;
+    const std::string change = rd.looked ? fs.header.difference(final) : std::string();
+    if (!change.empty() && rd.redefined.empty())
+        rd.redefined = format("'%s' (session %d): component '%s' changed the definition of the file after this rank "
                               "had opened it and looked at it (%s): dtf gives the readers the definition at the "
                               "writer's first put; the next session of this file pattern gives it at the writer's "
-                              "dtf_transfer or close instead", vf.path.c_str(), vf.session,
-                              rt.config().component_name(vf.peer).c_str(), change.c_str());
+                              "dtf_transfer or close instead", fs.path.c_str(), fs.session,
+                              rt.config().component_name(fs.peer).c_str(), change.c_str());
     return final;
 }
 
 } // namespace
 
-void end_reading(Runtime &rt, VirtualFile &vf, bool wait) {
-    bool written = vf.from_file;
-    if (wait && !vf.from_file && vf.header_final_epoch < vf.epoch) {
+void end_reading(Runtime &rt, FileSession &fs, bool wait) {
+    ReaderSession &rd = fs.reader;
+    bool written = rd.from_file;
+    if (wait && !rd.from_file && rd.header_final_epoch < fs.epoch) {
         try {
-            const Message m = wait_writer(rt, vf, header_final_of(vf, vf.epoch), [&] {
+            const Message m = wait_writer(rt, fs, header_final_of(fs, fs.epoch), [&] {
                 return format(
                     "closing '%s' (session %d) waited for the final header of transfer %d from component '%s' "
                     "(it comes with its dtf_transfer)",
-                    vf.path.c_str(), vf.session, vf.epoch, rt.config().component_name(vf.peer).c_str());
+                    fs.path.c_str(), fs.session, fs.epoch, rt.config().component_name(fs.peer).c_str());
             });
             // (what it says about the definition, should this rank have looked at another)
             PayloadReader r(m.payload, "header-final");
             r.i64(), r.i64(), r.i32(), r.str();
-            if (r.i32() != 0) final_definition(rt, vf, r.bytes());
+            if (r.i32() != 0) final_definition(rt, fs, r.bytes());
         } catch (const WentToFile &) { // nothing more to come
             written = true;
         }
     }
     if (written) // what the writer sent before it gave up (its root's final header came before its FileWritten)
-        while (rt.take(header_final_of(vf)) || rt.take(for_file(vf, MessageKind::ReadPlan))) {
+        while (rt.take(header_final_of(fs)) || rt.take(for_file(fs, MessageKind::ReadPlan))) {
         }
-    rt.forget_written(vf.writer_stamp);
-    if (vf.file_ncid < 0) return;
-    call_real<int (*)(int)>(DTF_FN_ncmpi_close, vf.file_ncid); // (read only: nothing to lose)
-    vf.file_ncid = -1;
+    rt.forget_written(rd.writer_stamp);
+    if (rd.file_ncid < 0) return;
+    call_real<int (*)(int)>(DTF_FN_ncmpi_close, rd.file_ncid); // (read only: nothing to lose)
+    rd.file_ncid = -1;
 }
 
 // The plan the writers may replay to this rank, before their final header says whether they do.
-static const ReaderPlan *undecided_plan(const VirtualFile &vf) {
-    if (!vf.rule->replay_io || vf.epoch != 0 || vf.replay >= 0 || vf.header_final || !vf.plan ||
-        vf.plan->writer_ranks != vf.writer_ranks)
+static const ReaderPlan *undecided_plan(const FileSession &fs) {
+    const ReaderSession &rd = fs.reader;
+    if (!fs.rule->replay_io || fs.epoch != 0 || rd.replay >= 0 || rd.header_final || !rd.plan ||
+        rd.plan->writer_ranks != rd.writer_ranks)
         return nullptr;
-    return vf.plan.get();
+    return rd.plan.get();
 }
 
-bool records_ahead(VirtualFile &vf) {
-    if (vf.ahead_numrecs >= 0) return true;
-    const ReaderPlan *plan = undecided_plan(vf);
+bool records_ahead(FileSession &fs) {
+    if (fs.reader.ahead_numrecs >= 0) return true;
+    const ReaderPlan *plan = undecided_plan(fs);
     if (!plan) return false;
-    vf.ahead_numrecs = plan->numrecs;
-    vf.header.set_numrecs(plan->numrecs);
+    fs.reader.ahead_numrecs = plan->numrecs;
+    fs.header.set_numrecs(plan->numrecs);
     return true;
 }
 
@@ -1189,13 +1197,13 @@ namespace {
 // Wait for the data receives `recvs`. If the wait fails (a timeout, a lost peer), they are
 // cancelled and `give_up` hands their buffers to the runtime: MPI may still fill a receive it had
 // begun, so the buffer must outlive the call (and then any reuse by the next session's messages).
-void wait_receives(Runtime &rt, const VirtualFile &vf, transport::Channel &channel, const std::vector<Ticket> &recvs,
+void wait_receives(Runtime &rt, const FileSession &fs, transport::Channel &channel, const std::vector<Ticket> &recvs,
                    const std::function<void()> &give_up, const std::function<std::string()> &what) {
     try {
         rt.wait_until([&] {
-            check_written(rt, vf);
+            check_written(rt, fs);
             return channel.done(recvs);
-        }, what, vf.peer);
+        }, what, fs.peer);
     } catch (...) {
         channel.cancel(recvs);
         give_up();
@@ -1204,29 +1212,30 @@ void wait_receives(Runtime &rt, const VirtualFile &vf, transport::Channel &chann
 }
 
 // Bytes of the data message each writer sends for `pieces` (in the variables' types).
-std::map<int, size_t> message_sizes(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
+std::map<int, size_t> message_sizes(const FileSession &fs, const std::vector<match::Piece> &pieces) {
     std::map<int, size_t> bytes;
     for (const auto &p : pieces)
         if (!p.fill)
             bytes[p.writer] += static_cast<size_t>(p.region.size()) *
-                               types::type_size(vf.header.vars()[static_cast<size_t>(p.varid)].type);
+                               types::type_size(fs.header.vars()[static_cast<size_t>(p.varid)].type);
     return bytes;
 }
 
 // Whether a replayed data message of `n` bytes ends with the writers' verdict (kVerdictMax): in a
 // session the writer defined to the reader leader alone.
-bool with_verdict(const VirtualFile &vf, size_t n) { return vf.defined_to_leader && carries_verdict(n); }
+bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_to_leader && carries_verdict(n); }
 
 // Who sends this rank the final header of a replay of the plan whose first batch is `pieces`, when no
 // data message of it brings the writers' verdict (carries_verdict): the writer of its first data, or,
 // with no data, the writer leader; -1 when one does. Its ReaderDone says so when the plan is recorded.
-int final_from(const VirtualFile &vf, const std::vector<match::Piece> &pieces) {
-    const auto sizes = message_sizes(vf, pieces);
+int final_from(const FileSession &fs, const std::vector<match::Piece> &pieces) {
+    const auto sizes = message_sizes(fs, pieces);
     for (const auto &[writer, n] : sizes)
         if (carries_verdict(n)) return -1;
     if (!sizes.empty()) return sizes.begin()->first;
-    const bool led = !vf.rule->persist && !vf.rule->falls_back(); // (WriterSession::leader)
-    return vf.writer_ranks[static_cast<size_t>(led ? leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())) : 0)];
+    const bool led = !fs.rule->persist && !fs.rule->falls_back(); // (WriterSession::leader)
+    const auto &writers = fs.reader.writer_ranks;
+    return writers[static_cast<size_t>(led ? leader_of(fs.path, static_cast<int>(writers.size())) : 0)];
 }
 
 } // namespace
@@ -1259,21 +1268,22 @@ struct Verdict {
     int64_t numrecs;
     bool header_changed;
 };
-std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const PostedBatch &posted) {
-    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+std::optional<Verdict> verdict_of(Runtime &rt, const FileSession &fs, const PostedBatch &posted) {
+    const ReaderSession &rd = fs.reader;
+    transport::Channel &channel = *rt.peer_link(fs.peer).channel;
     for (const auto &[writer, v] : posted.verdicts)
         if (channel.done(v.first)) {
             ByteReader r(v.second.data(), v.second.size());
             int64_t numrecs = 0;
             int32_t changed = 0, plan = 0;
             if (!r.i64(&numrecs) || !r.i32(&changed) || !r.i32(&plan) || numrecs < 0)
-                fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", vf.path.c_str(),
-                     vf.session, writer);
-            if (plan != plan_check(vf.plan->stamp))
+                fail(DTF_ERR_PEER, "'%s' (session %d): malformed verdict from writer rank %d", fs.path.c_str(),
+                     fs.session, writer);
+            if (plan != plan_check(rd.plan->stamp))
                 fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays another transfer pattern than %s, which "
-                     "this rank holds and received the data by; set replay_io=0 for this file", vf.path.c_str(),
-                     vf.session, rt.config().component_name(vf.peer).c_str(),
-                     origin(*vf.plan, vf.plan_since).c_str());
+                     "this rank holds and received the data by; set replay_io=0 for this file", fs.path.c_str(),
+                     fs.session, rt.config().component_name(fs.peer).c_str(),
+                     origin(*rd.plan, rd.plan_since).c_str());
             return Verdict{numrecs, changed != 0};
         }
     return std::nullopt;
@@ -1282,34 +1292,35 @@ std::optional<Verdict> verdict_of(Runtime &rt, const VirtualFile &vf, const Post
 // The plan's next batch, received into dtf's buffers before its gets came, because this rank needed
 // the writers' verdict before (its record count, say): each writer's message whole, and its verdict.
 // None if no message of that batch carries a verdict.
-std::shared_ptr<PostedBatch> prefetch(Runtime &rt, VirtualFile &vf, const ReaderPlan &plan) {
-    if (vf.plan_batch >= plan.batches.size()) return nullptr;
-    const auto sizes = message_sizes(vf, plan.batches[vf.plan_batch].pieces);
-    if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(vf, w.second); }))
+std::shared_ptr<PostedBatch> prefetch(Runtime &rt, FileSession &fs, const ReaderPlan &plan) {
+    ReaderSession &rd = fs.reader;
+    if (rd.plan_batch >= plan.batches.size()) return nullptr;
+    const auto sizes = message_sizes(fs, plan.batches[rd.plan_batch].pieces);
+    if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(fs, w.second); }))
         return nullptr;
     auto pre = std::make_shared<PostedBatch>();
-    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
-    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
+    transport::DataPlane &data = *rt.peer_link(fs.peer).data;
+    const Tag tag = rt.data_tag(fs.peer, rd.writer_stamp);
     for (const auto &[writer, n] : sizes) {
         std::vector<char> &buf = pre->data[writer];
         buf = rt.buffers().take(n);
         std::vector<transport::Span> spans{{buf.data(), n}};
-        if (with_verdict(vf, n)) {
+        if (with_verdict(fs, n)) {
             auto &v = pre->verdicts[writer].second;
             v.assign(kVerdictBytes, 0);
             spans.push_back({v.data(), v.size()});
         }
         pre->recvs.push_back(data.fetch(writer, tag, spans, "receiving replayed data"));
-        if (with_verdict(vf, n)) pre->verdicts[writer].first = pre->recvs.back();
+        if (with_verdict(fs, n)) pre->verdicts[writer].first = pre->recvs.back();
     }
     return pre;
 }
 
 // Cancel the receives of a batch posted ahead or prefetched that will not be used; MPI may still fill
 // one it had begun, so its buffers stay allocated until dtf_finalize.
-void drop_posted(Runtime &rt, VirtualFile &vf, std::shared_ptr<PostedBatch> &posted) {
+void drop_posted(Runtime &rt, FileSession &fs, std::shared_ptr<PostedBatch> &posted) {
     if (!posted) return;
-    rt.peer_link(vf.peer).channel->cancel(posted->recvs);
+    rt.peer_link(fs.peer).channel->cancel(posted->recvs);
     for (auto &[writer, buf] : posted->data) rt.keep_until_finalize(std::move(buf));
     for (auto &[writer, v] : posted->verdicts) rt.keep_until_finalize(std::move(v.second));
     for (auto *r : posted->records)
@@ -1319,32 +1330,33 @@ void drop_posted(Runtime &rt, VirtualFile &vf, std::shared_ptr<PostedBatch> &pos
 
 // The reader left the replayed plan: take the data the writer pushed for the plan's remaining
 // batches (so that no message is left in flight), then match the rest as without replay.
-void leave_plan(Runtime &rt, VirtualFile &vf) {
-    if (vf.replay != 1 || vf.fell_back) return;
-    vf.fell_back = true;
-    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
-    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
-    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
+void leave_plan(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
+    if (rd.replay != 1 || rd.fell_back) return;
+    rd.fell_back = true;
+    transport::Channel &channel = *rt.peer_link(fs.peer).channel;
+    transport::DataPlane &data = *rt.peer_link(fs.peer).data;
+    const Tag tag = rt.data_tag(fs.peer, rd.writer_stamp);
     std::vector<std::vector<char>> scratch;
     std::vector<Ticket> recvs;
-    std::shared_ptr<PostedBatch> pre = std::move(vf.prefetched); // (the plan's next batch, posted already)
+    std::shared_ptr<PostedBatch> pre = std::move(rd.prefetched); // (the plan's next batch, posted already)
     if (pre) {
         recvs = pre->recvs;
         for (auto &[writer, buf] : pre->data) scratch.push_back(std::move(buf));
         for (auto &[writer, v] : pre->verdicts) scratch.push_back(std::move(v.second));
     }
-    for (size_t b = vf.plan_batch + (pre ? 1 : 0); b < vf.plan->batches.size(); ++b)
-        for (const auto &[writer, n] : message_sizes(vf, vf.plan->batches[b].pieces)) {
-            scratch.push_back(rt.buffers().take(n + (with_verdict(vf, n) ? kVerdictBytes : 0)));
+    for (size_t b = rd.plan_batch + (pre ? 1 : 0); b < rd.plan->batches.size(); ++b)
+        for (const auto &[writer, n] : message_sizes(fs, rd.plan->batches[b].pieces)) {
+            scratch.push_back(rt.buffers().take(n + (with_verdict(fs, n) ? kVerdictBytes : 0)));
             recvs.push_back(
                 data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
-    vf.plan_batch = vf.plan->batches.size();
+    rd.plan_batch = rd.plan->batches.size();
     wait_receives(
-        rt, vf, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
+        rt, fs, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
         [&] {
             return format("'%s' (session %d): reader rank %d left the replayed pattern and waited for %zu bytes the "
-                          "writers had already sent", vf.path.c_str(), vf.session, rt.component_rank(),
+                          "writers had already sent", fs.path.c_str(), fs.session, rt.component_rank(),
                           channel.pending_bytes(recvs));
         });
     for (auto &b : scratch) rt.buffers().give(std::move(b));
@@ -1358,55 +1370,56 @@ namespace {
 // in the session stamped `replayed` (0: no, -1: they cannot), the record count, and the header when
 // it changed since FileDefined (else nullptr: FileDefined's with that count). From their root's
 // HeaderFinal, or from a data message's verdict.
-void accept_final(Runtime &rt, VirtualFile &vf, int epoch, int64_t replayed, int replayed_session,
+void accept_final(Runtime &rt, FileSession &fs, int epoch, int64_t replayed, int replayed_session,
                   const std::string &replayed_path, int64_t final_numrecs, const std::vector<char> *sent) {
+    ReaderSession &rd = fs.reader;
     // The final header replaces the definitions (FileDefined's with the final record count, or one
     // of its own); the data mode is this rank's own (begin_indep_data may have come before the first
     // read that needed the final header).
     // A reader's header is FileDefined's as its open took it (read-only, so unchanged since): without
     // a header of the writers' own only the record count is new.
     if (sent) {
-        const bool indep = vf.header.in_indep_mode();
-        model::Header final = final_definition(rt, vf, *sent);
-        vf.header = std::move(final);
-        vf.header.set_read_only(true);
-        if (indep) vf.header.begin_indep_data();
+        const bool indep = fs.header.in_indep_mode();
+        model::Header final = final_definition(rt, fs, *sent);
+        fs.header = std::move(final);
+        fs.header.set_read_only(true);
+        if (indep) fs.header.begin_indep_data();
     } else {
-        vf.header.set_numrecs(final_numrecs);
+        fs.header.set_numrecs(final_numrecs);
     }
-    vf.header_final = true;
-    vf.header_final_epoch = epoch;
+    rd.header_final = true;
+    rd.header_final_epoch = epoch;
     // Gets on record variables were checked against the plan's record count: they stand if the final
     // count gives each of them the same answer (all accepted, and the records they read exist).
-    const int64_t numrecs = vf.header.numrecs();
-    if (vf.ahead_numrecs >= 0 && numrecs != vf.ahead_numrecs && (vf.ahead_refused || numrecs < vf.ahead_records_read))
+    const int64_t numrecs = fs.header.numrecs();
+    if (rd.ahead_numrecs >= 0 && numrecs != rd.ahead_numrecs && (rd.ahead_refused || numrecs < rd.ahead_records_read))
         fail(DTF_ERR_UNSUPPORTED,
              "'%s' (session %d): gets on record variables were checked against the %lld records "
              "of %s, whose transfer pattern the writers may replay (replay_io=1, %s:%d), but component '%s' wrote "
              "%lld records this time (%s); set replay_io=0 for this file",
-             vf.path.c_str(), vf.session, static_cast<long long>(vf.ahead_numrecs),
-             origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(), vf.rule->line,
-             rt.config().component_name(vf.peer).c_str(), static_cast<long long>(numrecs),
-             vf.ahead_refused
+             fs.path.c_str(), fs.session, static_cast<long long>(rd.ahead_numrecs),
+             origin(*rd.plan, rd.plan_since).c_str(), rt.config().path.c_str(), fs.rule->line,
+             rt.config().component_name(fs.peer).c_str(), static_cast<long long>(numrecs),
+             rd.ahead_refused
                  ? "a get this rank was refused might have been accepted"
-                 : format("a get read up to record %lld", static_cast<long long>(vf.ahead_records_read - 1)).c_str());
-    if (vf.replay >= 0) return; // decided at the first epoch
+                 : format("a get read up to record %lld", static_cast<long long>(rd.ahead_records_read - 1)).c_str());
+    if (rd.replay >= 0) return; // decided at the first epoch
     if (replayed < 0)
         fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): component '%s' could not replay the transfer pattern of the "
              "last session to these reader ranks (it kept only the values that pattern reads); set replay_io=0 "
-             "for this file", vf.path.c_str(), vf.session, rt.config().component_name(vf.peer).c_str());
+             "for this file", fs.path.c_str(), fs.session, rt.config().component_name(fs.peer).c_str());
     // The writer pushed the data of the plan recorded in the session stamped `replayed`; this rank
     // must hold the same plan to take it (the reader root said it does, and all ranks record alike).
     // (Checked first: a later call must not take the session for a replay of a plan it does not hold.)
-    if (replayed != 0 && (!vf.plan || vf.plan->stamp != replayed || vf.plan->writer_ranks != vf.writer_ranks))
+    if (replayed != 0 && (!rd.plan || rd.plan->stamp != replayed || rd.plan->writer_ranks != rd.writer_ranks))
         fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' replays the transfer pattern of session %d of '%s', "
-             "which reader rank %d does not hold; set replay_io=0 for this file", vf.path.c_str(), vf.session,
-             rt.config().component_name(vf.peer).c_str(), replayed_session, replayed_path.c_str(),
+             "which reader rank %d does not hold; set replay_io=0 for this file", fs.path.c_str(), fs.session,
+             rt.config().component_name(fs.peer).c_str(), replayed_session, replayed_path.c_str(),
              rt.component_rank());
-    vf.replay = replayed != 0;
+    rd.replay = replayed != 0;
 }
 
-void take_final(Runtime &rt, VirtualFile &vf, const Message &m) {
+void take_final(Runtime &rt, FileSession &fs, const Message &m) {
     PayloadReader r(m.payload, "header-final");
     r.i64(); // (the session's stamp: header_final_of)
     const int64_t replayed = r.i64();
@@ -1416,45 +1429,47 @@ void take_final(Runtime &rt, VirtualFile &vf, const Message &m) {
     const int64_t final_numrecs = as_defined ? r.i64() : 0;
     std::vector<char> sent;
     if (!as_defined) sent = r.bytes();
-    accept_final(rt, vf, m.epoch, replayed, replayed_session, replayed_path, final_numrecs,
+    accept_final(rt, fs, m.epoch, replayed, replayed_session, replayed_path, final_numrecs,
                  as_defined ? nullptr : &sent);
 }
 
 // Wait for the writers' word on the first transfer: their root's final header, or, where this rank
 // has messages of the replayed plan posted that carry the verdict (`posted`), the first of those.
-void decide(Runtime &rt, VirtualFile &vf, const PostedBatch *posted) {
-    if (vf.header_final) return;
+void decide(Runtime &rt, FileSession &fs, const PostedBatch *posted) {
+    ReaderSession &rd = fs.reader;
+    if (rd.header_final) return;
     std::optional<Message> got;
     std::optional<Verdict> verdict;
     try {
         rt.wait_until([&] {
-            check_written(rt, vf);
-            if ((got = rt.take(header_final_of(vf)))) return true;
-            if (posted && !verdict) verdict = verdict_of(rt, vf, *posted);
+            check_written(rt, fs);
+            if ((got = rt.take(header_final_of(fs)))) return true;
+            if (posted && !verdict) verdict = verdict_of(rt, fs, *posted);
             return verdict && !verdict->header_changed; // (else the final header comes with the header)
         }, [&] {
             return format("reading '%s' (session %d) waited for component '%s' to call dtf_transfer (the final header, "
-                          "with the number of records, comes with it%s)", vf.path.c_str(), vf.session,
-                          rt.config().component_name(vf.peer).c_str(),
+                          "with the number of records, comes with it%s)", fs.path.c_str(), fs.session,
+                          rt.config().component_name(fs.peer).c_str(),
                           posted && !posted->verdicts.empty() ? ", or with the data of the replayed pattern" : "");
-        }, vf.peer);
+        }, fs.peer);
     } catch (const WentToFile &) {
-        return switch_to_file(rt, vf);
+        return switch_to_file(rt, fs);
     }
-    if (got) return take_final(rt, vf, *got);
-    accept_final(rt, vf, 1, vf.plan->stamp, vf.plan->session, vf.plan->path, verdict->numrecs, nullptr);
+    if (got) return take_final(rt, fs, *got);
+    accept_final(rt, fs, 1, rd.plan->stamp, rd.plan->session, rd.plan->path, verdict->numrecs, nullptr);
 }
 
 } // namespace
 
-void wait_header_final(Runtime &rt, VirtualFile &vf) {
-    if (vf.header_final) return;
-    if (vf.ahead) return decide(rt, vf, vf.ahead.get());
+void wait_header_final(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
+    if (rd.header_final) return;
+    if (rd.ahead) return decide(rt, fs, rd.ahead.get());
     // Before the batch's gets came: where the plan's next batch brings the verdict, receive it now.
-    if (!vf.prefetched && vf.defined_to_leader)
-        if (const ReaderPlan *plan = undecided_plan(vf)) vf.prefetched = prefetch(rt, vf, *plan);
-    decide(rt, vf, vf.prefetched.get());
-    if (vf.replay == 0) drop_posted(rt, vf, vf.prefetched); // (nothing comes for it)
+    if (!rd.prefetched && rd.defined_to_leader)
+        if (const ReaderPlan *plan = undecided_plan(fs)) rd.prefetched = prefetch(rt, fs, *plan);
+    decide(rt, fs, rd.prefetched.get());
+    if (rd.replay == 0) drop_posted(rt, fs, rd.prefetched); // (nothing comes for it)
 }
 
 
@@ -1462,36 +1477,37 @@ namespace {
 
 // The pieces of a batch: from the replayed plan when the batch is the plan's next one, else from
 // the matchers (ReadRequest -> ReadPlan).
-std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::vector<match::ReadReq> &reqs) {
-    if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf); // says whether the writer replays
-    if (vf.replay == 1 && !vf.fell_back) {
-        if (vf.plan_batch < vf.plan->batches.size() && vf.plan->batches[vf.plan_batch].reads == reqs) {
+std::vector<match::Piece> plan_batch(Runtime &rt, FileSession &fs, const std::vector<match::ReadReq> &reqs) {
+    ReaderSession &rd = fs.reader;
+    if (fs.rule->replay_io && fs.epoch == 0) wait_header_final(rt, fs); // says whether the writer replays
+    if (rd.replay == 1 && !rd.fell_back) {
+        if (rd.plan_batch < rd.plan->batches.size() && rd.plan->batches[rd.plan_batch].reads == reqs) {
             ++rt.stats().batches_replayed;
-            return vf.plan->batches[vf.plan_batch++].pieces;
+            return rd.plan->batches[rd.plan_batch++].pieces;
         }
         // The writers kept only the values the plan reads: take what they sent, then fail clearly.
-        const size_t batch = vf.plan_batch + 1;
-        leave_plan(rt, vf);
+        const size_t batch = rd.plan_batch + 1;
+        leave_plan(rt, fs);
         const match::ReadReq first = reqs.empty() ? match::ReadReq{0, 0, 0, {}} : reqs.front();
         fail(DTF_ERR_UNSUPPORTED,
              "'%s' (session %d): get batch %zu of reader rank %d (variable '%s' %s%s) is not the "
              "one of %s, whose transfer pattern the writers replay (replay_io=1, %s:%d); they kept only the "
              "values that pattern reads: set replay_io=0 for this file",
-             vf.path.c_str(), vf.session, batch, rt.component_rank(),
-             vf.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
+             fs.path.c_str(), fs.session, batch, rt.component_rank(),
+             fs.header.vars()[static_cast<size_t>(first.varid)].name.c_str(), first.box.to_string().c_str(),
              reqs.size() > 1 ? format(" and %zu more", reqs.size() - 1).c_str() : "",
-             origin(*vf.plan, vf.plan_since).c_str(), rt.config().path.c_str(), vf.rule->line);
+             origin(*rd.plan, rd.plan_since).c_str(), rt.config().path.c_str(), fs.rule->line);
     }
     ++rt.stats().batches_matched;
-    const int tag = ++vf.batches; // pairs each plan with its request
+    const int tag = ++rd.batches; // pairs each plan with its request
     std::vector<char> bytes = match::encode(reqs);
-    for (int m : vf.matchers)
-        rt.send(vf.peer, m, Message{MessageKind::ReadRequest, 0, vf.session, tag, vf.path, bytes});
+    for (int m : rd.matchers)
+        rt.send(fs.peer, m, Message{MessageKind::ReadRequest, 0, fs.session, tag, fs.path, bytes});
     std::vector<match::Piece> pieces;
-    for (size_t i = 0; i < vf.matchers.size(); ++i) {
-        Message m = wait_writer(rt, vf, for_file(vf, MessageKind::ReadPlan, tag), [&] {
+    for (size_t i = 0; i < rd.matchers.size(); ++i) {
+        Message m = wait_writer(rt, fs, for_file(fs, MessageKind::ReadPlan, tag), [&] {
             return format("a get on '%s' waited for the plan of %zu matcher ranks of component '%s' (%zu arrived)",
-                          vf.path.c_str(), vf.matchers.size(), rt.config().component_name(vf.peer).c_str(), i);
+                          fs.path.c_str(), rd.matchers.size(), rt.config().component_name(fs.peer).c_str(), i);
         });
         for (auto &p : match::decode_pieces(m.payload)) pieces.push_back(p);
     }
@@ -1499,17 +1515,17 @@ std::vector<match::Piece> plan_batch(Runtime &rt, VirtualFile &vf, const std::ve
 }
 
 // The variable's fill value over the region of fill piece `p`, in its get's destination.
-void fill_piece(const VirtualFile &vf, const PostedBatch &posted, const match::Piece &p) {
+void fill_piece(const FileSession &fs, const PostedBatch &posted, const match::Piece &p) {
     const PostedBatch::Part part = posted.by_id.at(p.read_id);
     const ReadRecord &r = *part.record;
     fill_region(r.parts[part.index].box,
                 r.dest + static_cast<size_t>(r.offsets[part.index]) * types::type_size(r.xtype), p.region,
-                fill_value(vf.header, p.varid));
+                fill_value(fs.header, p.varid));
 }
 
 // An ordered batch's pieces, once every message came: each applied in the order its write took
 // effect (match::applies_before), from its writer's message or (a fill) the fill value.
-void apply_ordered(Runtime &rt, const VirtualFile &vf, PostedBatch &posted) {
+void apply_ordered(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
     std::vector<std::pair<const match::Piece *, const char *>> order; // with where its values are
     for (auto &[writer, buf] : posted.data) {
         phase::add_bytes(phase::Pack, buf.size());
@@ -1526,7 +1542,7 @@ void apply_ordered(Runtime &rt, const VirtualFile &vf, PostedBatch &posted) {
                      [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
     for (const auto &[p, src] : order) {
         if (!src) {
-            fill_piece(vf, posted, *p);
+            fill_piece(fs, posted, *p);
             continue;
         }
         const PostedBatch::Part part = posted.by_id.at(p->read_id);
@@ -1605,7 +1621,7 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
 // took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
 // messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
 // but the writers' data is written into the user's buffers before they agreed); false if not.
-bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
+bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
                 bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
@@ -1619,10 +1635,10 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
         for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
     for (const auto &p : out.pieces) {
         if (!p.fill) out.by_writer[p.writer].push_back(&p);
-        else if (!ordered) fill_piece(vf, out, p); // (before any data lands)
+        else if (!ordered) fill_piece(fs, out, p); // (before any data lands)
     }
-    transport::DataPlane &data = *rt.peer_link(vf.peer).data;
-    const Tag tag = rt.data_tag(vf.peer, vf.writer_stamp);
+    transport::DataPlane &data = *rt.peer_link(fs.peer).data;
+    const Tag tag = rt.data_tag(fs.peer, fs.reader.writer_stamp);
     for (auto &[writer, list] : out.by_writer) {
         size_t n = 0;
         std::vector<transport::Span> spans = landing(out, list, ordered, &n);
@@ -1638,7 +1654,7 @@ bool post_batch(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
         }
         // A batch of the replayed plan (or posted before the writers said whether they replay it):
         // its messages that carry the writers' verdict end with it (with_verdict).
-        const bool verdict = replayed && with_verdict(vf, n);
+        const bool verdict = replayed && with_verdict(fs, n);
         if (verdict) {
             auto &v = out.verdicts[writer].second;
             v.assign(kVerdictBytes, 0);
@@ -1665,38 +1681,40 @@ void keep_buffers(Runtime &rt, PostedBatch &posted, const std::vector<ReadRecord
 
 } // namespace
 
-void post_ahead(Runtime &rt, VirtualFile &vf) {
-    const ReaderPlan *plan = undecided_plan(vf);
-    if (vf.ahead || vf.prefetched || !plan || plan->batches.size() <= vf.plan_batch || vf.pending.empty()) return;
-    const auto &want = plan->batches[vf.plan_batch].reads;
+void post_ahead(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
+    const ReaderPlan *plan = undecided_plan(fs);
+    if (rd.ahead || rd.prefetched || !plan || plan->batches.size() <= rd.plan_batch || fs.pending.empty()) return;
+    const auto &want = plan->batches[rd.plan_batch].reads;
     // Read ids grow with every get: the pending gets can be the batch only once the newest is its last.
-    const auto &newest = vf.pending.rbegin()->second->parts;
+    const auto &newest = fs.pending.rbegin()->second->parts;
     if (want.empty() || newest.empty() || newest.back().id != want.back().id) return;
     std::vector<ReadRecord *> batch;
     std::vector<match::ReadReq> reqs;
-    for (auto &[id, r] : vf.pending) {
+    for (auto &[id, r] : fs.pending) {
         batch.push_back(r.get());
         reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
     }
     if (reqs != want) return;
     auto posted = std::make_shared<PostedBatch>();
-    if (!post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, true, *posted)) return;
+    if (!post_batch(rt, fs, batch, plan->batches[rd.plan_batch].pieces, true, true, *posted)) return;
     posted->records = std::move(batch);
-    vf.ahead = std::move(posted);
+    rd.ahead = std::move(posted);
 }
 
-void settle_ahead(Runtime &rt, VirtualFile &vf) {
-    if (!vf.ahead) return;
-    std::shared_ptr<PostedBatch> posted = std::move(vf.ahead);
-    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+void settle_ahead(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
+    if (!rd.ahead) return;
+    std::shared_ptr<PostedBatch> posted = std::move(rd.ahead);
+    transport::Channel &channel = *rt.peer_link(fs.peer).channel;
     try {
-        decide(rt, vf, posted.get());
-        if (vf.replay == 1) { // the writers send this batch's messages: take them (the plan's batch is used up)
+        decide(rt, fs, posted.get());
+        if (rd.replay == 1) { // the writers send this batch's messages: take them (the plan's batch is used up)
             rt.wait_until([&] { return channel.done(posted->recvs); }, [&] {
                 return format("'%s' (session %d): reader rank %d waited for %zu bytes the writers had already sent",
-                              vf.path.c_str(), vf.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
-            }, vf.peer);
-            ++vf.plan_batch;
+                              fs.path.c_str(), fs.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
+            }, fs.peer);
+            ++rd.plan_batch;
         } else {
             channel.cancel(posted->recvs); // nothing was sent for them
         }
@@ -1708,58 +1726,60 @@ void settle_ahead(Runtime &rt, VirtualFile &vf) {
     for (auto &[writer, buf] : posted->data) rt.buffers().give(std::move(buf));
 }
 
-bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids) {
-    if (!vf.ahead) return false;
+bool ahead_includes(const FileSession &fs, const std::vector<int> &ids) {
+    const ReaderSession &rd = fs.reader;
+    if (!rd.ahead) return false;
     for (int id : ids) {
-        auto it = vf.pending.find(id);
-        if (it != vf.pending.end() &&
-            std::find(vf.ahead->records.begin(), vf.ahead->records.end(), it->second.get()) != vf.ahead->records.end())
+        auto it = fs.pending.find(id);
+        if (it != fs.pending.end() &&
+            std::find(rd.ahead->records.begin(), rd.ahead->records.end(), it->second.get()) != rd.ahead->records.end())
             return true;
     }
     return false;
 }
 
-void drop_ahead(Runtime &rt, VirtualFile &vf) {
-    drop_posted(rt, vf, vf.ahead);
-    drop_posted(rt, vf, vf.prefetched);
+void drop_ahead(Runtime &rt, FileSession &fs) {
+    drop_posted(rt, fs, fs.reader.ahead);
+    drop_posted(rt, fs, fs.reader.prefetched);
 }
 
 // The writers' data of a batch of gets: ask every matcher, receive the plans and the data, unpack
 // into each get's destination.
-void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch, PostedBatch &posted) {
+void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batch, PostedBatch &posted) {
+    ReaderSession &rd = fs.reader;
     std::vector<match::ReadReq> reqs;
     for (auto *r : batch) reqs.insert(reqs.end(), r->parts.begin(), r->parts.end());
-    transport::Channel &channel = *rt.peer_link(vf.peer).channel;
+    transport::Channel &channel = *rt.peer_link(fs.peer).channel;
     auto keep = [&] { keep_buffers(rt, posted, batch); };
     // The plan's next batch is posted before the writers' final header says whether they replay
     // (here, or at the nonblocking get that completed it: post_ahead), so that the data they send
     // ahead (as soon as their puts complete a message, while the program computes) lands in place at
     // once. They send ahead only what they replay: if they do not, nothing came for these receives.
     bool ahead = false, ready = false;
-    if (vf.prefetched && vf.plan_batch < vf.plan->batches.size() && vf.plan->batches[vf.plan_batch].reads == reqs) {
-        post_batch(rt, vf, batch, vf.plan->batches[vf.plan_batch].pieces, false, true, posted, vf.prefetched.get());
-        vf.prefetched.reset();
+    if (rd.prefetched && rd.plan_batch < rd.plan->batches.size() && rd.plan->batches[rd.plan_batch].reads == reqs) {
+        post_batch(rt, fs, batch, rd.plan->batches[rd.plan_batch].pieces, false, true, posted, rd.prefetched.get());
+        rd.prefetched.reset();
         ahead = true;
-    } else if (vf.ahead && vf.ahead->records == batch) {
-        posted = std::move(*vf.ahead);
-        vf.ahead.reset();
+    } else if (rd.ahead && rd.ahead->records == batch) {
+        posted = std::move(*rd.ahead);
+        rd.ahead.reset();
         ahead = true;
-    } else if (vf.ahead) {
-        settle_ahead(rt, vf);
-    } else if (const ReaderPlan *plan = undecided_plan(vf)) {
-        ahead = plan->batches.size() > vf.plan_batch && plan->batches[vf.plan_batch].reads == reqs &&
-                post_batch(rt, vf, batch, plan->batches[vf.plan_batch].pieces, true, true, posted);
+    } else if (rd.ahead) {
+        settle_ahead(rt, fs);
+    } else if (const ReaderPlan *plan = undecided_plan(fs)) {
+        ahead = plan->batches.size() > rd.plan_batch && plan->batches[rd.plan_batch].reads == reqs &&
+                post_batch(rt, fs, batch, plan->batches[rd.plan_batch].pieces, true, true, posted);
     }
     if (ahead) {
         try {
-            decide(rt, vf, &posted);
+            decide(rt, fs, &posted);
         } catch (...) {
             channel.cancel(posted.recvs);
             keep();
             throw;
         }
-        if (vf.replay == 1) {
-            ++vf.plan_batch;
+        if (rd.replay == 1) {
+            ++rd.plan_batch;
             ++rt.stats().batches_replayed;
             ++rt.stats().batches_ahead;
             ready = true;
@@ -1772,27 +1792,27 @@ void receive_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batc
     if (!ready) {
         // (Waiting for the writers' word there may have received the plan batch it takes into dtf's
         // buffers already: prefetched.)
-        std::vector<match::Piece> pieces = plan_batch(rt, vf, reqs);
-        const bool replayed = vf.replay == 1 && !vf.fell_back;
-        std::shared_ptr<PostedBatch> pre = replayed ? std::move(vf.prefetched) : nullptr;
-        post_batch(rt, vf, batch, std::move(pieces), false, replayed, posted, pre.get());
+        std::vector<match::Piece> pieces = plan_batch(rt, fs, reqs);
+        const bool replayed = rd.replay == 1 && !rd.fell_back;
+        std::shared_ptr<PostedBatch> pre = replayed ? std::move(rd.prefetched) : nullptr;
+        post_batch(rt, fs, batch, std::move(pieces), false, replayed, posted, pre.get());
     }
-    if (vf.rule->replay_io) vf.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
-    wait_receives(rt, vf, channel, posted.recvs, keep, [&] {
+    if (fs.rule->replay_io) rd.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
+    wait_receives(rt, fs, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
-                      "component '%s'", vf.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
-                      posted.by_writer.size(), rt.config().component_name(vf.peer).c_str());
+                      "component '%s'", fs.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
+                      posted.by_writer.size(), rt.config().component_name(fs.peer).c_str());
     });
     phase::Scope convert(phase::Pack);
-    if (posted.ordered) apply_ordered(rt, vf, posted);
+    if (posted.ordered) apply_ordered(rt, fs, posted);
 }
 
-int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch) {
+int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {
     phase::Scope convert(phase::Pack);
     int first_error = NC_NOERR;
     for (auto *r : batch) {
         for (const auto &part : r->parts)
-            vf.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
+            fs.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
         if (r->direct) continue; // already in place, nothing to convert
         const size_t n = r->staging.size() / types::type_size(r->xtype);
         std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
@@ -1808,137 +1828,257 @@ int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &b
 
 // Execute a batch of gets: the writers' data (receive_batch), or the file's once the writer wrote
 // the session there instead (fallback=); then convert.
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch) {
+int read_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batch) {
     if (batch.empty()) return NC_NOERR;
     phase::Scope timer(phase::Transfer);
     PostedBatch posted;
-    if (!vf.from_file) {
+    if (!fs.reader.from_file) {
         try {
-            if (vf.rule->falls_back()) rt.progress(); // (a FileWritten that came: asking the writer would be in vain)
-            check_written(rt, vf);
-            receive_batch(rt, vf, batch, posted);
+            if (fs.rule->falls_back()) rt.progress(); // (a FileWritten that came: asking the writer would be in vain)
+            check_written(rt, fs);
+            receive_batch(rt, fs, batch, posted);
         } catch (const WentToFile &) {
             // The receives posted were cancelled: where one had begun, MPI fills it with the values
             // the file holds too (the writer's), or a buffer kept until dtf_finalize.
             posted = PostedBatch{};
-            switch_to_file(rt, vf);
+            switch_to_file(rt, fs);
         }
     }
-    if (vf.from_file) read_from_file(rt, vf, batch);
-    int first_error = finish_gets(rt, vf, batch);
+    if (fs.reader.from_file) read_from_file(rt, fs, batch);
+    int first_error = finish_gets(rt, fs, batch);
     // Elements of variables defined before this session (an ncmpi_open with NC_WRITE continued the
     // file) that this session's writers did not write: the file holds an earlier session's values
     // there, which transfer mode does not keep. Those gets fail rather than return fill values.
     for (const auto &[r, i] : posted.uncovered) {
         const match::ReadReq &part = r->parts[i];
-        if (part.varid >= vf.inherited || r->status == DTF_ERR_UNSUPPORTED) continue;
+        if (part.varid >= fs.inherited || r->status == DTF_ERR_UNSUPPORTED) continue;
         r->status = DTF_ERR_UNSUPPORTED;
         if (first_error == NC_NOERR) first_error = DTF_ERR_UNSUPPORTED;
         std::string name = std::to_string(part.varid);
-        if (part.varid < static_cast<int>(vf.header.vars().size()))
-            name = vf.header.vars()[static_cast<size_t>(part.varid)].name;
+        if (part.varid < static_cast<int>(fs.header.vars().size()))
+            name = fs.header.vars()[static_cast<size_t>(part.varid)].name;
         report_error(
             DTF_ERR_UNSUPPORTED,
             format("a get on '%s' (session %d) of variable '%s' %s: component '%s' opened the file with NC_WRITE "
                    "and did not write all of these elements in this session; the file holds the values of an "
                    "earlier session there, which transfer mode does not keep (read them in that session, or "
                    "write them again)",
-                   vf.path.c_str(), vf.session, name.c_str(), part.box.to_string().c_str(),
-                   rt.config().component_name(vf.peer).c_str())
+                   fs.path.c_str(), fs.session, name.c_str(), part.box.to_string().c_str(),
+                   rt.config().component_name(fs.peer).c_str())
                 .c_str());
     }
     return first_error;
 }
 
-int vfile_transfer(Runtime &rt, VirtualFile &vf) {
+int session_transfer(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
     phase::Scope timer(phase::Transfer);
-    if (vf.writer && vf.peers.empty()) return NC_NOERR; // an output file
-    if (vf.writer && !vf.rule->falls_back()) return serve(rt, vf);
-    if (vf.writer) { // fallback=: the readers given up by one writer rank are given up by all (serve() is collective)
-        const std::string context = format("dtf_transfer of '%s' (session %d)", vf.path.c_str(), vf.session);
-        if (!agree_gave_up(rt, vf, context).empty()) return NC_NOERR; // the close writes the file
+    if (fs.writer && fs.peers.empty()) return NC_NOERR; // an output file
+    if (fs.writer && !fs.rule->falls_back()) return serve(rt, fs);
+    if (fs.writer) { // fallback=: the readers given up by one writer rank are given up by all (serve() is collective)
+        const std::string context = format("dtf_transfer of '%s' (session %d)", fs.path.c_str(), fs.session);
+        if (!agree_gave_up(rt, fs, context).empty()) return NC_NOERR; // the close writes the file
         try {
-            return serve(rt, vf);
+            return serve(rt, fs);
         } catch (const Error &e) {
-            if (!give_up_readers(rt, vf, e)) throw;
+            if (!give_up_readers(rt, fs, e)) throw;
             return NC_NOERR;
         }
     }
     std::vector<ReadRecord *> batch;
-    for (auto &[id, r] : vf.pending) batch.push_back(r.get());
+    for (auto &[id, r] : fs.pending) batch.push_back(r.get());
     int rc;
     try {
-        rc = read_batch(rt, vf, batch);
+        rc = read_batch(rt, fs, batch);
     } catch (...) {
-        vf.pending.clear(); // failed: nothing writes into their buffers later (see wait())
+        fs.pending.clear(); // failed: nothing writes into their buffers later (see wait())
         throw;
     }
-    vf.pending.clear();
-    if (vf.from_file) { // the writer has closed the session: nobody to tell
-        ++vf.epoch;
-        vf.done_sent = true;
+    fs.pending.clear();
+    if (rd.from_file) { // the writer has closed the session: nobody to tell
+        ++fs.epoch;
+        rd.done_sent = true;
         return rc;
     }
     // Fewer batches than the replayed plan: take what the writers pushed for the others (a reader
     // that read nothing learns here whether they pushed anything).
-    if (vf.rule->replay_io && vf.epoch == 0) wait_header_final(rt, vf);
-    if (vf.replay == 1 && vf.plan_batch < vf.plan->batches.size()) leave_plan(rt, vf);
-    ++vf.epoch;
-    if (vf.done_deferred) { // a second dtf_transfer: the first one's ReaderDone is this rank's own after all
-        send_done(rt, vf, 1, vf.fell_back, false);
-        vf.done_deferred = false;
+    if (fs.rule->replay_io && fs.epoch == 0) wait_header_final(rt, fs);
+    if (rd.replay == 1 && rd.plan_batch < rd.plan->batches.size()) leave_plan(rt, fs);
+    ++fs.epoch;
+    if (rd.done_deferred) { // a second dtf_transfer: the first one's ReaderDone is this rank's own after all
+        send_done(rt, fs, 1, rd.fell_back, false);
+        rd.done_deferred = false;
     }
-    if (vf.defined_to_leader && vf.epoch == 1 && vf.replay == 1)
-        vf.done_deferred = true; // the leader says it at the close
-    else send_done(rt, vf, vf.epoch, vf.fell_back, false);
-    vf.done_sent = true;
+    if (rd.defined_to_leader && fs.epoch == 1 && rd.replay == 1)
+        rd.done_deferred = true; // the leader says it at the close
+    else send_done(rt, fs, fs.epoch, rd.fell_back, false);
+    rd.done_sent = true;
     return rc;
 }
 
-void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all) {
+void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool for_all) {
+    ReaderSession &rd = fs.reader;
     PayloadWriter done; // whether a reader left the replayed plan (then both sides drop it), for whom
     done.i32(left ? 1 : 0);
     done.i32(for_all ? 1 : 0);
     if (for_all) {
-        done.i64(static_cast<int64_t>(ranks_hash(vf.ranks))); // (a hash: the list would be 4 bytes per reader)
-        done.i64(vf.plan ? vf.plan->stamp : 0);
+        done.i64(static_cast<int64_t>(ranks_hash(fs.ranks))); // (a hash: the list would be 4 bytes per reader)
+        done.i64(rd.plan ? rd.plan->stamp : 0);
     } else { // (and whether a replay of this session would bring this rank no verdict with its data)
-        done.i32(final_from(vf, vf.batches_log.empty() ? std::vector<match::Piece>{} : vf.batches_log.front().pieces));
+        done.i32(final_from(fs, rd.batches_log.empty() ? std::vector<match::Piece>{} : rd.batches_log.front().pieces));
     }
     const std::vector<char> payload = done.take();
-    if (for_all && vf.quiet_writer) { // to the writer leader (WriterSession::leader)
+    if (for_all && rd.quiet_writer) { // to the writer leader (WriterSession::leader)
         const int leader =
-            vf.writer_ranks[static_cast<size_t>(leader_of(vf.path, static_cast<int>(vf.writer_ranks.size())))];
-        rt.send(vf.peer, leader, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
+            rd.writer_ranks[static_cast<size_t>(leader_of(fs.path, static_cast<int>(rd.writer_ranks.size())))];
+        rt.send(fs.peer, leader, Message{MessageKind::ReaderDone, 0, fs.session, epoch, fs.path, payload});
         return;
     }
-    for (int m : vf.matchers)
-        rt.send(vf.peer, m, Message{MessageKind::ReaderDone, 0, vf.session, epoch, vf.path, payload});
+    for (int m : rd.matchers)
+        rt.send(fs.peer, m, Message{MessageKind::ReaderDone, 0, fs.session, epoch, fs.path, payload});
 }
 
 // Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
 // all keep, replace or drop the plan alike; collective, in place of the barrier at close.
-void end_reader_session(Runtime &rt, VirtualFile &vf) {
+void end_reader_session(Runtime &rt, FileSession &fs) {
+    ReaderSession &rd = fs.reader;
     // (a session whose definition changed after FileDefined records no plan, on either side)
-    int64_t any = vf.fell_back || vf.epoch != 1 || vf.definition_changed;
-    rt.allreduce_max(*vf.group, &any, 1, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
-    if (vf.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
-        if (vf.rank == leader_of(vf.path, vf.size)) send_done(rt, vf, 1, any != 0, true);
-        vf.done_deferred = false;
+    int64_t any = rd.fell_back || fs.epoch != 1 || rd.definition_changed;
+    rt.allreduce_max(*fs.group, &any, 1, format("closing '%s' (session %d)", fs.path.c_str(), fs.session));
+    if (rd.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
+        if (fs.rank == leader_of(fs.path, fs.size)) send_done(rt, fs, 1, any != 0, true);
+        rd.done_deferred = false;
     }
-    auto &plans = rt.reader_plans();
+    auto &plans = sessions(rt).reader_plans;
     if (any) {
-        plans.drop(vf.plan_key, vf.plan);
-    } else if (vf.replay != 1) {
+        plans.drop(rd.plan_key, rd.plan);
+    } else if (rd.replay != 1) {
         auto plan = std::make_shared<ReaderPlan>();
-        plan->stamp = vf.writer_stamp;
-        plan->path = vf.path;
-        plan->session = vf.session;
-        plan->writer_ranks = vf.writer_ranks;
-        plan->numrecs = vf.header.numrecs();
-        plan->defined = vf.defined;
-        plan->batches = std::move(vf.batches_log);
-        plans.keep(vf.plan_key, vf.plan, std::move(plan));
+        plan->stamp = rd.writer_stamp;
+        plan->path = fs.path;
+        plan->session = fs.session;
+        plan->writer_ranks = rd.writer_ranks;
+        plan->numrecs = fs.header.numrecs();
+        plan->defined = rd.defined;
+        plan->batches = std::move(rd.batches_log);
+        plans.keep(rd.plan_key, rd.plan, std::move(plan));
+    }
+}
+
+Definition read_definition(const std::vector<char> &payload) {
+    PayloadReader r(payload, "file-defined");
+    withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
+    Definition d;
+    d.writer_stamp = r.i64();
+    d.to_all = r.i32() != 0;
+    const bool as_planned = r.i32() != 0;
+    d.planned = as_planned ? r.i64() : 0;
+    if (!as_planned) d.header = r.bytes();
+    d.writer_ranks = r.ints(1 << 24);
+    d.matchers = r.ints(1 << 24);
+    d.inherited = r.i32();
+    return d;
+}
+
+bool is_definition(const Message &m, const std::string &path, int session) {
+    return m.kind == MessageKind::FileDefined && m.path == path && m.session == session;
+}
+
+std::vector<char> defined_header(const Message &m) { return read_definition(m.payload).header; }
+
+std::vector<char> fill_value(const model::Header &h, int varid) {
+    std::vector<char> fill(types::type_size(h.vars()[static_cast<size_t>(varid)].type));
+    int no_fill = 0;
+    h.inq_var_fill(varid, &no_fill, fill.data());
+    return fill;
+}
+
+namespace {
+const bool g_registered = Runtime::register_part(Sessions::kSlot, [] { return std::unique_ptr<Part>(new Sessions); });
+} // namespace
+
+void Sessions::serve(const std::shared_ptr<WriterSession> &ws) {
+    if (std::find(serving.begin(), serving.end(), ws) == serving.end()) serving.push_back(ws);
+}
+
+void Sessions::start_early(const std::shared_ptr<WriterSession> &ws) {
+    if (std::find(early.begin(), early.end(), ws) == early.end()) early.push_back(ws);
+}
+
+void Sessions::forsake(const std::shared_ptr<WriterSession> &ws) {
+    serving.erase(std::remove(serving.begin(), serving.end(), ws), serving.end());
+    early.erase(std::remove(early.begin(), early.end(), ws), early.end());
+    ws->serving = false;
+}
+
+bool Sessions::serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const {
+    for (const auto &ws : serving)
+        if (ws->plan_key == plan_key && which(*ws)) return true;
+    return false;
+}
+
+const WriterSession *Sessions::serving_session(const std::string &path, int session) const {
+    for (const auto &ws : serving)
+        if (ws->path == path && (session == 0 || ws->session == session)) return ws.get();
+    return nullptr;
+}
+
+int Sessions::writes_unopened(const std::string &path, int session) const {
+    const WriterSession *ws = serving_session(path, session);
+    return ws ? !ws->any_reader_known() : -1;
+}
+
+bool Sessions::step(Runtime &rt) {
+    bool happened = false;
+    // Replayed data that became complete (or whose readers confirmed the plan) leaves now. A failure
+    // stays with the session, reported at its dtf_transfer.
+    for (size_t i = 0; i < early.size();) {
+        WriterSession &ws = *early[i];
+        bool more;
+        try {
+            more = push_early(rt, ws);
+        } catch (const Error &e) {
+            if (!ws.error) ws.error = std::make_unique<Error>(e);
+            more = false;
+        }
+        if (more) ++i;
+        else early.erase(early.begin() + static_cast<long>(i));
+    }
+    // Step the writer sessions being served. A failure stays with its session and is reported by the
+    // next call on it (or, once the file is closed, here and at dtf_finalize).
+    for (size_t i = 0; i < serving.size();) {
+        std::shared_ptr<WriterSession> ws = serving[i];
+        bool served;
+        try {
+            served = runtime::step(rt, *ws);
+        } catch (const Error &e) {
+            ws->serving = false;
+            ws->error = std::make_unique<Error>(e);
+            if (ws.use_count() == 2) rt.report_detached(e); // its file is closed
+            served = true;
+        }
+        if (served) {
+            serving.erase(serving.begin() + static_cast<long>(i));
+            if (ws->closed && ws->error) writer_plans.drop(ws->plan_key, ws->plan);
+            else if (ws->closed) end_writer_session(rt, *ws);
+            if (ws->closed) rt.forget_finished(ws->path);
+            happened = true;
+        } else {
+            ++i;
+        }
+    }
+    return happened;
+}
+
+void Sessions::finish(Runtime &rt, const char *who) {
+    while (!serving.empty()) {
+        const WriterSession *first = serving.front().get();
+        auto what = [&] { return std::string(who) + ": " + waiting_for(rt, *first); };
+        rt.wait_until([&] {
+            if (serving.empty() || serving.front().get() != first) return true;
+            rt.check_contested(first->path, first->session, what);
+            return false;
+        }, what, [&] { return blocking_reader(*first); });
     }
 }
 

@@ -1,40 +1,9 @@
-// Transfer mode: virtual files. The writer component's PnetCDF calls build a header and a list of
-// write requests in memory; the reader component opens the same path, gets the header, and its get
-// requests are matched against the writes by matcher ranks of the writer side; exactly the requested
-// elements move writer -> reader over the inter-communicator. Nothing touches the file system.
-//
-// Protocol of one session (see message.hpp for the control messages). A writer=/readers= file has
-// several reader components: the writer does its part below with each of them on its own (its final
-// header as soon as that reader opened, its requests as they come), and an epoch is served once
-// every rank of every reader is done.
-//   writer first put   rank 0: FileDefined(withdrawals, stamp, header, writer ranks, matchers) -> every
-//                      reader-component rank, at the first put, dtf_transfer or close (not at enddef:
-//                      a program may define in steps; a writer that opened the file with NC_WRITE
-//                      continues the last session's header; vfile.cpp)
-//   reader open        the reader leader (leader_of) waits for FileDefined and broadcasts it to the
-//                      group; leader: ReaderOpened(reader ranks, plan, stamp) -> writer-file ranks
-//   writer transfer    waits for ReaderOpened; root: withdraws FileDefined from the reader-component ranks
-//                      outside the reader group (with its next FileDefined to them; what is left is
-//                      dropped at dtf_finalize); numrecs agreed; root: HeaderFinal -> reader-file ranks;
-//                      each writer sends its new write metadata to its matcher (not when replayed:
-//                      the matcher's plan holds them); then serves until every
-//                      reader rank said ReaderDone for this epoch:
-//                        matcher: ReadRequest -> match -> orders to its writers, ReadPlan -> reader
-//                        writer:  orders -> pack and send the data of those pieces to the reader
-//   reader get         blocking: one batch at once; nonblocking: at wait/wait_all/dtf_transfer
-//                      batch: ReadRequest -> each matcher; ReadPlan <- each; data <- writers; unpack
-//   reader transfer    completes pending gets, then ReaderDone -> each matcher
-//   close              writer: serves first if it never transferred since its last put;
-//                      reader: transfers first if it has pending gets or has not said done;
-//                      both: messages left about the session are dropped (Runtime::session_closed)
-// Replaying a plan of known readers (ReaderSide::assumed: a plan of the file's very path, or of
-// another name whose readers followed it last time, WriterPlan::followed), a cycle is its data and two control
-// messages: FileDefined writer leader -> reader leader (the header left out when it is the plan's),
-// the data (messages of at most kVerdictMax bytes after the writers' agreement, ending with their
-// verdict; HeaderFinal only to the readers without one, from their first writer), and ReaderDone
-// reader leader -> writer leader (or the matchers) at the readers' close for all of them; the writers
-// end the epoch with one collective instead of the matcher's finish (end_quietly).
-// docs/ARCHITECTURE.md, "Replay".
+// The session layer: one session of a served file between its writer component and its readers, by
+// role: the writer's (WriterSession, served by progress() while the program goes on) and the
+// reader's (ReaderSession), with replay (the plans) and fallback (the file instead). Both roles'
+// state on this rank is a FileSession, which the front end's virtual file extends. The protocol is
+// described once, in docs/ARCHITECTURE.md ("The protocol of a session", "Replay"); message.hpp
+// lists the control messages.
 #pragma once
 
 #include <mpi.h>
@@ -42,9 +11,11 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,8 +25,9 @@
 #include "config/config.hpp"
 #include "match/plan.hpp"
 #include "model/header.hpp"
+#include "model/write_record.hpp"
 #include "runtime/message.hpp"
-#include "runtime/persist.hpp"
+#include "runtime/runtime.hpp"
 #include "transport/channel.hpp"
 #include "transport/group.hpp"
 #include "types/convert.hpp"
@@ -63,7 +35,63 @@
 
 namespace dtf::runtime {
 
-class Runtime;
+using model::WriteRecord;
+
+// How many digit runs differ between two paths that are equal once their digit runs are wildcarded
+// (plan_key); INT_MAX when they are not (transfer.cpp).
+int name_distance(const std::string &a, const std::string &b);
+
+// The replay plans of one role (replay_io=1), by plan_key(): a few per key, one per line of files
+// (e.g. per ensemble member when the names carry the member and the cycle); find() picks the plan
+// recorded from the most similar name, among those with the given peer ranks if they are known
+// (Plan::peers(): the other side's ranks). At most kPerKey per key (the oldest goes).
+template <class Plan> class PlanShelf {
+public:
+    using Ptr = std::shared_ptr<const Plan>;
+    static constexpr size_t kPerKey = 64;
+    // The plan recorded from the name nearest to `path` (fewest differing digit runs, ties: the newest)
+    // and that distance (0: the same path), or nullptr.
+    Ptr find(const std::string &key, const std::string &path, const std::vector<int> *peers, int *distance) const {
+        auto it = plans_.find(key);
+        if (it == plans_.end()) return nullptr;
+        Ptr best;
+        int best_d = 0;
+        for (const Ptr &p : it->second) {
+            if (peers && p->peers() != *peers) continue;
+            const int d = name_distance(path, p->path);
+            if (!best || d <= best_d) best = p, best_d = d;
+        }
+        if (distance) *distance = best_d;
+        return best;
+    }
+    // Record `fresh` in place of a plan of the same path, or of `old` (the plan the session found)
+    // if it has the same peers (the next file of that line), else beside them.
+    void keep(const std::string &key, const Ptr &old, Ptr fresh) {
+        auto &v = plans_[key];
+        for (Ptr &p : v)
+            if (p->path == fresh->path || (p == old && p->peers() == fresh->peers())) {
+                p = std::move(fresh);
+                return;
+            }
+        if (v.size() == kPerKey) v.erase(v.begin());
+        v.push_back(std::move(fresh));
+    }
+    size_t count(const std::string &key) const {
+        auto it = plans_.find(key);
+        return it == plans_.end() ? 0 : it->second.size();
+    }
+    void drop(const std::string &key, const Ptr &old) {
+        auto it = plans_.find(key);
+        if (it == plans_.end()) return;
+        auto &v = it->second;
+        v.erase(std::remove(v.begin(), v.end(), old), v.end());
+        if (v.empty()) plans_.erase(it);
+    }
+
+private:
+    std::map<std::string, std::vector<Ptr>> plans_;
+};
+
 
 
 // One get: its regions (one box, or several for varn), each matched as its own read request, and
@@ -213,7 +241,7 @@ struct WriterSession {
     // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
     // the session's plan on both sides, since session numbers start again once a path is forgotten.
     int64_t stamp = 0;
-    std::shared_ptr<transport::Group> group;   // the file's (VirtualFile::group); may outlive the file
+    std::shared_ptr<transport::Group> group;   // the file's (FileSession::group); may outlive the file
     std::unique_ptr<transport::Channel> local; // over group: write metadata and orders
     int rank = 0, size = 1, workgroup = 1;     // workgroup: ranks per matcher (MAX_WORKGROUP_SIZE)
     std::vector<int> ranks;                    // component rank of each rank of group
@@ -317,81 +345,24 @@ struct WriterSession {
     ~WriterSession();
 };
 
-// An iput whose values are taken at wait: where they are and how they are laid out.
-struct DeferredPut {
-    int varid;
-    std::vector<match::Box> boxes;
-    types::MemLayout layout;
-    const void *buf;
-    nc_type xtype;
-};
-
 // The receives of one batch of gets, posted (transfer.cpp).
 struct PostedBatch;
 
-struct VirtualFile {
-    int ncid = -1;
-    std::string path;
-    const config::FileRule *rule = nullptr;
-    // The components this one exchanges the file with: the writer's readers (several for a
-    // writer=/readers= rule), or the reader's writer. `peer` is the first (a reader's writer).
-    std::vector<int> peers;
-    int peer = -1;
-    bool writer = false;
-    std::shared_ptr<transport::Group> group; // over a dup of the user's communicator (shared with a writer's session)
-    int rank = 0, size = 1;                  // in group
-    std::vector<int> ranks;                  // component rank of each rank of group
-    int session = 0; // 1-based session of this path (counted per writer component)
-    // ncmpi_inq_put_size/_get_size: bytes this rank's puts and gets moved, in the variables' types
-    // (with the header bytes PnetCDF's root writes at enddef, and reads at open: vfile.cpp).
-    int64_t put_bytes = 0, get_bytes = 0;
-    int64_t numrecs_counted = 0; // rank 0: the record count whose header write put_bytes counts
-    // The hints given to ncmpi_create/ncmpi_open (ncmpi_inq_file_info returns them with PnetCDF's).
-    std::vector<std::pair<std::string, std::string>> hints;
-    int epoch = 0;   // reader: dtf_transfer calls completed in this session
-    model::Header header;
-    // Variables defined before this session (an ncmpi_open with NC_WRITE continues the path's last
-    // session; varids below this): in the file, what this session does not write of them keeps an
-    // earlier session's values, which transfer mode does not keep. Reader: sent with FileDefined.
-    int inherited = 0;
-    bool continued = false; // writer: opened with NC_WRITE (not created)
-    int turn_closes = 0;    // writer: closes of the file in this turn so far (FileRule::writer_closes)
-    // dtf_finalize ends the turn: the close does not wait until the readers are served (they may read
-    // the files of the turns in another order: dtf_finalize serves them all at once afterwards).
-    bool ending_turn = false;
-    int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
-    int enddefs = 0;        // writer: enddefs in this session
-    int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
-                               // component, while its file is not complete (0 once it is: Persisted)
-
-    // writer
-    std::shared_ptr<WriterSession> ws;
-    bool defined_sent = false; // FileDefined sent (first put, dtf_transfer or close: announce_definition)
-
-    // reader
+// The reader side of one session on this rank: the protocol's state (the writer's ranks and
+// matchers, the headers it sent, the epochs said done), replay (the plan and how far it got) and
+// fallback (the file the gets are read from instead).
+struct ReaderSession {
     std::vector<int> writer_ranks; // component ranks of the writer's file communicator
     std::vector<int> matchers;     // component ranks (peer component) of the writer side's matchers
     int64_t writer_stamp = 0;      // the writer session's stamp (WriterSession::stamp)
-    // reader: the header FileDefined carried, decoded (read-only; HeaderFinal may refer to it)
+    // the header FileDefined carried, decoded (read-only; HeaderFinal may refer to it)
     std::shared_ptr<const model::Header> defined;
     bool header_final = false;
-    bool looked = false;           // reader: a call of the program looked at the header (accept_final)
-    std::string redefined;         // reader: why the definition it looked at is not the file's (final_definition)
+    bool looked = false;           // a call of the program looked at the header (accept_final)
+    std::string redefined;         // why the definition it looked at is not the file's (final_definition)
     bool redefined_told = false;   // a call of the program failed saying so
     bool definition_changed = false; // the writer's final header was another definition than FileDefined's
     int header_final_epoch = 0;    // epoch of the last final header taken
-    std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
-    struct PendingPut {
-        std::vector<WriteRecord> records; // one per box (several for varn); bput: copied at once
-        int status;
-        int64_t numrecs; // the record count once this put takes effect
-        // iput: the values are taken at wait (the caller may not touch the buffer before), so that a
-        // replayed session copies only what is read.
-        std::optional<DeferredPut> deferred;
-    };
-    std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
-    MPI_Offset bput_buffer = 0;             // size given to ncmpi_buffer_attach (0: none)
-    int next_request = 1;          // ids of nonblocking requests given to the user
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
@@ -404,14 +375,11 @@ struct VirtualFile {
     bool defined_to_leader = false;
     bool done_deferred = false;
     bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined to the leader, quiet_end
-    // reader, fallback=: the writer wrote the session to the file system instead of sending it; this
-    // rank reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
+    // fallback=: the writer wrote the session to the file system instead of sending it; this rank
+    // reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
     bool from_file = false;
     int file_ncid = -1;
-    // writer, fallback=: why this rank stopped serving the session's readers (they were lost or late);
-    // its close then writes the file instead, with the other writer ranks (close_file)
-    std::string gave_up;
-    // reader, replay
+    // replay
     std::string plan_key;                   // replay_io=1: where this session's plan is kept
     std::shared_ptr<const ReaderPlan> plan; // the plan found there, if any
     int plan_since = 0;                     // this session is the plan's plan_since-th since it was recorded
@@ -430,44 +398,99 @@ struct VirtualFile {
     std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };
 
-// Entry points used by the dispatcher (files.cpp). All throw dtf::Error or return PnetCDF codes.
-// `group`: the ranks that create or open it (Runtime::group_of the user's communicator).
-// `peers`: the components this one exchanges the file with (config::FileRule::partners).
-int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
-                 std::shared_ptr<transport::Group> group, int cmode, int *ncidp);
-int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
-               std::shared_ptr<transport::Group> group, int omode, int *ncidp);
-// A file created or opened for writing: the alignment hints it was given (its MPI info's `hints`,
-// and PNETCDF_HINTS's, which PnetCDF takes over them), which shape its layout at enddef.
-void apply_alignment_hints(model::Header &h, const std::vector<std::pair<std::string, std::string>> &hints);
-// The writer opens again a file it closed before its turn ended (writer_closes; Runtime::turns): the
-// file as it left it, its session going on: read-only (its gets read what it wrote: read_own) or with
-// NC_WRITE. `group`: the ranks that open it, which must be those that wrote it.
-int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport::Group> group, int omode, int *ncidp);
-// dtf_finalize: a file whose turn did not end closed as at its last close (files.cpp, end_turns).
-void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file);
-// What a real file at `path` would begin with for this rank now (MPI_File_open's probe, probe.cpp),
-// collective over `group`: the bytes PnetCDF writes at the start of the file (Header::file_header) for
-// the session the next read-only open would read, as its writer defined it (waiting for that
-// definition, as vfile_open does, when this rank knows no version of the file yet), or for the last
-// session this rank closed (a later version has not come yet: a real file would still hold that one).
-// Nothing is taken from the queue. Empty: no virtual file here (the component is the file's writer
-// and holds no header, or a reader whose writer went on without it): the file system answers.
-std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config::FileRule &rule,
-                              const std::vector<int> &peers, std::shared_ptr<transport::Group> group);
+// One session of a served file on this rank, as the protocol sees it: which file and session, the
+// ranks that have it open, its header, the gets not completed yet, and this rank's role: a writer
+// session (`ws`) or a reader session (`reader`). The front end's virtual file is one
+// (frontend/vfile.hpp), with what the program's calls need besides.
+struct FileSession {
+    std::string path;
+    const config::FileRule *rule = nullptr;
+    // The components this one exchanges the file with: the writer's readers (several for a
+    // writer=/readers= rule), or the reader's writer. `peer` is the first (a reader's writer).
+    std::vector<int> peers;
+    int peer = -1;
+    bool writer = false;
+    std::shared_ptr<transport::Group> group; // over a dup of the user's communicator (shared with a writer's session)
+    int rank = 0, size = 1;                  // in group
+    std::vector<int> ranks;                  // component rank of each rank of group
+    int session = 0; // 1-based session of this path (counted per writer component)
+    // ncmpi_inq_put_size/_get_size: bytes this rank's puts and gets moved, in the variables' types
+    // (with the header bytes PnetCDF's root writes at enddef, and reads at open: vfile.cpp).
+    int64_t put_bytes = 0, get_bytes = 0;
+    int epoch = 0;   // reader: dtf_transfer calls completed in this session
+    model::Header header;
+    // Variables defined before this session (an ncmpi_open with NC_WRITE continues the path's last
+    // session; varids below this): in the file, what this session does not write of them keeps an
+    // earlier session's values, which transfer mode does not keep. Reader: sent with FileDefined.
+    int inherited = 0;
+    // dtf_finalize ends the turn: the close does not wait until the readers are served (they may read
+    // the files of the turns in another order: dtf_finalize serves them all at once afterwards).
+    bool ending_turn = false;
+    std::map<int, std::unique_ptr<ReadRecord>> pending; // nonblocking gets by request id
+
+    // writer
+    std::shared_ptr<WriterSession> ws;
+    bool defined_sent = false; // FileDefined sent (first put, dtf_transfer or close: announce_definition)
+    // fallback=: why this rank stopped serving the session's readers (they were lost or late); its
+    // close then writes the file instead, with the other writer ranks (close_file)
+    std::string gave_up;
+
+    ReaderSession reader;
+};
+
+// The session layer's state in the runtime (Runtime::part): the writer sessions progress() steps,
+// the replay plans of both roles and the matchers' memos.
+struct Sessions : Part {
+    static constexpr int kSlot = 1;
+    // Writer sessions being served: stepped until their epoch is served (serve, forsake).
+    std::vector<std::shared_ptr<WriterSession>> serving;
+    // Writer sessions replaying a plan before their first dtf_transfer: their data messages leave as
+    // they become complete and the readers confirm the plan (push_early).
+    std::vector<std::shared_ptr<WriterSession>> early;
+    // Replay plans by plan_key() (replay_io=1), one shelf per role.
+    PlanShelf<WriterPlan> writer_plans;
+    PlanShelf<ReaderPlan> reader_plans;
+    // Matchers' results of the last session per plan_key; at most kMemos.
+    static constexpr size_t kMemos = 256;
+    std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos;
+    // The file patterns (plan_key) whose last session written here changed its definition after its
+    // first put: the next one gives its readers the definition when it is final, at its dtf_transfer
+    // or close, not at its first put (announce_definition).
+    std::set<std::string> late_definitions;
+
+    void serve(const std::shared_ptr<WriterSession> &ws);
+    void start_early(const std::shared_ptr<WriterSession> &ws);
+    // Neither (a session whose close failed: its readers are not served any more).
+    void forsake(const std::shared_ptr<WriterSession> &ws);
+    // The writer session of `path` numbered `session` (0: any) still being served here, or nullptr.
+    const WriterSession *serving_session(const std::string &path, int session = 0) const;
+    // Whether a session of that plan_key for which `which` holds is being served.
+    bool serving_key(const std::string &plan_key, const std::function<bool(const WriterSession &)> &which) const;
+
+    bool step(Runtime &rt) override;
+    bool busy() const override { return !serving.empty() || !early.empty(); }
+    bool serves(const std::string &path, int session) const override { return serving_session(path, session); }
+    int writes_unopened(const std::string &path, int session) const override;
+    // Serve the writer sessions of closed files to the end.
+    void finish(Runtime &rt, const char *who) override;
+};
+inline Sessions &sessions(Runtime &rt) { return rt.part<Sessions>(); }
+
+// A FileDefined's payload after its withdrawals (written by announce_definition).
+struct Definition {
+    int64_t writer_stamp = 0;
+    bool to_all = false;     // every reader rank got a copy (else the leader alone)
+    int64_t planned = 0;     // the header is that of the plan recorded in the session stamped so (0: sent)
+    std::vector<char> header;
+    std::vector<int> writer_ranks, matchers;
+    int inherited = 0;
+};
+Definition read_definition(const std::vector<char> &payload);
 // Whether `m` is the writer's definition (FileDefined) of session `session` of `path`, and the
 // header it carries (empty when it names a replay plan's instead).
 bool is_definition(const Message &m, const std::string &path, int session);
 std::vector<char> defined_header(const Message &m);
-// Any ncmpi_* call on a virtual ncid (args as in hook.h).
-int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
-int vfile_transfer(Runtime &rt, VirtualFile &vf);
-// The calls vfile_call hands on (vdispatch.cpp): puts and gets; ncmpi_wait_all (`all`) and
-// ncmpi_wait; ncmpi_cancel; ncmpi_fill_var_rec.
-int vfile_data_call(Runtime &rt, VirtualFile &vf, int fn, void **args);
-int vfile_wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *statuses);
-int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses);
-int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
+
 // The fill value of `varid` in `h` (its _FillValue or the default), in the variable's type.
 std::vector<char> fill_value(const model::Header &h, int varid);
 // `fill` (one element) over the elements of `region` in a buffer laid out as `outer` (a superset).
@@ -477,84 +500,81 @@ inline void fill_region(const match::Box &outer, char *buf, const match::Box &re
         for (int64_t k = 0; k < len; ++k) std::memcpy(buf + static_cast<size_t>(off + k * step) * es, fill.data(), es);
     });
 }
-// Writer: a fill of the variable's fill value over `f`, taking effect now (rank 0 records it; no
-// values move for it: readers write the fill value themselves).
-void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f);
 // Writer: FileDefined to the readers, once (transfer.cpp): at the first put (writer_put), so that the
 // readers may post their gets while the writer writes, or at the first dtf_transfer or the close,
 // when the definition is final, where the last session of the file's pattern changed its
-// definition after its first put (Runtime::late_definitions; note_definition records that at the close).
-void announce_definition(Runtime &rt, VirtualFile &vf);
-void writer_put(Runtime &rt, VirtualFile &vf);
-void note_definition(Runtime &rt, const VirtualFile &vf);
+// definition after its first put (Sessions::late_definitions; note_definition records that at the close).
+void announce_definition(Runtime &rt, FileSession &fs);
+void writer_put(Runtime &rt, FileSession &fs);
+void note_definition(Runtime &rt, const FileSession &fs);
+// dtf_transfer on the session: the writer serves its readers the epoch (or, fallback=, gives them
+// up); the reader completes its pending gets and says it is done with the epoch.
+int session_transfer(Runtime &rt, FileSession &fs);
 // Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
-int read_batch(Runtime &rt, VirtualFile &vf, std::vector<ReadRecord *> &batch);
+int read_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batch);
 // A batch of gets whose values are in place (each in its destination, in the variable's type): the
 // bytes counted (ncmpi_inq_get_size), the staged ones converted into the user's buffers; the first
 // get's error (NC_ERANGE...), each get's in its status.
-int finish_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch);
+int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch);
 // Writer: the gets of `batch` on the file this component writes (readback.cpp): every element as the
 // session's writes so far left it (the last write wins, fills included; zeros where nothing was
 // written), as PnetCDF reads the file. Collective over the session's ranks, each with its own gets (perhaps
 // none); an independent get (`collective` false) only where the session has one rank.
-int read_own(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool collective);
+int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, bool collective);
 // Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
 // for every reader rank, with whether one left the replayed plan.
-void send_done(Runtime &rt, VirtualFile &vf, int epoch, bool left, bool for_all);
+void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool for_all);
 // Writer sessions (transfer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true
 // once the epoch is served); what it waits for (for timeout messages); close: the last epoch is
 // started if needed, returns whether it is still being served (then the runtime keeps it).
-std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const VirtualFile &vf);
+std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSession &fs);
 void start_epoch(Runtime &rt, const std::shared_ptr<WriterSession> &ws, const model::Header &header);
 bool step(Runtime &rt, WriterSession &ws);
 std::string waiting_for(Runtime &rt, const WriterSession &ws);
 // The reader component a wait for the session waits for (the first one not done, as far as this rank knows).
 int blocking_reader(const WriterSession &ws);
-bool writer_close(Runtime &rt, VirtualFile &vf);
+bool writer_close(Runtime &rt, FileSession &fs);
 // fallback=: whether the failure `e` of a wait for the readers makes this writer rank give them up
-// (then it stops serving them, and its close writes the file: VirtualFile::gave_up).
-bool give_up_readers(Runtime &rt, VirtualFile &vf, const Error &e);
+// (then it stops serving them, and its close writes the file: FileSession::gave_up).
+bool give_up_readers(Runtime &rt, FileSession &fs, const Error &e);
 // Collective over the file's writer ranks: why the first of them that gave the readers up did so
 // (then every rank has given them up), or nothing.
-std::string agree_gave_up(Runtime &rt, VirtualFile &vf, const std::string &context);
+std::string agree_gave_up(Runtime &rt, FileSession &fs, const std::string &context);
 // Collective over the writer ranks, once they agreed to give the readers up: each matcher takes the
 // write metadata its work group sent when the epoch began (nothing else takes it now), so that no
 // send is left pending.
 void settle_given_up(Runtime &rt, WriterSession &ws);
 // Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
-bool pack_for_replay(Runtime &rt, VirtualFile &vf, const match::WriteReq &meta, const char *values);
-// Replay before the first dtf_transfer (Runtime::progress): start packing once the readers confirm
+bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values);
+// Replay before the first dtf_transfer (Sessions::step): start packing once the readers confirm
 // the plan, and send the data messages that are complete. Whether there may be more to do.
 bool push_early(Runtime &rt, WriterSession &ws);
 // Replay bookkeeping once a writer session is closed and served, or a reader session closes.
 void end_writer_session(Runtime &rt, WriterSession &ws);
-void end_reader_session(Runtime &rt, VirtualFile &vf);
-// persist=1: the job that writes the file of the session closing now (vfile.cpp: the writer's
-// close), for queue_persist.
-std::shared_ptr<PersistJob> persist_job(Runtime &rt, VirtualFile &vf);
+void end_reader_session(Runtime &rt, FileSession &fs);
 // Reader: wait for the writer's final header (record count), which comes with its dtf_transfer.
 // Once the writer wrote the session to the file instead (fallback=), the record count is the file's.
-void wait_header_final(Runtime &rt, VirtualFile &vf);
+void wait_header_final(Runtime &rt, FileSession &fs);
 // Reader, closing: wait for the final header of the last epoch (the writer root sends one per epoch,
 // in order, so none arrives once the path is forgotten); then close the file the gets were read
 // from, if the writer wrote it instead (fallback=).
-void end_reading(Runtime &rt, VirtualFile &vf, bool wait);
+void end_reading(Runtime &rt, FileSession &fs, bool wait);
 // Reader, a get on a record variable: whether it can be checked now, before the final header,
 // against the record count of the plan the writers may replay (then the header has that count until
 // the final one comes, which must agree). Else the get waits for the final header.
-bool records_ahead(VirtualFile &vf);
+bool records_ahead(FileSession &fs);
 // Reader, after a nonblocking get: when the pending gets are the replayed plan's next batch, post
 // its receives now, so that the data the writers send ahead lands while the program goes on.
-void post_ahead(Runtime &rt, VirtualFile &vf);
+void post_ahead(Runtime &rt, FileSession &fs);
 // Reader: the batch posted ahead will not be completed as it is (ncmpi_cancel, a wait for other
 // requests, ncmpi_abort): finish or cancel its receives so that none is left posted.
-void settle_ahead(Runtime &rt, VirtualFile &vf);
+void settle_ahead(Runtime &rt, FileSession &fs);
 // Whether the batch posted ahead has any of the nonblocking requests `ids`.
-bool ahead_includes(const VirtualFile &vf, const std::vector<int> &ids);
+bool ahead_includes(const FileSession &fs, const std::vector<int> &ids);
 // ncmpi_abort, or a close that leaves them unused: cancel the receives of the batch posted ahead or
 // prefetched, without waiting.
-void drop_ahead(Runtime &rt, VirtualFile &vf);
+void drop_ahead(Runtime &rt, FileSession &fs);
 
 } // namespace dtf::runtime

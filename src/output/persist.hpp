@@ -12,11 +12,11 @@
 #include "config/config.hpp"
 #include "model/header.hpp"
 #include "model/write_record.hpp"
+#include "runtime/runtime.hpp"
 #include "transport/group.hpp"
 
 namespace dtf::runtime {
 
-class Runtime;
 using model::WriteRecord;
 
 // What a closed writer session needs to write its file: the final header, how the file was created,
@@ -30,7 +30,7 @@ struct PersistJob {
     std::vector<std::pair<std::string, std::string>> hints;
     int cmode = 0;
     bool continued = false;
-    int64_t persist_after = 0; // VirtualFile::persist_after
+    int64_t persist_after = 0; // the virtual file's (frontend/vfile.hpp)
     int enddefs = 0;
     std::vector<int> readers;
     bool fallback = false; // fallback=: written because the readers were given up (then told: FileWritten)
@@ -42,10 +42,24 @@ struct PersistJob {
     // Waits while the progress thread still serves the session's readers (throws DTF_ERR_TIMEOUT, or
     // DTF_ERR_PEER, saying what it waited for; `where`: what for); none once they are served.
     std::function<void(const std::string &where)> await_readers;
-    bool writing = false; // flush_persist is writing it (it stays in Runtime::persist_jobs until written)
+    bool writing = false; // flush_persist is writing it (it stays in PersistQueue::jobs until written)
 };
 
-// At the writer's close: the session's file is to be written (Runtime::persist_jobs). Writing it
+// The output side's part of the runtime (Runtime::part): persist=1's closed sessions whose file is
+// still to be written, in the order they closed.
+struct PersistQueue : Part {
+    static constexpr int kSlot = 2;
+    std::vector<std::shared_ptr<PersistJob>> jobs;
+    void persisted(int64_t stamp) override {
+        for (auto &job : jobs)
+            if (job->persist_after == stamp) job->persist_after = 0;
+    }
+    // dtf_finalize: end_persist.
+    void finish(Runtime &rt, const char *who) override;
+};
+inline PersistQueue &persist_queue(Runtime &rt) { return rt.part<PersistQueue>(); }
+
+// At the writer's close: the session's file is to be written (PersistQueue::jobs). Writing it
 // waits until these ranks close the last file they have open for writing (then their output is
 // handed to its readers), open a dtf file for reading, create (or open with NC_WRITE) the next file
 // of the same rule, or call dtf_finalize, whichever comes first; flush_persist() writes them

@@ -2,7 +2,7 @@
 // writer ranks also write the netCDF file that file mode would have written, with the real PnetCDF,
 // from what dtf holds anyway: the header model (definitions in their order, fill settings, the final
 // record count) and each rank's writes (values in the variable's type). A closed session's file is
-// written once its ranks' output is handed over (queue_persist / flush_persist, vfile.hpp), so that
+// written once its ranks' output is handed over (queue_persist / flush_persist, persist.hpp), so that
 // the files they write in between reach their readers first: the reads do not wait for the disk.
 //
 // A created session makes the file: create (same mode flags and hints), the definitions, enddef, the
@@ -39,7 +39,7 @@
 #include "match/wire.hpp"
 #include "pnc/real.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/persist.hpp"
+#include "output/persist.hpp"
 #include "transport/mpi_channel.hpp"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
@@ -734,19 +734,19 @@ void queue_persist(Runtime &rt, std::shared_ptr<PersistJob> job, bool write_now)
             }
     };
     if (!write_now || !job->rule->ioserver.empty()) own(*job);
-    rt.persist_jobs().push_back(std::move(job));
+    persist_queue(rt).jobs.push_back(std::move(job));
     std::exception_ptr failed;
     if (write_now) try {
         flush_persist(rt, group.get(), nullptr, true);
     } catch (...) {
         failed = std::current_exception();
     }
-    for (const auto &j : rt.persist_jobs()) own(*j); // left queued (aggregate_steps=, or not due)
+    for (const auto &j : persist_queue(rt).jobs) own(*j); // left queued (aggregate_steps=, or not due)
     if (failed) std::rethrow_exception(failed);
 }
 
 void flush_persist(Runtime &rt, const transport::Group *group, const config::FileRule *rule, bool reading) {
-    auto &jobs = rt.persist_jobs();
+    auto &jobs = persist_queue(rt).jobs;
     auto mine = [&](const PersistJob &j) { return !group || j.group->component_ranks() == group->component_ranks(); };
     // aggregate_steps=k: a rule's files wait until k of its sessions are closed (or dtf_finalize). A
     // read open writes them too where the other component may continue the file (comp1/comp2): it
@@ -779,6 +779,13 @@ void flush_persist(Runtime &rt, const transport::Group *group, const config::Fil
     if (failed) std::rethrow_exception(failed);
 }
 
+namespace {
+const bool g_registered =
+    Runtime::register_part(PersistQueue::kSlot, [] { return std::unique_ptr<Part>(new PersistQueue); });
+} // namespace
+
+void PersistQueue::finish(Runtime &rt, const char *) { end_persist(rt); }
+
 void end_persist(Runtime &rt) {
     flush_persist(rt, nullptr, nullptr, false);
     if (rt.component_rank() != 0) return;
@@ -792,7 +799,7 @@ void end_persist(Runtime &rt) {
 namespace {
 
 // One writer rank's part of a session's file at the I/O server (ship_job).
-struct Part {
+struct Shipment {
     int from = -1;  // the writer component
     int source = -1; // the writer rank that sent it (its rank in the component)
     std::string path;
@@ -811,8 +818,8 @@ struct Part {
 };
 
 // `with_writes`: also the writes (else only what the description says, for the other server ranks).
-Part read_part(const Message &m, bool with_writes) {
-    Part p;
+Shipment read_part(const Message &m, bool with_writes) {
+    Shipment p;
     p.from = m.from_component;
     p.source = m.source;
     p.path = m.path;
@@ -842,7 +849,7 @@ Part read_part(const Message &m, bool with_writes) {
 }
 
 // The description of a root's part, without its writes (what the server root tells its other ranks).
-std::vector<char> description(const Part &p) {
+std::vector<char> description(const Shipment &p) {
     PayloadWriter part; // as ship_job writes it, without the writes
     part.i64(p.stamp);
     part.i32(p.writers);
@@ -857,7 +864,7 @@ std::vector<char> description(const Part &p) {
     return w.take();
 }
 
-Part from_description(const std::vector<char> &bytes) {
+Shipment from_description(const std::vector<char> &bytes) {
     PayloadReader r(bytes, "I/O server job");
     Message m;
     m.from_component = r.i32();
@@ -870,8 +877,8 @@ Part from_description(const std::vector<char> &bytes) {
 // The values the writer ranks sent apart from their parts (ship_job), into the records' buffers: in
 // each rank's order, on the session's data tag. When the wait fails the buffers are left to the
 // runtime, since MPI may still fill a receive it had begun.
-void receive_apart(Runtime &rt, const Part &job, std::vector<WriteRecord> &records, const std::vector<size_t> &apart,
-                   const std::vector<int> &sources, const std::string &where) {
+void receive_apart(Runtime &rt, const Shipment &job, std::vector<WriteRecord> &records,
+                   const std::vector<size_t> &apart, const std::vector<int> &sources, const std::string &where) {
     if (apart.empty()) return;
     transport::Channel &channel = *rt.peer_link(job.from).channel;
     const transport::Tag tag = rt.data_tag(job.from, job.stamp);
@@ -932,7 +939,7 @@ struct Clients {
     std::set<int> all;         // the components of the files it writes
     std::set<int> finished;    // those whose root said PersistDone, or that never connected or died
     std::set<int64_t> written; // the sessions in their files (stamps)
-    std::deque<Part> waiting;  // described files, in the order they came
+    std::deque<Shipment> waiting;  // described files, in the order they came
 };
 
 // The I/O server's root: the description of the next file to write, the first whose writer root's
@@ -947,7 +954,7 @@ std::vector<char> next_file(Runtime &rt, Clients &c) {
         while (auto m = rt.take([](const Message &m) { return m.kind == MessageKind::PersistData && is_described(m); }))
             c.waiting.push_back(read_part(*m, true));
         auto ready = std::find_if(c.waiting.begin(), c.waiting.end(),
-                                  [&](const Part &p) { return p.after == 0 || c.written.count(p.after); });
+                                  [&](const Shipment &p) { return p.after == 0 || c.written.count(p.after); });
         if (ready != c.waiting.end()) {
             std::rotate(c.waiting.begin(), ready, ready + 1); // to the front, the others in order
             return description(c.waiting.front());
@@ -971,11 +978,11 @@ std::vector<char> next_file(Runtime &rt, Clients &c) {
 
 // Collective over the server's ranks: each takes the parts of `job` its writer ranks send (ship_job;
 // the root's first came with the description), and they write the file.
-void write_served(Runtime &rt, Part &job, MPI_Comm comm, const std::string &where) {
+void write_served(Runtime &rt, Shipment &job, MPI_Comm comm, const std::string &where) {
     const int rank = rt.component_rank();
     int size = 1;
     MPI_Comm_size(comm, &size);
-    std::vector<Part> parts;
+    std::vector<Shipment> parts;
     int expected = 0;
     for (int r = 0; r < job.writers; ++r) expected += config::aggregator_group(r, job.writers, size) == rank;
     if (rank == 0) {
@@ -993,11 +1000,12 @@ void write_served(Runtime &rt, Part &job, MPI_Comm comm, const std::string &wher
         }, job.from);
         parts.push_back(read_part(m, true));
     }
-    std::sort(parts.begin(), parts.end(), [](const Part &a, const Part &b) { return a.writer_rank < b.writer_rank; });
+    std::sort(parts.begin(), parts.end(),
+              [](const Shipment &a, const Shipment &b) { return a.writer_rank < b.writer_rank; });
     std::vector<WriteRecord> records;
     std::vector<size_t> apart;
     std::vector<int> sources;
-    for (const Part &p : parts) {
+    for (const Shipment &p : parts) {
         unpack_writes(job.header, p.writes, &records, &apart, where);
         sources.resize(apart.size(), p.source); // (the sender of the ones it added)
     }
@@ -1037,7 +1045,7 @@ void serve_io(Runtime &rt) {
         }
         choice = broadcast(rt, comm, std::move(choice));
         if (choice.empty()) break;
-        Part job = rank == 0 ? std::move(c.waiting.front()) : from_description(choice);
+        Shipment job = rank == 0 ? std::move(c.waiting.front()) : from_description(choice);
         if (rank == 0) c.waiting.pop_front();
         const std::string where = format("dtf_ioserver '%s' writing '%s' (session %d of component '%s')",
                                          rt.self_name().c_str(), job.path.c_str(), job.session,

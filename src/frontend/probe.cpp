@@ -20,7 +20,7 @@
 //     never waits, so a program that only probes is never held. With comp1=/comp2= (either may write)
 //     a check before the other's definition answers what the file system says.
 // Calls from inside dtf (Entry::nested), before dtf_init and on paths the config does not name for
-// this component pass straight on; the last is decided without the runtime lock (publish_served), so
+// this component pass straight on; the last is decided without the runtime lock (Runtime::published), so
 // that MPI's own threads, which look at files of their own, never wait for dtf.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -39,8 +39,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "mpi/world.h"
-#include "runtime/files.hpp"
-#include "runtime/vfile.hpp"
+#include "frontend/files.hpp"
 
 namespace dtf::runtime {
 
@@ -88,7 +87,7 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     if (!rt || !find_target(*rt, filename, &t)) return kPass;
     // While PnetCDF has the file open on this rank (file mode), it opens it again itself: the
     // handle of its independent data mode.
-    for (const auto &[ncid, f] : rt->open_files())
+    for (const auto &[ncid, f] : files(*rt).open_files)
         if (f.path == t.path) return kPass;
     if (amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR | MPI_MODE_CREATE))
         fail(DTF_ERR_CONFIG, "MPI_File_open of '%s' for writing, outside PnetCDF (a netCDF-4/HDF5 file, or MPI-IO "
@@ -114,16 +113,8 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     return kPass;
 }
 
-struct Served {
-    config::Config config;
-    std::string self;
-};
-std::shared_ptr<const Served> g_served; // (std::atomic_load/atomic_store)
-
-// Whether the config makes dtf handle `path` for this component: read without the runtime lock (a
-// thread of MPI's own may look at files while an application thread holds it inside MPI).
 bool served(const char *path) {
-    const std::shared_ptr<const Served> s = std::atomic_load(&g_served);
+    const std::shared_ptr<const Runtime::Published> s = Runtime::published();
     if (!s || !path) return false;
     const config::FileRule *rule = s->config.match(config::normalize_path(path, current_dir()));
     return rule && rule->involves(s->self);
@@ -193,12 +184,6 @@ int may_exist(int rc, const char *path, int mode) {
 bool at_cwd(int dirfd, const char *path) { return dirfd == AT_FDCWD || (path && path[0] == '/'); }
 
 } // namespace
-
-void publish_served(const Runtime *rt) {
-    std::shared_ptr<const Served> s;
-    if (rt) s = std::make_shared<const Served>(Served{rt->config(), rt->self_name()});
-    std::atomic_store(&g_served, std::move(s));
-}
 
 } // namespace dtf::runtime
 

@@ -12,7 +12,7 @@
 #include "common/trace.hpp"
 #include "config/config.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
+#include "frontend/files.hpp"
 #include "transport/mpi_util.hpp"
 
 using dtf::runtime::Runtime;
@@ -40,12 +40,12 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
                 dtf::fail(DTF_ERR_ARG, "dtf_transfer('%s', %d): ncid %d is the file '%s'", filename, ncid, ncid,
                           actual.c_str());
         };
-        if (auto *vf = rt->virtual_file(ncid)) {
+        if (auto *vf = files(*rt).virtual_file(ncid)) {
             check(vf->path);
-            return dtf::runtime::vfile_transfer(*rt, *vf);
+            return dtf::runtime::session_transfer(*rt, *vf);
         }
-        auto it = rt->open_files().find(ncid);
-        if (it == rt->open_files().end()) return 0; // not a file dtf handles: nothing to move
+        auto it = files(*rt).open_files.find(ncid);
+        if (it == files(*rt).open_files.end()) return 0; // not a file dtf handles: nothing to move
         check(it->second.path);
         return 0; // file mode: the data moves through the file system at close
     });

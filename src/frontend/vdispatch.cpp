@@ -14,7 +14,7 @@
 #include "pnc/hook.h"
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
+#include "frontend/files.hpp"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
@@ -194,13 +194,6 @@ int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *
 
 } // namespace
 
-std::vector<char> fill_value(const model::Header &h, int varid) {
-    std::vector<char> fill(types::type_size(h.vars()[static_cast<size_t>(varid)].type));
-    int no_fill = 0;
-    h.inq_var_fill(varid, &no_fill, fill.data());
-    return fill;
-}
-
 void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f) {
     if (vf.rank != 0) return;
     WriteRecord w;
@@ -340,21 +333,21 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
     auto r = std::make_unique<ReadRecord>();
     if (rc == NC_NOERR) rc = make_layout(in, c, &r->layout);
     if (rc != NC_NOERR) {
-        vf.ahead_refused = vf.ahead_refused || ahead;
+        vf.reader.ahead_refused = vf.reader.ahead_refused || ahead;
         explain_rejected_get(rt, vf, varid, rc, dtf_pnc_name(fn));
         return rc;
     }
     if (ahead) // the record dimension comes first
         for (const auto &box : c.boxes)
             if (!box.empty())
-                vf.ahead_records_read =
-                    std::max(vf.ahead_records_read, box.start[0] + (box.count[0] - 1) * box.stride[0] + 1);
+                vf.reader.ahead_records_read =
+                    std::max(vf.reader.ahead_records_read, box.start[0] + (box.count[0] - 1) * box.stride[0] + 1);
     r->xtype = c.xtype;
     r->user_buf = c.buf;
     r->format = vf.header.format();
     int64_t offset = 0;
     for (const auto &box : c.boxes) {
-        r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, c.varid, box});
+        r->parts.push_back(match::ReadReq{rt.component_rank(), vf.reader.next_read_id++, c.varid, box});
         r->offsets.push_back(offset);
         offset += box.size();
     }
@@ -627,7 +620,8 @@ int vard_get(Runtime &rt, VirtualFile &vf, const VardTarget &t, types::MemLayout
         r->layout = std::move(layout);
         int64_t offset = 0;
         for (size_t i = 0; i < t.regions.size(); ++i) {
-            r->parts.push_back(match::ReadReq{rt.component_rank(), vf.next_read_id++, t.regions[i].varid, t.boxes[i]});
+            const uint64_t id = vf.reader.next_read_id++;
+            r->parts.push_back(match::ReadReq{rt.component_rank(), id, t.regions[i].varid, t.boxes[i]});
             r->offsets.push_back(offset);
             offset += t.boxes[i].size();
         }

@@ -24,9 +24,8 @@
 #include "pnc/args.hpp"
 #include "pnc/hook.h"
 #include "pnc/real.hpp"
-#include "runtime/files.hpp"
+#include "frontend/files.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/vfile.hpp"
 #include "transport/mpi_util.hpp"
 
 extern "C" {
@@ -44,7 +43,42 @@ void set_owned(int ncid, bool owned) {
     if (ncid >= 0 && ncid < DTF_PNC_OWNED_MAX) __atomic_store_n(&dtf_pnc_owned_[ncid], owned ? 1 : 0, __ATOMIC_RELEASE);
 }
 
+const bool g_registered = Runtime::register_part(Files::kSlot, [] { return std::unique_ptr<Part>(new Files); });
+
 } // namespace
+
+bool Files::has_open(const std::string &path) const {
+    for (const auto &[ncid, vf] : virtual_files)
+        if (vf->path == path) return true;
+    return false;
+}
+
+int Files::writes_unopened(const std::string &path, int session) const {
+    for (const auto &[ncid, vf] : virtual_files)
+        if (vf->ws && vf->path == path && vf->session == session) return !vf->ws->any_reader_known();
+    return -1;
+}
+
+void Files::persisted(int64_t stamp) {
+    for (auto &[ncid, vf] : virtual_files)
+        if (vf->persist_after == stamp) vf->persist_after = 0;
+}
+
+void Files::finalizing(Runtime &rt) { end_turns(rt); }
+
+void Files::forget_open(Runtime &rt) {
+    for (auto &[ncid, f] : open_files) {
+        log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
+        set_owned(ncid, false);
+    }
+    open_files.clear();
+    for (auto &[ncid, vf] : virtual_files) {
+        log::warn("dtf_finalize: '%s' (transfer mode, ncid %d) is still open; its data is dropped", vf->path.c_str(),
+                  ncid);
+        if (vf->ws) sessions(rt).forsake(vf->ws);
+    }
+    virtual_files.clear();
+}
 
 bool find_target(Runtime &rt, const char *path, Target *t) {
     if (!path) return false;
@@ -158,12 +192,12 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     const char *call = create ? "ncmpi_create" : "ncmpi_open";
     const std::string context = format("%s of '%s'", call, t.path.c_str());
     // Within this component's turn on the file (writer_closes), it opens the file as its own, either way.
-    const bool in_turn = rt.turns().count(t.path) != 0;
+    const bool in_turn = files(rt).turns.count(t.path) != 0;
     const bool writer = create || (mode & NC_WRITE) || in_turn;
     if (in_turn && create)
         fail(DTF_ERR_UNSUPPORTED, "ncmpi_create of '%s': this component creates it again while its turn on it lasts "
              "(it closed it %d of the %d times writer_closes= says, %s:%d): open it instead, or set writer_closes to "
-             "the number of times it closes this version", t.path.c_str(), rt.turns().at(t.path).closes,
+             "the number of times it closes this version", t.path.c_str(), files(rt).turns.at(t.path).closes,
              t.rule->writer_closes, rt.config().path.c_str(), t.rule->line);
     // The writer of a writer=/readers= file reading it outside a turn of this rank's (after its last
     // close, or a file another of its ranks wrote): in file mode it is on disk, read as plain PnetCDF
@@ -188,7 +222,7 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
                        : create ? vfile_create(rt, t.path, *t.rule, t.peers, group, mode, ncidp)
                                 : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
         if (rc != NC_NOERR) return rc;
-        VirtualFile &vf = *rt.virtual_file(*ncidp);
+        VirtualFile &vf = *files(rt).virtual_file(*ncidp);
         vf.hints = transport::info_entries(info);
         if (vf.writer && !vf.header.read_only()) apply_alignment_hints(vf.header, vf.hints);
         return rc;
@@ -208,18 +242,18 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     f.peers = t.peers;
     f.writer = writer;
     f.group = std::move(group);
-    rt.open_files()[f.ncid] = f;
+    files(rt).open_files[f.ncid] = f;
     set_owned(f.ncid, true);
     log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
     return rc;
 }
 
 int close_file(Runtime &rt, int fn, int ncid) {
-    auto it = rt.open_files().find(ncid);
-    if (it == rt.open_files().end()) return DTF_PNC_PASS;
+    auto it = files(rt).open_files.find(ncid);
+    if (it == files(rt).open_files.end()) return DTF_PNC_PASS;
     phase::Scope timer(phase::Close);
     OpenFile f = it->second;
-    rt.open_files().erase(it);
+    files(rt).open_files.erase(it);
     set_owned(ncid, false);
     const auto close = real<int (*)(int)>(fn);
     int rc;
@@ -233,13 +267,13 @@ int close_file(Runtime &rt, int fn, int ncid) {
         return rc;
     }
     if (f.writer && f.rule->writer_closes > 1) { // the turn goes on until its last close
-        Turn &turn = rt.turns()[f.path];
+        Turn &turn = files(rt).turns[f.path];
         if (++turn.closes < f.rule->writer_closes) {
             turn.group = f.group;
             turn.peers = f.peers;
             return rc;
         }
-        rt.turns().erase(f.path);
+        files(rt).turns.erase(f.path);
     }
     closed(rt, f.path, f.writer, *f.group, f.peers);
     return rc;
@@ -249,17 +283,17 @@ int close_file(Runtime &rt, int fn, int ncid) {
 
 void end_turns(Runtime &rt) {
     // (by path: the same order on every rank)
-    while (!rt.turns().empty()) {
-        auto it = rt.turns().begin();
+    while (!files(rt).turns.empty()) {
+        auto it = files(rt).turns.begin();
         const std::string path = it->first;
         if (it->second.file) { // transfer mode: closed for the last time
             Turn turn = std::move(it->second);
-            rt.turns().erase(it);
+            files(rt).turns.erase(it);
             close_turn(rt, std::move(turn.file));
             continue;
         }
         Turn turn = std::move(it->second);
-        rt.turns().erase(it);
+        files(rt).turns.erase(it);
         closed(rt, path, true, *turn.group, turn.peers);
     }
 }
@@ -303,7 +337,7 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
     if (ncid >= DTF_PNC_VIRTUAL_BASE) {
-        dtf::runtime::VirtualFile *vf = rt ? rt->virtual_file(ncid) : nullptr;
+        dtf::runtime::VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
         if (!vf) return NC_EBADID;
         dtf::trace::Span span("pnetcdf", dtf::trace::on() && traced(fn) ? dtf_pnc_name(fn) : nullptr);
         return dtf::guard([&] { return dtf::runtime::vfile_call(*rt, *vf, fn, args); });

@@ -1,5 +1,6 @@
 // Transfer mode: creating, opening and closing virtual files, and the define/inquiry calls on them.
-#include "runtime/vfile.hpp"
+#include "frontend/vfile.hpp"
+#include "frontend/files.hpp"
 
 #include <pnetcdf.h>
 
@@ -59,8 +60,8 @@ int next_virtual_ncid() {
 // A session of the path this rank wrote may still be served; once it is, the path may be forgotten
 // (num_sessions), and the numbering starts again. The path's record after that, if there is one.
 const PathCounters *settle_path(Runtime &rt, const std::string &path, int peer, const char *doing) {
-    rt.wait_until([&] { return !rt.serving(path); }, [&] {
-        const WriterSession *ws = rt.serving(path);
+    rt.wait_until([&] { return !sessions(rt).serving_session(path); }, [&] {
+        const WriterSession *ws = sessions(rt).serving_session(path);
         return format("%s '%s' waited for the readers of the session this rank wrote before to finish reading it%s",
                       doing, path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
     }, peer);
@@ -93,43 +94,18 @@ int finish_open(Runtime &rt, std::unique_ptr<VirtualFile> vf, int *ncidp) {
     *ncidp = vf->ncid;
     log::debug("%s '%s' (transfer mode, session %d) as virtual ncid %d", vf->writer ? "created" : "opened",
                vf->path.c_str(), vf->session, vf->ncid);
-    VirtualFile &file = *(rt.virtual_files()[vf->ncid] = std::move(vf));
+    VirtualFile &file = *(files(rt).virtual_files[vf->ncid] = std::move(vf));
     // Claimed once registered: from now on, apply() sees the other component's FileDefined for the
     // session; one that came before (even during this open's waits) is in the inbox.
     if (file.ws) rt.claim_session(file.path, file.session);
     return NC_NOERR;
 }
 
-// A FileDefined's payload after its withdrawals (see the protocol in vfile.hpp).
-struct Definition {
-    int64_t writer_stamp = 0;
-    bool to_all = false;     // every reader rank got a copy (else the leader alone)
-    int64_t planned = 0;     // the header is that of the plan recorded in the session stamped so (0: sent)
-    std::vector<char> header;
-    std::vector<int> writer_ranks, matchers;
-    int inherited = 0;
-};
-
-Definition read_definition(const std::vector<char> &payload) {
-    PayloadReader r(payload, "file-defined");
-    withdrawn_sessions(r); // (taken when it came: Runtime::apply_withdrawals)
-    Definition d;
-    d.writer_stamp = r.i64();
-    d.to_all = r.i32() != 0;
-    const bool as_planned = r.i32() != 0;
-    d.planned = as_planned ? r.i64() : 0;
-    if (!as_planned) d.header = r.bytes();
-    d.writer_ranks = r.ints(1 << 24);
-    d.matchers = r.ints(1 << 24);
-    d.inherited = r.i32();
-    return d;
-}
-
 // The replay plan (replay_io=1) a reader group of `ranks` would read `path` with, for a session of
 // writer ranks `writers`.
 std::shared_ptr<const ReaderPlan> reader_plan(Runtime &rt, const std::string &path, const std::vector<int> &ranks,
                                               const std::vector<int> &writers) {
-    return rt.reader_plans().find(plan_key(path, ranks), path, &writers, nullptr);
+    return sessions(rt).reader_plans.find(plan_key(path, ranks), path, &writers, nullptr);
 }
 
 } // namespace
@@ -157,12 +133,6 @@ void apply_alignment_hints(model::Header &h, const std::vector<std::pair<std::st
     };
     h.set_alignment_hints(value("nc_header_align_size"), value("nc_var_align_size"), value("nc_record_align_size"));
 }
-
-bool is_definition(const Message &m, const std::string &path, int session) {
-    return m.kind == MessageKind::FileDefined && m.path == path && m.session == session;
-}
-
-std::vector<char> defined_header(const Message &m) { return read_definition(m.payload).header; }
 
 int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &rule, const std::vector<int> &peers,
                  std::shared_ptr<transport::Group> group, int cmode, int *ncidp) {
@@ -213,7 +183,7 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
              rule.num_sessions, rt.config().path.c_str(), rule.line);
     if (lacks[0]) {
         int ncid = -1, rc = vfile_open(rt, path, rule, peers, group, omode & ~NC_WRITE, &ncid);
-        if (rc == NC_NOERR) rc = vfile_call(rt, *rt.virtual_file(ncid), DTF_FN_ncmpi_close, nullptr);
+        if (rc == NC_NOERR) rc = vfile_call(rt, *files(rt).virtual_file(ncid), DTF_FN_ncmpi_close, nullptr);
         if (rc != NC_NOERR) return rc;
     }
     auto vf = make_file(rt, path, rule, peers, std::move(group), true);
@@ -287,17 +257,18 @@ void take_definition(Runtime &rt, VirtualFile &f, const Definition &d) {
     const std::string &peer_name = rt.config().component_name(f.peer);
     const bool as_planned = d.planned != 0;
     if (as_planned) {
-        if (!f.plan || f.plan->stamp != d.planned)
+        if (!f.reader.plan || f.reader.plan->stamp != d.planned)
             fail(DTF_ERR_PEER, "ncmpi_open of '%s' (session %d): component '%s' defined it as in the session it "
                  "recorded its transfer pattern in (stamp %lld), which these reader ranks do not hold", f.path.c_str(),
                  f.session, peer_name.c_str(), static_cast<long long>(d.planned));
-        f.defined = f.plan->defined; // (decoding it again took 32 us for a 143-variable file; a copy 3 us)
+        // (decoding it again took 32 us for a 143-variable file; a copy 3 us)
+        f.reader.defined = f.reader.plan->defined;
     } else {
         auto decoded = std::make_shared<model::Header>();
         if (model::Header::decode(d.header.data(), d.header.size(), decoded.get()) != NC_NOERR)
             fail(DTF_ERR_PEER, "malformed header of '%s' from component '%s'", f.path.c_str(), peer_name.c_str());
         decoded->set_read_only(true);
-        f.defined = std::move(decoded);
+        f.reader.defined = std::move(decoded);
     }
 }
 
@@ -305,13 +276,13 @@ void take_definition(Runtime &rt, VirtualFile &f, const Definition &d) {
 // writer wrote the session to the file system instead already (fallback=: read there), or it replays
 // a plan of known readers, whose readers its ranks took (ReaderSide::assumed).
 void say_opened(Runtime &rt, const VirtualFile &f) {
-    if (f.rank != leader_of(f.path, f.size) || f.defined_to_leader || rt.written(f.writer_stamp)) return;
+    if (f.rank != leader_of(f.path, f.size) || f.reader.defined_to_leader || rt.written(f.reader.writer_stamp)) return;
     PayloadWriter p;
     p.ints(f.ranks);
-    p.i64(f.plan ? f.plan->stamp : 0); // the replay plan this side holds
-    p.i64(f.writer_stamp);              // the session's, for the writer ranks that do not know it yet
+    p.i64(f.reader.plan ? f.reader.plan->stamp : 0); // the replay plan this side holds
+    p.i64(f.reader.writer_stamp);              // the session's, for the writer ranks that do not know it yet
     std::vector<char> payload = p.take();
-    for (int w : f.writer_ranks)
+    for (int w : f.reader.writer_ranks)
         rt.send(f.peer, w, Message{MessageKind::ReaderOpened, 0, f.session, 0, f.path, payload});
 }
 
@@ -324,24 +295,25 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     auto vf = make_file(rt, path, rule, peers, std::move(group), false);
     VirtualFile &f = *vf;
     Definition d = await_definition(rt, f);
-    f.writer_stamp = d.writer_stamp;
-    f.writer_ranks = std::move(d.writer_ranks);
-    f.matchers = std::move(d.matchers);
+    f.reader.writer_stamp = d.writer_stamp;
+    f.reader.writer_ranks = std::move(d.writer_ranks);
+    f.reader.matchers = std::move(d.matchers);
     f.inherited = d.inherited;
-    if (d.to_all && f.rank != leader_of(f.path, f.size)) rt.drop_definition(f.path, f.session, f.peer, f.writer_stamp);
-    f.defined_to_leader = !d.to_all;
-    f.quiet_writer = f.defined_to_leader && !rule.persist && !rule.falls_back();
+    if (d.to_all && f.rank != leader_of(f.path, f.size))
+        rt.drop_definition(f.path, f.session, f.peer, f.reader.writer_stamp);
+    f.reader.defined_to_leader = !d.to_all;
+    f.reader.quiet_writer = f.reader.defined_to_leader && !rule.persist && !rule.falls_back();
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
-        f.plan_key = plan_key(path, f.ranks);
-        f.plan = reader_plan(rt, path, f.ranks, f.writer_ranks);
-        if (f.plan) {
-            f.plan_since = ++f.plan->found;
+        f.reader.plan_key = plan_key(path, f.ranks);
+        f.reader.plan = reader_plan(rt, path, f.ranks, f.reader.writer_ranks);
+        if (f.reader.plan) {
+            f.reader.plan_since = ++f.reader.plan->found;
             log::debug("reading '%s' (session %d) with the plan of session %d of '%s'", path.c_str(), f.session,
-                       f.plan->session, f.plan->path.c_str());
+                       f.reader.plan->session, f.reader.plan->path.c_str());
         }
     }
     take_definition(rt, f, d);
-    f.header = *f.defined;
+    f.header = *f.reader.defined;
     say_opened(rt, f);
     return finish_open(rt, std::move(vf), ncidp);
 }
@@ -436,7 +408,7 @@ int writer_enddef(Runtime &rt, VirtualFile &vf, const int64_t *minfree_and_align
 
 int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport::Group> group, int omode, int *ncidp) {
     if (!ncidp) return NC_EINVAL;
-    auto it = rt.turns().find(path);
+    auto it = files(rt).turns.find(path);
     VirtualFile &f = *it->second.file;
     if (group->component_ranks() != f.ranks)
         fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' (transfer mode, session %d): other ranks open it than those that "
@@ -444,7 +416,7 @@ int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport:
              path.c_str(), f.session, f.rule->writer_closes, rt.config().path.c_str(), f.rule->line);
     rt.retire(std::move(group)); // (the session has its own)
     std::unique_ptr<VirtualFile> vf = std::move(it->second.file);
-    rt.turns().erase(it);
+    files(rt).turns.erase(it);
     // As ncmpi_open leaves a file: data mode, collective, NC_NOFILL, read-only without NC_WRITE. Its
     // root reads the header; nothing was put or got through this ncid yet.
     model::Header opened;
@@ -459,12 +431,12 @@ int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport:
     *ncidp = vf->ncid;
     log::debug("opened '%s' again in this component's turn (session %d, %s) as virtual ncid %d", path.c_str(),
                vf->session, omode & NC_WRITE ? "NC_WRITE" : "read-only", vf->ncid);
-    rt.virtual_files()[vf->ncid] = std::move(vf);
+    files(rt).virtual_files[vf->ncid] = std::move(vf);
     return NC_NOERR;
 }
 
 void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file) {
-    VirtualFile &vf = *(rt.virtual_files()[file->ncid = next_virtual_ncid()] = std::move(file));
+    VirtualFile &vf = *(files(rt).virtual_files[file->ncid = next_virtual_ncid()] = std::move(file));
     vf.turn_closes = vf.rule->writer_closes - 1; // (this close ends the turn)
     vf.ending_turn = true;
     vfile_call(rt, vf, DTF_FN_ncmpi_close, nullptr);
@@ -546,11 +518,11 @@ int suspend(Runtime &rt, VirtualFile &vf) {
             std::memcpy(w.data.data(), w.borrowed, n);
             w.borrowed = nullptr;
         }
-    Turn &turn = rt.turns()[vf.path];
+    Turn &turn = files(rt).turns[vf.path];
     turn.closes = vf.turn_closes;
-    auto it = rt.virtual_files().find(vf.ncid);
+    auto it = files(rt).virtual_files.find(vf.ncid);
     turn.file = std::move(it->second);
-    rt.virtual_files().erase(it); // (vf lives on in the turn)
+    files(rt).virtual_files.erase(it); // (vf lives on in the turn)
     log::debug("'%s' closed %d of the %d times of this component's turn (writer_closes)", turn.file->path.c_str(),
                turn.closes, turn.file->rule->writer_closes);
     return rc;
@@ -571,13 +543,14 @@ int close_writer(Runtime &rt, VirtualFile &vf, std::exception_ptr *unserved, std
             writer_close(rt, vf);
         } catch (const Error &) {
             *unserved = std::current_exception();
-            rt.forsake(vf.ws);
+            sessions(rt).forsake(vf.ws);
         }
     }
     if (!vf.rule->persist || rc != NC_NOERR) return rc;
     // The last file these ranks write for now: their files are handed over, write them.
     const auto &ranks = vf.group->component_ranks();
-    const bool last = std::none_of(rt.virtual_files().begin(), rt.virtual_files().end(), [&](const auto &other) {
+    const auto &open = files(rt).virtual_files;
+    const bool last = std::none_of(open.begin(), open.end(), [&](const auto &other) {
         return other.second.get() != &vf && other.second->writer && other.second->group->component_ranks() == ranks;
     });
     try {
@@ -594,8 +567,8 @@ void count_closed(Runtime &rt, const VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters()[vf.path];
     ++(vf.writer ? c.my_writes : c.my_reads);
     if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
-    c.read_stamp = vf.writer ? 0 : vf.writer_stamp;
-    if (!vf.writer) c.last_read = vf.writer_stamp;
+    c.read_stamp = vf.writer ? 0 : vf.reader.writer_stamp;
+    if (!vf.writer) c.last_read = vf.reader.writer_stamp;
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);
 }
 
@@ -610,9 +583,9 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         drop_ahead(rt, vf);
     } else if (vf.writer) {
         rc = close_writer(rt, vf, &unserved, &unwritten);
-    } else if (!vf.done_sent || !vf.pending.empty()) { // the data not fetched yet
+    } else if (!vf.reader.done_sent || !vf.pending.empty()) { // the data not fetched yet
         try {
-            rc = vfile_transfer(rt, vf);
+            rc = session_transfer(rt, vf);
         } catch (const Error &) {
             unserved = std::current_exception();
         }
@@ -634,9 +607,9 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         drop_ahead(rt, vf); // (receives posted for data that did not come: a failed session's)
     }
     count_closed(rt, vf, abort);
-    const std::string path = vf.path, redefined = vf.redefined_told ? std::string() : vf.redefined;
+    const std::string path = vf.path, redefined = vf.reader.redefined_told ? std::string() : vf.reader.redefined;
     const bool forget = !abort; // after ncmpi_abort the peer may still send: keep the record
-    rt.virtual_files().erase(vf.ncid); // vf is gone after this
+    files(rt).virtual_files.erase(vf.ncid); // vf is gone after this
     // Forgotten first: then the messages about the path that came already are the next session's
     // (numbered 1 again; e.g. the readers' ReaderOpened, once the other writer ranks passed the
     // barrier above and their root created the next file), which the discard must not take for
@@ -764,7 +737,7 @@ int inquiry_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         return h.inq_varoffset(arg<int>(args, 1), reinterpret_cast<int64_t *>(arg<MPI_Offset *>(args, 2)));
     case DTF_FN_ncmpi_copy_att: {
         // Between virtual files (or within one); to or from a real file it is not supported.
-        VirtualFile *out = rt.virtual_file(arg<int>(args, 3));
+        VirtualFile *out = files(rt).virtual_file(arg<int>(args, 3));
         if (!out)
             fail(DTF_ERR_UNSUPPORTED, "ncmpi_copy_att between the transfer-mode file '%s' and a file that is not one",
                  vf.path.c_str());
@@ -846,13 +819,13 @@ int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     // A reader's call looks at the header; once the definition it looked at turned out not to be the
     // file's (final_definition), the calls fail saying so (the one that learned it once it is done;
     // the close once the file is closed, if no call said so before).
-    vf.looked = true;
-    if (vf.redefined.empty()) {
+    vf.reader.looked = true;
+    if (vf.reader.redefined.empty()) {
         const int rc = dispatch(rt, vf, fn, args);
-        if (vf.redefined.empty()) return rc;
+        if (vf.reader.redefined.empty()) return rc;
     }
-    const bool told = std::exchange(vf.redefined_told, true);
-    throw Error(DTF_ERR_PEER, vf.redefined, told); // (printed once)
+    const bool told = std::exchange(vf.reader.redefined_told, true);
+    throw Error(DTF_ERR_PEER, vf.reader.redefined, told); // (printed once)
 }
 
 namespace {

@@ -1,0 +1,80 @@
+// The front end's state in the runtime (Files: the files open here, virtual or not, and the writer
+// turns), and what the file-mode dispatch (files.cpp) shares with the probes of paths (probe.cpp).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "frontend/vfile.hpp"
+#include "runtime/runtime.hpp"
+#include "transport/group.hpp"
+
+namespace dtf::runtime {
+
+// A writer's turn on a path that lasts several closes (FileRule::writer_closes), between them: how
+// many times this rank closed the file in it so far; in transfer mode the file itself, as it was
+// closed (its session goes on at the next open); in file mode the ranks that closed it and the
+// components that hear of the turn's end.
+struct Turn {
+    int closes = 0;
+    std::unique_ptr<VirtualFile> file;
+    std::shared_ptr<transport::Group> group;
+    std::vector<int> peers;
+};
+
+// A file dtf handles that is open on this rank.
+struct OpenFile {
+    int ncid = -1;
+    std::string path; // normalized absolute path
+    const config::FileRule *rule = nullptr;
+    std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
+    bool writer = false;
+    std::shared_ptr<transport::Group> group; // over a dup of the communicator given to ncmpi_create/ncmpi_open
+};
+
+// The front end's part of the runtime (Runtime::part): the files open on this rank, and the writer
+// turns not over.
+struct Files : Part {
+    static constexpr int kSlot = 0;
+    std::map<int, OpenFile> open_files;                       // file mode, by ncid
+    std::map<int, std::unique_ptr<VirtualFile>> virtual_files; // transfer mode, by virtual ncid
+    // The writer turns of this rank that are not over, by path (end_turns ends them at dtf_finalize).
+    std::map<std::string, Turn> turns;
+
+    VirtualFile *virtual_file(int ncid) {
+        auto it = virtual_files.find(ncid);
+        return it == virtual_files.end() ? nullptr : it->second.get();
+    }
+    bool has_open(const std::string &path) const override;
+    int writes_unopened(const std::string &path, int session) const override;
+    void persisted(int64_t stamp) override;
+    // dtf_finalize: end_turns.
+    void finalizing(Runtime &rt) override;
+    // dtf_finalize with files still open: dtf forgets them (their data is dropped).
+    void forget_open(Runtime &rt) override;
+};
+inline Files &files(Runtime &rt) { return rt.part<Files>(); }
+
+// A path dtf handles for this component.
+struct Target {
+    std::string path; // normalized absolute path
+    const config::FileRule *rule = nullptr;
+    std::vector<int> peers; // the components this one exchanges the file with (FileRule::partners)
+};
+
+// The rule that makes dtf handle `path` for this component, if any (then fills *t).
+bool find_target(Runtime &rt, const char *path, Target *t);
+
+// File mode: wait until this rank may open the file to write it (every reader has read the last
+// version) or to read it (the writer has closed one more version than this rank has read); `call`
+// names the call for the timeout message.
+void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call);
+
+// dtf_finalize: the writer turns of this rank that are not over (writer_closes) end now, as at their
+// last close: collective over the ranks of each, in the order of their paths.
+void end_turns(Runtime &rt);
+
+} // namespace dtf::runtime
