@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "match/plan.hpp"
+#include "match/match.hpp"
 
 using namespace dtf::match;
 
@@ -110,8 +110,8 @@ struct Timing {
 // Fails if a read is not exactly covered.
 Timing plan_once(const Case &c) {
     auto t0 = std::chrono::steady_clock::now();
-    const Plan plan = make_plan(c.writes, c.reads);
-    Timing t{plan.pieces.size(), seconds_since(t0), 0};
+    const std::vector<Piece> pieces = match(c.writes, c.reads);
+    Timing t{pieces.size(), seconds_since(t0), 0};
     size_t at = 0; // pieces are in (reader, read id) order: walk them alongside the sorted reads
     std::vector<const ReadReq *> reads; // (the reader knows its reads: this order is not timed)
     for (const ReadReq &r : c.reads) reads.push_back(&r);
@@ -122,8 +122,8 @@ Timing plan_once(const Case &c) {
     std::vector<Box> regions;
     for (const ReadReq *r : reads) {
         regions.clear();
-        while (at < plan.pieces.size() && plan.pieces[at].reader == r->rank && plan.pieces[at].read_id == r->id)
-            regions.push_back(plan.pieces[at++].region);
+        while (at < pieces.size() && pieces[at].reader == r->rank && pieces[at].read_id == r->id)
+            regions.push_back(pieces[at++].region);
         if (covered_count(r->box, regions) != r->box.size()) {
             std::fprintf(stderr, "plan_bench: %s: read (rank %d, id %llu) %s is not fully covered\n", c.name.c_str(),
                          r->rank, static_cast<unsigned long long>(r->id), r->box.to_string().c_str());

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "match/plan.hpp"
+#include "match/match.hpp"
 
 namespace dtf::match {
 

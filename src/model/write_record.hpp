@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "match/plan.hpp"
+#include "match/match.hpp"
 
 namespace dtf::model {
 

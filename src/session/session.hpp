@@ -2,7 +2,7 @@
 // role: the writer's (WriterSession, served by progress() while the program goes on) and the
 // reader's (ReaderSession), with replay (the plans) and fallback (the file instead). Both roles'
 // state on this rank is a FileSession, which the front end's virtual file extends. The protocol is
-// described once, in docs/ARCHITECTURE.md ("The protocol of a session", "Replay"); message.hpp
+// described once, in docs/ARCHITECTURE.md ("Transfer mode", with replay); message.hpp
 // lists the control messages.
 #pragma once
 
@@ -23,7 +23,7 @@
 #include "common/bytes.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
-#include "match/plan.hpp"
+#include "match/match.hpp"
 #include "model/header.hpp"
 #include "model/write_record.hpp"
 #include "runtime/message.hpp"
@@ -158,6 +158,14 @@ inline uint64_t ranks_hash(const std::vector<int> &ranks) {
 // sends the FileDefined and the final header, and takes the readers' ReaderDone; else rank 0 does.
 inline int leader_of(const std::string &path, int size) {
     return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size));
+}
+
+// The session a plan was recorded in, and how many sessions before the one that found it as its
+// `since`-th (with num_sessions=1 every session of a path is number 1: this says which cycle), for
+// messages.
+template <class Plan> inline std::string origin(const Plan &plan, int since) {
+    return format("session %d of '%s' (%d session%s before this one)", plan.session, plan.path.c_str(), since,
+                  since == 1 ? "" : "s");
 }
 
 struct WriterPlan {
@@ -510,6 +518,8 @@ void note_definition(Runtime &rt, const FileSession &fs);
 // dtf_transfer on the session: the writer serves its readers the epoch (or, fallback=, gives them
 // up); the reader completes its pending gets and says it is done with the epoch.
 int session_transfer(Runtime &rt, FileSession &fs);
+int writer_transfer(Runtime &rt, FileSession &fs); // (writer.cpp)
+int reader_transfer(Runtime &rt, FileSession &fs); // (reader.cpp)
 // Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
 int read_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batch);
 // A batch of gets whose values are in place (each in its destination, in the variable's type): the

@@ -1,5 +1,5 @@
 // Unit tests of src/match: strided boxes and their exact intersection, element runs, match() and
-// coverage against brute force on random workloads, the Plan value, and the wire encoding (round
+// coverage against brute force on random workloads, and the wire encoding (round
 // trips, every truncation, corrupted and malicious inputs).
 //
 // Usage: dtf_match_test [--seed S] [--cases N]   (defaults: fixed seed, a run well under 2 seconds)
@@ -20,7 +20,7 @@
 #include "common/error.hpp"
 #include "match/box.hpp"
 #include "match/index.hpp"
-#include "match/plan.hpp"
+#include "match/match.hpp"
 #include "match/wire.hpp"
 
 using namespace dtf::match;
@@ -546,8 +546,22 @@ std::vector<Piece> brute_match(std::vector<WriteReq> writes, std::vector<ReadReq
 
 // Checks coverage helpers and the "last write wins" outcome for one read: applying its pieces in
 // applies_before order leaves each element with the write of the highest (seq, rank, id).
-bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const Plan &plan) {
-    std::vector<Piece> pieces = plan.pieces_for_read(r.rank, r.id);
+// The pieces of read `id` of reader rank `reader`, in order; and pieces one per line.
+std::vector<Piece> of_read(const std::vector<Piece> &pieces, int reader, uint64_t id) {
+    std::vector<Piece> v;
+    for (const Piece &p : pieces)
+        if (p.reader == reader && p.read_id == id) v.push_back(p);
+    return v;
+}
+
+std::string lines(const std::vector<Piece> &pieces) {
+    std::string s;
+    for (const Piece &p : pieces) s += p.to_string() + "\n";
+    return s;
+}
+
+bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const std::vector<Piece> &all) {
+    std::vector<Piece> pieces = of_read(all, r.rank, r.id);
     std::stable_sort(pieces.begin(), pieces.end(), applies_before);
     std::map<Index, std::pair<int, uint64_t>> applied; // element -> (writer, write_id), applying in order
     for (const Piece &p : pieces) {
@@ -582,33 +596,21 @@ bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const Pla
 }
 
 void test_match_random() {
-    int bad_match = 0, bad_cover = 0, bad_plan = 0;
+    int bad_match = 0, bad_cover = 0;
     for (int c = 0; c < g_cases; ++c) {
         const Workload w = random_workload();
         const std::vector<Piece> got = match(w.writes, w.reads);
         const std::vector<Piece> want = brute_match(w.writes, w.reads);
         if (got != want && ++bad_match <= 3)
             std::fprintf(stderr, "  match: %zu pieces, brute force %zu\n%s---\n%s", got.size(), want.size(),
-                         Plan{got}.to_string().c_str(), Plan{want}.to_string().c_str());
-        const Plan plan{got};
+                         lines(got).c_str(), lines(want).c_str());
         for (const ReadReq &r : w.reads)
-            if (!check_read(r, w.writes, plan) && ++bad_cover <= 3)
+            if (!check_read(r, w.writes, got) && ++bad_cover <= 3)
                 std::fprintf(stderr, "  coverage of read (rank %d, id %llu) %s is wrong\n", r.rank,
                              static_cast<unsigned long long>(r.id), r.box.to_string().c_str());
-        // The per-writer and per-reader splits partition the plan, in order.
-        size_t nw = 0, nr = 0, nb = 0;
-        for (int wr : plan.writers()) nw += plan.pieces_for_writer(wr).size();
-        for (int rd : plan.readers()) {
-            nr += plan.pieces_for_reader(rd).size();
-            for (int wr : plan.writers()) nb += plan.pieces_between(wr, rd).size();
-        }
-        if ((nw != got.size() || nr != got.size() || nb != got.size() || make_plan(w.writes, w.reads) != plan) &&
-            ++bad_plan <= 3)
-            std::fprintf(stderr, "  plan splits do not partition the plan\n");
     }
     CHECK("match() equals brute force on random workloads", bad_match == 0);
     CHECK("coverage, uncovered and overlap winner exact", bad_cover == 0);
-    CHECK("plan splits", bad_plan == 0);
 }
 
 void test_match_fixed() {
@@ -625,20 +627,18 @@ void test_match_fixed() {
         {1, 0, 7, box({0, 0}, {4, 3}, {1, 2})},
         {1, 1, 8, Box::vara({0}, {3})}, // nobody wrote varid 8
     };
-    const Plan plan = make_plan(writes, reads);
-    CHECK_EQ("fixed plan", plan.to_string(),
+    const std::vector<Piece> pieces = match(writes, reads);
+    CHECK_EQ("fixed pieces", lines(pieces),
              "reader 0 read 5 <- writer 0 write 0 seq 0 var 7 [1:1:1, 0:3:1]\n"
              "reader 0 read 5 <- writer 1 write 0 seq 0 var 7 [2:1:1, 0:3:1]\n"
              "reader 0 read 5 <- writer 1 write 1 seq 0 var 7 [1:1:1, 1:1:1]\n"
              "reader 0 read 6 <- writer 0 write 1 seq 0 var 9 []\n"
              "reader 1 read 0 <- writer 0 write 0 seq 0 var 7 [0:2:1, 0:3:2]\n"
              "reader 1 read 0 <- writer 1 write 0 seq 0 var 7 [2:2:1, 0:3:2]\n");
-    CHECK("writers/readers", plan.writers() == std::vector<int>({0, 1}) && plan.readers() == std::vector<int>({0, 1}));
-    CHECK("pieces_between", plan.pieces_between(1, 0).size() == 2 && plan.pieces_for_writer(0).size() == 3);
-    CHECK("covered", covered_count(reads[0].box, plan.pieces_for_read(0, 5)) == 6);
-    CHECK("nothing uncovered", uncovered(reads[0].box, plan.pieces_for_read(0, 5)).empty());
-    CHECK("unwritten var uncovered", covered_count(reads[3].box, plan.pieces_for_read(1, 1)) == 0 &&
-                                         uncovered(reads[3].box, plan.pieces_for_read(1, 1)) ==
+    CHECK("covered", covered_count(reads[0].box, of_read(pieces, 0, 5)) == 6);
+    CHECK("nothing uncovered", uncovered(reads[0].box, of_read(pieces, 0, 5)).empty());
+    CHECK("unwritten var uncovered", covered_count(reads[3].box, of_read(pieces, 1, 1)) == 0 &&
+                                         uncovered(reads[3].box, of_read(pieces, 1, 1)) ==
                                              std::vector<Box>{reads[3].box});
     // Partial coverage: the read extends past what was written.
     const Box r = Box::vara({2, 4}, {4, 4});
@@ -713,13 +713,13 @@ void test_match_scale() {
         for (size_t i = 0; i < c.w.size(); ++i) writes.push_back({static_cast<int>(i), 0, 0, c.w[i]});
         for (size_t i = 0; i < c.r.size(); ++i) reads.push_back({static_cast<int>(i), 0, 0, c.r[i]});
         const auto t0 = std::chrono::steady_clock::now();
-        const Plan plan = make_plan(writes, reads);
+        const std::vector<Piece> pieces = match(writes, reads);
         int64_t covered = 0;
-        for (const ReadReq &r : reads) covered += covered_count(r.box, plan.pieces_for_read(r.rank, r.id));
+        for (const ReadReq &r : reads) covered += covered_count(r.box, of_read(pieces, r.rank, r.id));
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::printf("  scale %s: %zu writes x %zu reads -> %zu pieces in %.1f ms\n", c.name, writes.size(),
-                    reads.size(), plan.pieces.size(), ms);
-        CHECK(std::string("scale ") + c.name, plan.pieces.size() == c.want_pieces && covered == c.want_covered);
+                    reads.size(), pieces.size(), ms);
+        CHECK(std::string("scale ") + c.name, pieces.size() == c.want_pieces && covered == c.want_covered);
     }
 }
 

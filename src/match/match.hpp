@@ -1,6 +1,7 @@
 // Matching of a writer component's put requests with a reader component's get requests on the same
-// variables: which elements move from which write to which read. A Plan is a plain value (printable,
-// comparable, cacheable for replay). Pure C++ (no MPI); unit-tested in tests/unit/test_match.cpp.
+// variables: which elements move from which write to which read, as pieces (plain values: comparable,
+// printable; replay keeps them in its plans, session/session.hpp). Pure C++ (no MPI); unit-tested in
+// tests/unit/test_match.cpp.
 #pragma once
 
 #include <cstdint>
@@ -91,29 +92,6 @@ inline bool applies_before(const Piece &a, const Piece &b) {
 // the R-tree's cost tends to O(R W n) as in brute force. bench/plan_bench measures it
 // (docs/PERFORMANCE.md).
 std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
-
-// A matching result as a value.
-struct Plan {
-    std::vector<Piece> pieces; // in match() order
-
-    // One line per piece, "reader R read I <- writer W write J var V [region]".
-    std::string to_string() const;
-    bool operator==(const Plan &o) const { return pieces == o.pieces; }
-    bool operator!=(const Plan &o) const { return !(*this == o); }
-
-    // Subsequences of `pieces` (order kept): what writer w sends, what reader r receives, what
-    // writer w sends to reader r (one message), and the pieces of one read. The reader and read
-    // selections are binary searches (O(log P + k)); they rely on `pieces` being in match() order.
-    std::vector<Piece> pieces_for_writer(int w) const;
-    std::vector<Piece> pieces_for_reader(int r) const;
-    std::vector<Piece> pieces_between(int w, int r) const;
-    std::vector<Piece> pieces_for_read(int r, uint64_t read_id) const;
-    // Distinct writer / reader ranks that occur in the plan, ascending.
-    std::vector<int> writers() const;
-    std::vector<int> readers() const;
-};
-
-Plan make_plan(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads);
 
 // Coverage of one read by the regions of its pieces (regions are clipped to `read`; they may overlap,
 // as pieces of overlapping writes do).

@@ -1,4 +1,4 @@
-#include "match/plan.hpp"
+#include "match/match.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -227,59 +227,6 @@ std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<
         if (!r.box.empty()) match_read(r, *v, scratch, pieces);
     }
     return pieces;
-}
-
-Plan make_plan(const std::vector<WriteReq> &writes, const std::vector<ReadReq> &reads) {
-    return Plan{match(writes, reads)};
-}
-
-std::string Plan::to_string() const {
-    std::string s;
-    for (const Piece &p : pieces) s += p.to_string() + "\n";
-    return s;
-}
-
-namespace {
-template <class Pred> std::vector<Piece> select(const std::vector<Piece> &pieces, Pred pred) {
-    std::vector<Piece> v;
-    std::copy_if(pieces.begin(), pieces.end(), std::back_inserter(v), pred);
-    return v;
-}
-std::vector<int> distinct(std::vector<int> v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-}
-} // namespace
-
-std::vector<Piece> Plan::pieces_for_writer(int w) const {
-    return select(pieces, [&](const Piece &p) { return p.writer == w; });
-}
-// pieces are sorted by (reader, read_id, ...): the pieces of a reader or of a read are one range.
-std::vector<Piece> Plan::pieces_for_reader(int r) const {
-    auto lo = std::partition_point(pieces.begin(), pieces.end(), [&](const Piece &p) { return p.reader < r; });
-    auto hi = std::partition_point(lo, pieces.end(), [&](const Piece &p) { return p.reader == r; });
-    return std::vector<Piece>(lo, hi);
-}
-std::vector<Piece> Plan::pieces_between(int w, int r) const {
-    return select(pieces_for_reader(r), [&](const Piece &p) { return p.writer == w; });
-}
-std::vector<Piece> Plan::pieces_for_read(int r, uint64_t read_id) const {
-    auto key = [](const Piece &p) { return std::make_pair(p.reader, p.read_id); };
-    const auto want = std::make_pair(r, read_id);
-    auto lo = std::partition_point(pieces.begin(), pieces.end(), [&](const Piece &p) { return key(p) < want; });
-    auto hi = std::partition_point(lo, pieces.end(), [&](const Piece &p) { return key(p) == want; });
-    return std::vector<Piece>(lo, hi);
-}
-std::vector<int> Plan::writers() const {
-    std::vector<int> v;
-    for (const Piece &p : pieces) v.push_back(p.writer);
-    return distinct(std::move(v));
-}
-std::vector<int> Plan::readers() const {
-    std::vector<int> v;
-    for (const Piece &p : pieces) v.push_back(p.reader);
-    return distinct(std::move(v));
 }
 
 int64_t covered_count(const Box &read, const std::vector<Box> &regions) {
