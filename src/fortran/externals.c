@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/api.hpp"
+#include "common/export.hpp"
 #include "dtf.h"
 
 /* A NUL-terminated copy of a Fortran string without trailing blanks; NULL when out of memory. */

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/api.hpp"
+#include "common/export.hpp"
 #include "common/counters.hpp"
 #include "common/cwd.hpp"
 #include "common/error.hpp"

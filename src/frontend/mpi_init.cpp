@@ -16,7 +16,7 @@
 
 #include <cstdlib>
 
-#include "common/api.hpp"
+#include "common/export.hpp"
 #include "common/error.hpp"
 #include "mpi/mpmd.hpp"
 #include "runtime/runtime.hpp"

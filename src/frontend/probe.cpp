@@ -34,7 +34,7 @@
 #include <ctime>
 #include <memory>
 
-#include "common/api.hpp"
+#include "common/export.hpp"
 #include "common/cwd.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"

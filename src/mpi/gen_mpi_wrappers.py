@@ -15,7 +15,7 @@ Left out, by rule: the predefined attribute callbacks (MPI_COMM_DUP_FN, ...), th
 functions (MPI's predefined attributes, MPI_TAG_UB, MPI_APPNUM, ..., exist on the real
 MPI_COMM_WORLD only), MPI_Abort (it ends the whole launch anyway), interfaces
 that mpi.h marks removed, and (Fortran only) functions without a Fortran binding (MPI_Comm_c2f).
-The C MPI_File_open is written by hand (frontend/probe.cpp), world and all.
+The C MPI_File_open is written by hand, world and all, by the front end (its probes of paths).
 Every prototype with an MPI_Comm parameter must parse; anything unexpected stops the build with a
 message naming the prototype. The prototypes are read from mpi.h and the C headers it includes from
 its own directory: Open MPI declares them in mpi.h (`OMPI_DECLSPEC int MPI_Send(...);`),
@@ -28,7 +28,7 @@ import sys
 
 SKIP = re.compile(r"^MPI_(Abort|Attr_\w+|Comm_(get|set|delete)_attr|[A-Z_]+_FN)$")  # (_FN: predefined callbacks)
 NO_FORTRAN = {"MPI_Comm_c2f"}
-C_BY_HAND = {"MPI_File_open"}  # (frontend/probe.cpp: also shows a file dtf handles as a real one would)
+C_BY_HAND = {"MPI_File_open"}  # (the front end's probes: it also shows a file dtf handles as a real one would)
 # A prototype's start, at the beginning of a line: Open MPI's export macro, if any, and the return type.
 HEAD = r"^[ \t]*(?:OMPI_DECLSPEC\s+)?((?:int|double|MPI_Fint|MPI_Aint)[\s\*]*?)\s*\b"
 PROTO = re.compile(HEAD + r"(MPI_\w+)\s*\(([^;]*?)\)\s*([^;]*);", re.S | re.M)

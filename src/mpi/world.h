@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 
-#include "common/api.hpp" // DTF_API: the generated wrappers are exported
+#include "common/export.hpp" // DTF_API: the generated wrappers are exported
 
 #ifdef __cplusplus
 extern "C" {
