@@ -25,6 +25,7 @@ Sweeps:
          (the sweep growth), and stream and persist (the default size, three times,
          one member with a core per rank, and a control without persist=1). Ranks beyond the
          machine's cores are oversubscribed; the report says so.
+  default the default size alone, as two jobs (about 40 seconds): a quick before/after comparison.
   launch the default size as two jobs, in one MPMD launch, in one srun launch and in one MPICH
          launch, in turn, twice each (about three minutes): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
@@ -127,6 +128,7 @@ SWEEPS = {
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
     ] + SMALL + SMALL_TRACE + GROWTH + PERSIST,
     "launch": [DEFAULT, MPMD, SRUN, MPICH, DEFAULT, MPMD, SRUN, MPICH],
+    "default": [DEFAULT],
     "small": SMALL + SMALL_TRACE,
     "growth": GROWTH,
     "persist": PERSIST,

@@ -267,8 +267,9 @@ void Runtime::watch_mpi_finalize() {
     MPI_Comm_set_attr(MPI_COMM_SELF, g_finalize_key, nullptr);
 }
 
-// Stop the progress thread and serve the closed files' readers to the end (dtf_finalize does this
-// too, before it meets the other components).
+// Stop the progress thread; the parts finish their work, bottom first: the files still to write are
+// written, the closed files' readers served to the end (dtf_finalize does the same, part by part,
+// before it meets the other components).
 void Runtime::finish_background(const char *who) {
     stop_progress_thread();
     for (int i = kParts - 1; i >= 0; --i) parts_[i]->finish(*this, who);
