@@ -7,9 +7,10 @@ caller's with the variables dtfrun sets (DTF_INI_FILE, DTF_TIMEOUT, Open MPI's l
 settings). The two ways alternate, and the order alternates too; each row is the median model cycle of
 every launch of that way (cycle 0 left out).
 
-usage: bench/launch_cost.py BUILD_DIR [--dtfrun PATH] [--rounds N] [--cycles C] [--grid I J K]...
+usage: bench/launch_cost.py BUILD_DIR [--dtfrun PATH] [--rounds N] [--cycles C] [--grid I J K]... [--md FILE]
 
 --dtfrun: another dtfrun to compare (default: BUILD_DIR/bin/dtfrun). Open MPI only (ompi-server).
+--md: replace the "dtfrun against a launch by hand" section of FILE (appended if absent).
 """
 import argparse
 import csv
@@ -27,6 +28,7 @@ sys.path.insert(0, HERE)
 import letkf  # noqa: E402  (the benchmark's command line and config)
 
 LIMIT = 300  # seconds, per launch
+BEGIN, END = "<!-- launch_cost.py: begin -->", "<!-- launch_cost.py: end -->"
 
 
 def spec(grid, cycles):
@@ -107,12 +109,14 @@ def main():
     p.add_argument("--cycles", type=int, default=20)
     p.add_argument("--grid", type=int, nargs=3, action="append", metavar=("I", "J", "K"),
                    help="grid per rank (default: 16 16 20 and 32 20 98); may be repeated")
+    p.add_argument("--md", help="replace the section of this markdown file")
     a = p.parse_args()
     build = os.path.abspath(a.build)
     a.dtfrun = os.path.abspath(a.dtfrun or os.path.join(build, "bin", "dtfrun"))
     grids = a.grid or [(16, 16, 20), (32, 20, 98)]
     print(f"{'grid per rank':14} {'by hand ms':>11} {'dtfrun ms':>10} {'dtfrun / by hand':>17}  ({a.rounds} launches each, "
           f"{a.cycles} cycles, replay, 2 members x 2 ranks, two jobs)")
+    rows = []
     with tempfile.TemporaryDirectory(prefix="launch_cost-") as work:
         os.mkdir(os.path.join(work, "files"))
         for grid in grids:
@@ -128,6 +132,26 @@ def main():
             print(f"{'x'.join(map(str, grid)):14} {hand:11.2f} {run:10.2f} {run / hand:17.2f}  "
                   f"(per launch: by hand {', '.join(f'{v:.2f}' for v in ways['hand'])}; "
                   f"dtfrun {', '.join(f'{v:.2f}' for v in ways['dtfrun'])})", flush=True)
+            rows.append(f"| {'x'.join(map(str, grid))} | {hand:.2f} | {run:.2f} | {run / hand:.2f} |")
+    if a.md:
+        write_md(a, rows)
+
+
+def write_md(a, rows):
+    new = "\n".join([
+        BEGIN, "## dtfrun against a launch by hand", "",
+        f"The LETKF benchmark's two jobs (2 members x 2 ranks per component, replay, {a.cycles} cycles) started "
+        "by dtfrun, and the same ompi-server and mpiruns started by hand in the caller's session "
+        f"(`bench/launch_cost.py BUILD`; {a.rounds} launches of each way, alternated). Median model cycle in ms.",
+        "", "| grid per rank | by hand | dtfrun | dtfrun / by hand |", "|---|---|---|---|", *rows, "", END])
+    text = open(a.md).read() if os.path.exists(a.md) else ""
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + new + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    with open(a.md, "w") as f:
+        f.write(text)
+    print(f"wrote {a.md}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ echo "   command: bench/letkf.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/letkf.py" "$build" --md "$here/../docs/PERFORMANCE.md"
 
 echo
+echo "== what dtfrun costs: the LETKF two jobs under dtfrun and started by hand (a section of docs/PERFORMANCE.md)"
+echo "   command: bench/launch_cost.py $build --md docs/PERFORMANCE.md"
+"$python" "$here/launch_cost.py" "$build" --md "$here/../docs/PERFORMANCE.md"
+
+echo
 echo "== aggregated output and the I/O server: aggregators, subfiles, aggregate_steps vs every rank writing; dtf-ioserver vs file-sync; RMA pull vs point-to-point (a section of docs/PERFORMANCE.md)"
 echo "   command: bench/aggregate.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/aggregate.py" "$build" --md "$here/../docs/PERFORMANCE.md"
