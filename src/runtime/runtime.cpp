@@ -167,7 +167,11 @@ bool Runtime::register_part(int slot, std::unique_ptr<Part> (*make)()) {
 std::shared_ptr<const Runtime::Published> Runtime::published() { return std::atomic_load(&g_published); }
 
 Runtime::Runtime() {
-    for (int i = 0; i < kParts; ++i) parts_[i] = g_makers[i] ? g_makers[i]() : std::make_unique<Part>();
+    // part<P>() relies on each slot holding its layer's part (libdtf links all three layers).
+    for (int i = 0; i < kParts; ++i) {
+        if (!g_makers[i]) fail(DTF_ERR_INTERNAL, "libdtf: no layer registered the runtime's part %d", i);
+        parts_[i] = g_makers[i]();
+    }
 }
 
 void Runtime::drop_parts() {
