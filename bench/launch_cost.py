@@ -38,8 +38,8 @@ def spec(grid, cycles):
 def under_dtfrun(a, build, work, grid, tag):
     """Run under dtfrun -v; returns (the launch's commands, the CSV prefix it wrote)."""
     prefix = os.path.join(work, tag)
-    cmd = letkf.command(build, os.path.join(work, "files"), spec(grid, a.cycles), prefix, LIMIT, letkf.config(
-        spec(grid, a.cycles), work))
+    run = spec(grid, a.cycles)
+    cmd = letkf.command(build, os.path.join(work, "files"), run, prefix, LIMIT, letkf.config(run, work))
     cmd[0] = a.dtfrun
     cmd.insert(1, "-v")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT + 30)

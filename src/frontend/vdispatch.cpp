@@ -1,6 +1,6 @@
 // Transfer mode: every ncmpi_* call on a virtual ncid lands here (through files.cpp). Define and
 // inquiry calls go to the header model; data calls become write records (writer) or read records
-// (reader); the data exchange itself is in transfer.cpp.
+// (reader); the data exchange itself is in the session layer (session/writer.cpp, session/reader.cpp).
 #include <pnetcdf.h>
 
 #include <algorithm>

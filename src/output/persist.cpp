@@ -141,24 +141,19 @@ void define(File &f, const model::Header &h, bool created, bool own_fills, const
         f.call<int (*)(int, int *, int *, int *, int *)>(DTF_FN_ncmpi_inq, f.ncid, &ndims, &nvars, &ngatts, &unlim);
     if (ndims > static_cast<int>(h.dims().size()) || nvars > static_cast<int>(h.vars().size()))
         fail(DTF_ERR_UNSUPPORTED, "%s: the file has more dimensions or variables than this session", where.c_str());
-    for (int d = 0; d < ndims; ++d) {
+    // The file's dimensions and variables keep their names in this session (a rename is not reproduced).
+    auto same_name = [&](int fn, const char *kind, int i, const std::string &mine) {
         char name[NC_MAX_NAME + 1] = {0};
-        f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_dimname, f.ncid, d, name);
-        if (h.dims()[static_cast<size_t>(d)].name != name)
+        f.call<int (*)(int, int, char *)>(fn, f.ncid, i, name);
+        if (mine != name)
             fail(DTF_ERR_UNSUPPORTED,
-                 "%s: dimension %d is '%s' in the file and '%s' in this session (renamed): "
-                 "persist=1 does not reproduce that",
-                 where.c_str(), d, name, h.dims()[static_cast<size_t>(d)].name.c_str());
-    }
-    for (int v = 0; v < nvars; ++v) {
-        char name[NC_MAX_NAME + 1] = {0};
-        f.call<int (*)(int, int, char *)>(DTF_FN_ncmpi_inq_varname, f.ncid, v, name);
-        if (h.vars()[static_cast<size_t>(v)].name != name)
-            fail(DTF_ERR_UNSUPPORTED,
-                 "%s: variable %d is '%s' in the file and '%s' in this session (renamed): "
-                 "persist=1 does not reproduce that",
-                 where.c_str(), v, name, h.vars()[static_cast<size_t>(v)].name.c_str());
-    }
+                 "%s: %s %d is '%s' in the file and '%s' in this session (renamed): persist=1 does not reproduce that",
+                 where.c_str(), kind, i, name, mine.c_str());
+    };
+    for (int d = 0; d < ndims; ++d)
+        same_name(DTF_FN_ncmpi_inq_dimname, "dimension", d, h.dims()[static_cast<size_t>(d)].name);
+    for (int v = 0; v < nvars; ++v)
+        same_name(DTF_FN_ncmpi_inq_varname, "variable", v, h.vars()[static_cast<size_t>(v)].name);
     // What changes, worked out before redef (the attribute comparisons read the file).
     std::vector<const model::Att *> gatts = changed_atts(f, NC_GLOBAL, h.global_atts(), ngatts, where);
     std::vector<std::vector<const model::Att *>> vatts(h.vars().size());

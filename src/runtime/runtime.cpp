@@ -754,7 +754,8 @@ void Runtime::apply(Message &&m) {
         if (it != counters_.end()) it->second.persisted.push_back(stamp);
         return;
     }
-    if (m.kind == MessageKind::FileWritten) { // the session's waits end (transfer.cpp); a closed one has no use for it
+    // The session's waits end (session/reader.cpp); a closed one has no use for it.
+    if (m.kind == MessageKind::FileWritten) {
         if (auto c = counters_.find(m.path); c != counters_.end() && c->second.closed() >= m.session) return;
         written_.insert(PayloadReader(m.payload, "file-written").i64()); // (from the writer, or its I/O server)
         return;

@@ -218,7 +218,7 @@ public:
     void claim_session(const std::string &path, int session);
     void check_contested(const std::string &path, int session, const std::function<std::string()> &what) const;
     // fallback=: whether the writer session stamped `stamp` went to the file system instead of serving
-    // this rank, and its file is written (MessageKind::FileWritten); the reader's waits look (transfer.cpp).
+    // this rank, and its file is written (MessageKind::FileWritten); the reader's waits look (session/reader.cpp).
     bool written(int64_t stamp) const { return written_.count(stamp) != 0; }
     void forget_written(int64_t stamp) { written_.erase(stamp); }
     // Whether component `component` was lost (a call of this rank said so) or failed to answer for

@@ -4,12 +4,8 @@
 #include <pnetcdf.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 #include <functional>
-#include <limits>
 
-#include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/hook.h"

@@ -38,7 +38,7 @@ namespace dtf::runtime {
 using model::WriteRecord;
 
 // How many digit runs differ between two paths that are equal once their digit runs are wildcarded
-// (plan_key); INT_MAX when they are not (transfer.cpp).
+// (plan_key); INT_MAX when they are not (session.cpp).
 int name_distance(const std::string &a, const std::string &b);
 
 // The replay plans of one role (replay_io=1), by plan_key(): a few per key, one per line of files
@@ -353,7 +353,7 @@ struct WriterSession {
     ~WriterSession();
 };
 
-// The receives of one batch of gets, posted (transfer.cpp).
+// The receives of one batch of gets, posted (reader.cpp).
 struct PostedBatch;
 
 // The reader side of one session on this rank: the protocol's state (the writer's ranks and
@@ -384,7 +384,7 @@ struct ReaderSession {
     bool done_deferred = false;
     bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined to the leader, quiet_end
     // fallback=: the writer wrote the session to the file system instead of sending it; this rank
-    // reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; transfer.cpp)
+    // reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; reader.cpp)
     bool from_file = false;
     int file_ncid = -1;
     // replay
@@ -508,7 +508,7 @@ inline void fill_region(const match::Box &outer, char *buf, const match::Box &re
         for (int64_t k = 0; k < len; ++k) std::memcpy(buf + static_cast<size_t>(off + k * step) * es, fill.data(), es);
     });
 }
-// Writer: FileDefined to the readers, once (transfer.cpp): at the first put (writer_put), so that the
+// Writer: FileDefined to the readers, once (writer.cpp): at the first put (writer_put), so that the
 // readers may post their gets while the writer writes, or at the first dtf_transfer or the close,
 // when the definition is final, where the last session of the file's pattern changed its
 // definition after its first put (Sessions::late_definitions; note_definition records that at the close).
@@ -520,7 +520,7 @@ void note_definition(Runtime &rt, const FileSession &fs);
 int session_transfer(Runtime &rt, FileSession &fs);
 int writer_transfer(Runtime &rt, FileSession &fs); // (writer.cpp)
 int reader_transfer(Runtime &rt, FileSession &fs); // (reader.cpp)
-// Reader: a batch of gets, from the writers' data or the file (transfer.cpp).
+// Reader: a batch of gets, from the writers' data or the file (reader.cpp).
 int read_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batch);
 // A batch of gets whose values are in place (each in its destination, in the variable's type): the
 // bytes counted (ncmpi_inq_get_size), the staged ones converted into the user's buffers; the first
@@ -534,7 +534,7 @@ int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batc
 // Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
 // for every reader rank, with whether one left the replayed plan.
 void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool for_all);
-// Writer sessions (transfer.cpp): open one for a new writer file; start serving an epoch (after the
+// Writer sessions (writer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true
 // once the epoch is served); what it waits for (for timeout messages); close: the last epoch is
 // started if needed, returns whether it is still being served (then the runtime keeps it).
@@ -555,7 +555,7 @@ std::string agree_gave_up(Runtime &rt, FileSession &fs, const std::string &conte
 // write metadata its work group sent when the epoch began (nothing else takes it now), so that no
 // send is left pending.
 void settle_given_up(Runtime &rt, WriterSession &ws);
-// Replay at put time (transfer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
+// Replay at put time (writer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
 bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values);
 // Replay before the first dtf_transfer (Sessions::step): start packing once the readers confirm

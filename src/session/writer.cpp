@@ -5,16 +5,11 @@
 #include <pnetcdf.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
-#include <functional>
-#include <limits>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
-#include "pnc/hook.h"
-#include "pnc/real.hpp"
 #include "match/wire.hpp"
 #include "runtime/runtime.hpp"
 #include "session/session.hpp"
@@ -22,8 +17,6 @@
 #include "types/convert.hpp"
 
 namespace dtf::runtime {
-
-using pnc::call_real;
 
 using transport::Tag;
 using transport::Ticket;
