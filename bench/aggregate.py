@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+from runlog import failure_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANKS = 8
 BEGIN, END = "<!-- aggregate.py: begin -->", "<!-- aggregate.py: end -->"
@@ -86,7 +88,7 @@ def launch(build, work, label, mode, keys, size, files, io=0, sync=False, comput
     # dtf's own figure: the time the model's ranks spent writing the files (the slowest rank)
     w = re.search(r"\[dtf model\] stats .*files written \(persist=1\) from (\d+) bytes of values in (\S+) s", p.stdout)
     if p.returncode != 0 or not m:
-        sys.exit(f"aggregate.py: {label}: exit status {p.returncode}\n{' '.join(cmd)}\n{p.stdout[-3000:]}")
+        sys.exit(f"aggregate.py: {label}: exit status {p.returncode}\n{' '.join(cmd)}\n{failure_text(p.stdout)}")
     written = sorted(f for f in os.listdir(d) if f.startswith("out."))
     if len(written) != files:
         sys.exit(f"aggregate.py: {label}: {len(written)} files written, expected {files}: {written[:8]}")
@@ -175,7 +177,7 @@ def rma_pull(build, smoke):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, env=env)
     found = re.findall(r"RESULT (\w+) \d+ \d+ (\d+) (\S+) (\S+)", p.stdout)
     if p.returncode != 0 or len(found) != 2:
-        sys.exit(f"aggregate.py: rma_pull: exit status {p.returncode}\n{' '.join(cmd)}\n{p.stdout[-3000:]}")
+        sys.exit(f"aggregate.py: rma_pull: exit status {p.returncode}\n{' '.join(cmd)}\n{failure_text(p.stdout)}")
     return {m: (int(b), float(s) * 1e3, float(w) * 1e3) for m, b, s, w in found}, " ".join(cmd).replace(build, "BUILD")
 
 

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+from runlog import failure_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("transfer", "transfer-replay", "mpi-raw")
 
@@ -60,7 +62,7 @@ def run(a, thread, work):
     p = subprocess.run(cmd, cwd=files, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=400)
     if p.returncode != 0:
-        sys.exit(f"thread.py: the run with DTF_PROGRESS_THREAD={thread} failed:\n{p.stdout[-3000:]}")
+        sys.exit(f"thread.py: the run with DTF_PROGRESS_THREAD={thread} failed:\n{failure_text(p.stdout)}")
     medians, marks = {}, {}
     for role, path in csvs.items():
         cycles = {}
