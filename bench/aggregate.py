@@ -22,11 +22,11 @@ import subprocess
 import sys
 import tempfile
 
+import mdsection
 from runlog import failure_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANKS = 8
-BEGIN, END = "<!-- aggregate.py: begin -->", "<!-- aggregate.py: end -->"
 
 CONFIG = """[INFO]
 ncomp={ncomp}
@@ -240,7 +240,7 @@ def io_section(steps_ms, example):
 def section(results, written, steps_ms, rma, rma_example, size, reps, example, io_example, png_rel):
     steps, nx, ny, nz, nvars = size
     mb = steps * nvars * nx * ny * nz * 4 * RANKS / 1e6
-    out = [BEGIN, "## Aggregated output", "",
+    out = ["## Aggregated output", "",
            f"`bench/aggregate.py` (in `make bench`): {RANKS} model ranks write {steps} steps, each a file of {nvars} float "
            f"variables of {nz} x {ny * RANKS} x {nx} points ({mb / steps:.0f} MB per step, {mb:.0f} MB per launch), row "
            f"blocks; one post rank reads a value of each file. dtf writes the files (`persist=1`) with `aggregators=A` "
@@ -258,7 +258,7 @@ def section(results, written, steps_ms, rma, rma_example, size, reps, example, i
         out.append(f"| {w} | " + " | ".join(f"{written.get(f'{a}/{n}', 0):.0f}" for n, _, _ in LAYOUTS) + " |")
     out += ["", verdict(results, written), "",
             f"![aggregated output bandwidth]({png_rel})", "", "One launch (RUN: the directory with the `dtf.ini` that aggregate.py writes for it):", "", "```sh",
-            example, "```", "", io_section(steps_ms, io_example), "", rma_section(rma, rma_example), END]
+            example, "```", "", io_section(steps_ms, io_example), "", rma_section(rma, rma_example)]
     return "\n".join(out) + "\n"
 
 
@@ -314,13 +314,7 @@ def main():
         os.makedirs(png_dir, exist_ok=True)
         png = os.path.join(png_dir, "aggregate.png")
         plot(results, png)
-        text = open(a.md).read() if os.path.exists(a.md) else ""
-        new = section(results, written, steps_ms, rma, rma_example, size, a.reps, example, io_example, os.path.relpath(png, os.path.dirname(os.path.abspath(a.md))))
-        if BEGIN in text and END in text:
-            text = text[:text.index(BEGIN)] + new + text[text.index(END) + len(END) + 1:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + new
-        open(a.md, "w").write(text)
+        mdsection.replace(a.md, "aggregate.py", section(results, written, steps_ms, rma, rma_example, size, a.reps, example, io_example, os.path.relpath(png, os.path.dirname(os.path.abspath(a.md)))))
         print(f"wrote {a.md} and {png}")
 
 

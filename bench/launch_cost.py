@@ -26,9 +26,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import letkf  # noqa: E402  (the benchmark's command line and config)
+import mdsection  # noqa: E402
 
 LIMIT = 300  # seconds, per launch
-BEGIN, END = "<!-- launch_cost.py: begin -->", "<!-- launch_cost.py: end -->"
 
 
 def spec(grid, cycles):
@@ -138,21 +138,13 @@ def main():
 
 
 def write_md(a, rows):
-    new = "\n".join([
-        BEGIN, "## dtfrun against a launch by hand", "",
+    mdsection.replace(a.md, "launch_cost.py", "\n".join([
+        "## dtfrun against a launch by hand", "",
         f"The LETKF benchmark's two jobs (2 members x 2 ranks per component, replay, {a.cycles} cycles) started "
         "by dtfrun, and the same ompi-server and mpiruns started by hand in the caller's session "
         f"(`bench/launch_cost.py BUILD`; {a.rounds} launches of each way, alternated). Median model cycle in ms.",
-        "", "| grid per rank | by hand | dtfrun | dtfrun / by hand |", "|---|---|---|---|", *rows, "", END])
-    text = open(a.md).read() if os.path.exists(a.md) else ""
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + new + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + new + "\n"
-    with open(a.md, "w") as f:
-        f.write(text)
+        "", "| grid per rank | by hand | dtfrun | dtfrun / by hand |", "|---|---|---|---|", *rows, ""]))
     print(f"wrote {a.md}")
-
 
 if __name__ == "__main__":
     main()

@@ -39,7 +39,8 @@
  * timers (dtf_timers_read; transfer mode). `msg.control` and `msg.data`: the messages this rank sent
  * and received in the cycle (dtf_counters_read; mpi-raw: its own messages, all data), their count in
  * the seconds column (max or mean over the ranks: the busiest rank's, or the mean) and their bytes
- * summed over the ranks in the bytes column. And `mark` (agg max, seconds: wall-clock time since the
+ * summed over the ranks in the bytes column; `msg.collective` likewise the collectives dtf made over
+ * a file's ranks (transfer modes). And `mark` (agg max, seconds: wall-clock time since the
  * epoch): when the model's compute ended, or when the assimilation held all of the model's output of
  * the cycle; on one node the difference is the hand-off time the compute did not hide.
  */
@@ -172,11 +173,12 @@ static void die(const char *fmt, ...) {
         if ((call) != MPI_SUCCESS) die("%s:%d: %s failed", __FILE__, __LINE__, #call);                \
     } while (0)
 
-/* P_MSG, P_MSG + 1: messages (s[]: their count; b[]: their bytes), control and data, sent and received. */
+/* P_MSG, P_MSG + 1: messages (s[]: their count; b[]: their bytes), control and data, sent and received;
+ * P_MSG + 2: dtf's collectives (s[]: their count). */
 enum Phase { P_TOTAL, P_OPEN, P_IO, P_TRANSFER, P_CLOSE, P_APP, P_DTF = P_APP, P_MSG = P_APP + DTF_NUM_PHASES,
-             P_ALL = P_MSG + 2 };
+             P_ALL = P_MSG + 3 };
 static const char *const app_phase[P_APP] = {"total", "open", "io", "transfer", "close"};
-static const char *const msg_phase[2] = {"msg.control", "msg.data"};
+static const char *const msg_phase[3] = {"msg.control", "msg.data", "msg.collective"};
 
 /* Seconds and bytes of one cycle on this rank, by phase. */
 typedef struct {
@@ -1001,6 +1003,7 @@ int main(int argc, char **argv) {
                     g_cur->b[P_MSG] = (double)(nb[DTF_COUNT_CONTROL_SENT] + nb[DTF_COUNT_CONTROL_RECEIVED]);
                     g_cur->s[P_MSG + 1] = (double)(n[DTF_COUNT_DATA_SENT] + n[DTF_COUNT_DATA_RECEIVED]);
                     g_cur->b[P_MSG + 1] = (double)(nb[DTF_COUNT_DATA_SENT] + nb[DTF_COUNT_DATA_RECEIVED]);
+                    g_cur->s[P_MSG + 2] = (double)n[DTF_COUNT_COLLECTIVES];
                 }
                 if (!c.o.verify) continue;
                 if (model) {

@@ -25,6 +25,11 @@ echo "   command: bench/launch_cost.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/launch_cost.py" "$build" --md "$here/../docs/PERFORMANCE.md"
 
 echo
+echo "== every message on the wire per replayed cycle, MPI's collectives included (a section of docs/PERFORMANCE.md)"
+echo "   command: bench/wire_count.py $build --md docs/PERFORMANCE.md"
+"$python" "$here/wire_count.py" "$build" --md "$here/../docs/PERFORMANCE.md"
+
+echo
 echo "== aggregated output and the I/O server: aggregators, subfiles, aggregate_steps vs every rank writing; dtf-ioserver vs file-sync; RMA pull vs point-to-point (a section of docs/PERFORMANCE.md)"
 echo "   command: bench/aggregate.py $build --md docs/PERFORMANCE.md"
 "$python" "$here/aggregate.py" "$build" --md "$here/../docs/PERFORMANCE.md"

@@ -6,7 +6,10 @@ MEMBERS members of one rank per component, 16x16x4 points per rank, replay, one 
 of 5 and 15 cycles, differenced: what one replayed cycle costs, without dtf_init's connection and the
 first, matched cycle. dtf's own counters (dtf_counters_read) see only the first kind.
 
-usage: bench/wire_count.py BUILD_DIR [--members N ...]     (Open MPI 4 only)
+Then the same for mpi-raw (the same pattern's messages by plain MPI), and the ratios.
+
+usage: bench/wire_count.py BUILD_DIR [--members N ...] [--md FILE]     (Open MPI 4 only)
+--md: replace the "Messages on the wire" section of FILE (appended if absent).
 """
 import argparse
 import glob
@@ -19,17 +22,18 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import letkf  # noqa: E402  (the benchmark's command line and config)
+import mdsection  # noqa: E402
 
 SENT = re.compile(r"([EI])\s+\d+\s+\d+\s+\d+ bytes\s+(\d+) msgs sent")
 
 
-def run(build, members, cycles):
+def run(build, members, cycles, mode):
     """Messages sent over the run: {'E': dtf's and the program's own, 'I': inside MPI}, and the most one
     process sent."""
     with tempfile.TemporaryDirectory(prefix="wire_count-") as work:
         os.mkdir(os.path.join(work, "files"))
         os.mkdir(os.path.join(work, "mon"))
-        spec = ("wire", members, 1, 1, (16, 16, 4), None, 1, cycles, {"modes": "transfer-replay", "launch": "mpmd"})
+        spec = ("wire", members, 1, 1, (16, 16, 4), None, 1, cycles, {"modes": mode, "launch": "mpmd"})
         cmd = letkf.command(build, os.path.join(work, "files"), spec, os.path.join(work, "csv"), 300,
                             letkf.config(spec, work))
         env = dict(os.environ, OMPI_MCA_pml_monitoring_enable="2", OMPI_MCA_pml_monitoring_enable_output="3",
@@ -57,13 +61,41 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("build", metavar="BUILD_DIR")
     p.add_argument("--members", type=int, nargs="+", default=[1, 4, 16])
+    p.add_argument("--md", help="replace the section of this markdown file")
     a = p.parse_args()
     build = os.path.abspath(a.build)
-    print("members  own  inside MPI  all  busiest process   (messages sent per replayed cycle)")
+    print("messages sent per replayed cycle: dtf's own (its collectives included), inside MPI's collectives, "
+          "all; the busiest process's; mpi-raw's; dtf / mpi-raw")
+    print("members   own  inside MPI   all  busiest   raw  busiest   all/raw  busiest/raw")
+    rows = []
     for n in a.members:
-        (t5, m5), (t15, m15) = run(build, n, 5), run(build, n, 15)
-        own, inside = (t15["E"] - t5["E"]) / 10, (t15["I"] - t5["I"]) / 10
-        print(f"{n:7} {own:5.0f} {inside:11.0f} {own + inside:5.0f} {(m15 - m5) / 10:16.1f}", flush=True)
+        per_cycle = {}
+        for mode in ("transfer-replay", "mpi-raw"):
+            (t5, m5), (t15, m15) = run(build, n, 5, mode), run(build, n, 15, mode)
+            per_cycle[mode] = ((t15["E"] - t5["E"]) / 10, (t15["I"] - t5["I"]) / 10, (m15 - m5) / 10)
+        own, inside, most = per_cycle["transfer-replay"]
+        raw = sum(per_cycle["mpi-raw"][:2])
+        raw_most = per_cycle["mpi-raw"][2]
+        print(f"{n:7} {own:5.0f} {inside:11.0f} {own + inside:5.0f} {most:8.1f} {raw:5.0f} {raw_most:8.1f} "
+              f"{(own + inside) / raw:8.1f}x {most / raw_most:11.1f}x", flush=True)
+        rows.append(f"| {n} | {own:.0f} | {inside:.0f} | {own + inside:.0f} | {most:.0f} | {raw:.0f} | {raw_most:.0f} | "
+                    f"{(own + inside) / raw:.1f}x | {most / raw_most:.1f}x |")
+    if a.md:
+        mdsection.replace(a.md, "wire_count.py", "\n".join([
+            "## Messages on the wire", "",
+            "Every point-to-point message sent per replayed cycle, those inside MPI's collectives included (Open "
+            "MPI's pml monitoring; `bench/wire_count.py BUILD`): the LETKF pattern, members of one rank per "
+            "component, 16x16x4 points per rank, one MPMD launch, runs of 5 and 15 cycles differenced. dtf's own "
+            "messages include its collectives over a file's ranks, which are point-to-point messages on a "
+            "communicator each set of ranks keeps; a cycle creates no communicator. Inside MPI: the benchmark "
+            "program's own barrier per cycle. mpi-raw: the same pattern's data by plain MPI. Most of dtf's messages "
+            "at 16 members are its collectives over the assimilation's 16 ranks, which open every file together: "
+            "per file and replayed cycle, a reader's broadcast at the open and allreduce at the close, and for the "
+            "analysis it writes back, a writer's allreduces at `dtf_transfer`, at the close and at the session's "
+            "end (each a binomial tree over 16 ranks, 2 x 15 messages).", "",
+            "| members | dtf's own | inside MPI | dtf, all | busiest process | mpi-raw | its busiest | "
+            "all / mpi-raw | busiest / mpi-raw's |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]))
+        print(f"wrote {a.md}")
 
 
 if __name__ == "__main__":

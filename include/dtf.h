@@ -113,8 +113,9 @@ const char *dtf_phase_name(int phase);
  * on (one atomic add per message). Every point-to-point message dtf sends or receives over MPI counts
  * once: as data (the packed values a writer rank sends a reader rank) or as control (everything
  * else: headers, requests, plans, orders, notices, write metadata). Collectives over a file's ranks
- * (its communicator's duplicate, the allreduces and barriers of dtf_transfer and close) count as
- * calls, with no bytes. */
+ * (the communicator's duplicate at the first open by those ranks, the allreduces, broadcasts and
+ * barriers of opens, dtf_transfer and close; those of a file opened by more than one rank) count
+ * as calls, with no bytes. */
 enum dtf_count {
     DTF_COUNT_CONTROL_SENT,
     DTF_COUNT_CONTROL_RECEIVED,

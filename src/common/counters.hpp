@@ -4,7 +4,8 @@
 // passes (transport::MpiQueue and the MPI channels), so
 // that control traffic (headers, requests, plans, orders, notices: every tag but the data tags) and
 // data (the packed values of a writer session, transport::data_tag) are told apart. Collectives are
-// counted as calls (their messages are MPI's). Process-wide, safe from any thread.
+// counted as calls (their messages, dtf's own on a group's collective tag, are not counted as messages).
+// Process-wide, safe from any thread.
 #pragma once
 
 #include <atomic>

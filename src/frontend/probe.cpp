@@ -109,7 +109,6 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     const auto c = rt->counters().find(t.path);
     const bool known = !t.rule->fixed_roles() && c != rt->counters().end() && c->second.closed() > 0;
     if (!known) rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
-    rt->retire(std::move(group));
     return kPass;
 }
 

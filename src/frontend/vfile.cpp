@@ -371,7 +371,6 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
         got = w.take();
     }
     rt.broadcast(*f.group, leader, &got, context);
-    rt.retire(f.group);
     PayloadReader status(got, "probe");
     if (const int code = status.i32()) {
         const std::string why = status.str();
@@ -414,7 +413,6 @@ int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport:
         fail(DTF_ERR_UNSUPPORTED, "ncmpi_open of '%s' (transfer mode, session %d): other ranks open it than those that "
              "wrote it in this turn (writer_closes=%d, %s:%d): open it with the communicator it was created with",
              path.c_str(), f.session, f.rule->writer_closes, rt.config().path.c_str(), f.rule->line);
-    rt.retire(std::move(group)); // (the session has its own)
     std::unique_ptr<VirtualFile> vf = std::move(it->second.file);
     files(rt).turns.erase(it);
     // As ncmpi_open leaves a file: data mode, collective, NC_NOFILL, read-only without NC_WRITE. Its

@@ -178,11 +178,7 @@ void Runtime::drop_parts() {
     for (auto &p : parts_) p.reset(); // (top first: a file's writer session goes with it)
 }
 
-Runtime::~Runtime() {
-    // Sessions hand their groups to retired_ as they go (WriterSession::~WriterSession).
-    drop_parts();
-    retired_.clear();
-}
+Runtime::~Runtime() { drop_parts(); }
 
 Runtime *Runtime::instance() { return g_runtime; }
 
@@ -371,14 +367,6 @@ void Runtime::setup(const char *config_path, const char *component_name) {
                                           mpmd::context_source()).c_str()
                                  : "");
     }
-    // Whether a rank may write a file (persist=1, fallback=, an I/O server) at a point of its own: that
-    // write makes communicators (PnetCDF's MPI_Comm_dup) with blocking calls, which Open MPI holds up
-    // behind a duplicate under way of a lower id until every rank of that duplicate's set has come to
-    // it; a rank that writes before the open that started the duplicate on the others never comes to
-    // it (the coupled.persist tests deadlocked so). Such configurations make no groups ahead (group_of).
-    writes_files_later_ = std::any_of(config_.files.begin(), config_.files.end(), [](const config::FileRule &r) {
-        return r.persist || r.falls_back() || !r.ioserver.empty();
-    });
     if (!settings_.trace_dir.empty())
         transport::on_all(world_, [&] { trace::start(settings_.trace_dir, self_name(), self_, rank_); });
     if (rank_ == 0 && log::enabled(log::kInfo))
@@ -692,8 +680,6 @@ bool Runtime::progress() {
     return happened;
 }
 
-void Runtime::free_retired() { retired_.clear(); }
-
 bool Runtime::serves(const std::string &path, int session) const {
     return std::any_of(std::begin(parts_), std::end(parts_), [&](const auto &p) { return p->serves(path, session); });
 }
@@ -994,38 +980,33 @@ void Runtime::complete(transport::Pending &op, const char *call, const transport
 }
 
 std::shared_ptr<transport::Group> Runtime::group_of(MPI_Comm comm, const std::string &context) {
-    free_retired(); // first, so that communicators are reused rather than piled up
-    std::unique_ptr<transport::Pending> ready;
-    const bool ahead = !writes_files_later_;
-    std::shared_ptr<transport::Group> group;
-    if (ahead) group = spares_.take(comm, world_, self_name(), &ready);
-    if (!group) group = transport::mpi_group(comm, world_, *queue_, self_name(), &ready); // (the first by these ranks)
-    complete(*ready, "MPI_Comm_idup", *group, context);
-    if (ahead)
-        spares_.refill(*group, comm, world_, *queue_, self_name(), [&](transport::Pending &seed) {
-            complete(seed, "MPI_Comm_idup", *group, context + " (the seeds of the next opens' duplicates)");
-        });
-    return group;
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    return groups_.take(comm, world_, self_name(), *queue_, tag_ub_, [&](transport::Pending &dup) {
+        wait([&] { return dup.test(); },
+             [&] { return format("%s: MPI_Comm_idup over %d ranks waited for the others", context.c_str(), size); },
+             [] { return -1; }, 0, true);
+    });
 }
 
 void Runtime::allreduce_max(transport::Group &group, int64_t *values, int n, const std::string &context) {
     if (group.size() == 1) return; // (one rank: nothing to agree on, nobody to wait for)
     std::vector<int64_t> out(static_cast<size_t>(n));
     auto op = group.allreduce_max(values, out.data(), n);
-    complete(*op, "MPI_Iallreduce", group, context);
+    complete(*op, "an allreduce", group, context);
     std::copy(out.begin(), out.end(), values);
 }
 
 void Runtime::broadcast(transport::Group &group, int root, std::vector<char> *bytes, const std::string &context) {
     if (group.size() == 1) return;
     auto op = group.broadcast(root, bytes);
-    complete(*op, "MPI_Ibcast", group, context);
+    complete(*op, "a broadcast", group, context);
 }
 
 void Runtime::barrier(transport::Group &group, const std::string &context) {
     if (group.size() == 1) return;
     auto op = group.barrier();
-    complete(*op, "MPI_Ibarrier", group, context);
+    complete(*op, "a barrier", group, context);
 }
 
 void Runtime::on_all(transport::Group &group, const std::function<void()> &fn, const std::string &context) {
@@ -1046,7 +1027,7 @@ void Runtime::on_all(transport::Group &group, const std::function<void()> &fn, c
     w.str(message);
     std::vector<char> bytes = w.take();
     auto op = group.broadcast(root, &bytes);
-    complete(*op, "MPI_Ibcast", group, context + " (error agreement)");
+    complete(*op, "a broadcast", group, context + " (error agreement)");
     if (code != 0) throw Error(code, message); // each failing rank reports its own failure
     PayloadReader r(bytes, "error agreement");
     code = r.i32();
@@ -1237,20 +1218,6 @@ void print_stats(MPI_Comm world, const std::string &name, int size, const Stats 
 }
 } // namespace
 
-// dtf_finalize: the communicators made ahead for the next opens are completed (collective over the
-// ranks that opened files with them).
-void Runtime::finish_spares() {
-    spares_.finish([&](transport::Pending &dup) {
-        wait([&] { return dup.test(); },
-             [&] {
-                 return format("rank %d (%s): dtf_finalize: an MPI_Comm_idup made ahead for the next opens "
-                               "waited for the other ranks that opened files with it",
-                               rank_, self_name().c_str());
-             },
-             [] { return -1; }, 0, true);
-    });
-}
-
 // dtf_finalize: every message this rank sent is delivered, but to a lost peer, which takes none any
 // more (looked for every 0.1 s: it may die meanwhile).
 void Runtime::deliver_sends() {
@@ -1343,7 +1310,6 @@ void Runtime::teardown(bool orderly) {
         // The files of persist=1 sessions not written yet; closed files whose readers are still being
         // served (progress thread) are served to the end.
         for (int i = kParts - 1; i >= 0; --i) attempt([&] { parts_[i]->finish(*this, "dtf_finalize"); });
-        attempt([&] { finish_spares(); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] { deliver_sends(); });
         // Disconnected only once every peer is met: progress() polls every link until then.
@@ -1375,7 +1341,7 @@ void Runtime::teardown(bool orderly) {
             });
     }
     drop_parts();
-    free_retired();
+    groups_.finish();
     for (auto &[comp, link] : peers_)
         if (link.inter != MPI_COMM_NULL && !orderly) MPI_Comm_free(&link.inter);
     peers_.clear();

@@ -263,10 +263,10 @@ public:
     // A wait with no deadline (the I/O server's for its next file): sleep about `seconds` without the
     // runtime lock (the caller looks for lost peers itself: gone()).
     void idle(double seconds) { pause(seconds); }
-    // A group of this component's ranks over a duplicate of `comm` (a communicator the program gave
-    // PnetCDF; collective over it, and completed like the collectives below): one made ahead for these
-    // ranks (transport::SpareGroups), or at their first open a new one and the seeds of those; none
-    // ahead when writes_files_later_.
+    // The group of an open by this component's ranks of `comm` (a communicator the program gave
+    // PnetCDF; collective over it): a session on the communicator these ranks keep
+    // (transport::KeptGroups), duplicated from `comm` at their first open (completed like the
+    // collectives below).
     std::shared_ptr<transport::Group> group_of(MPI_Comm comm, const std::string &context);
     // dtf's own collectives over a group: they complete like any wait above (the progress thread
     // serves meanwhile, nothing spins in MPI), and a rank that never joins ends in DTF_ERR_TIMEOUT
@@ -281,11 +281,6 @@ public:
     // The progress thread: started by init when MPI provides MPI_THREAD_MULTIPLE (and
     // DTF_PROGRESS_THREAD is not 0); it calls progress() while the application computes.
     bool progress_thread_running() const { return thread_.joinable(); }
-    // Free `group` later, from an application thread under the runtime lock (at the next group_of,
-    // or dtf_finalize): a session's group outlives its file, and the progress thread, which
-    // ends the session, must not free its communicator (a free is collective in MPI's terms).
-    void retire(std::shared_ptr<transport::Group> group) { retired_.push_back(std::move(group)); }
-    void free_retired();
     // The end of the run: stop the progress thread, and let every part finish its work (Part::finish:
     // the files left to write are written, the writer sessions of closed files served to the end).
     void finish_background(const char *why);
@@ -311,7 +306,7 @@ public:
 
 private:
     Runtime();
-    // The parts of the layers, top first (their state goes before the groups it retired are freed).
+    // The parts of the layers, top first (a file's writer session goes with the file).
     void drop_parts();
     void setup(const char *config_path, const char *component_name);
     void learn_node();
@@ -326,7 +321,6 @@ private:
     bool serves(const std::string &path, int session) const;
     bool busy() const;
     // Parts of an orderly teardown (dtf_finalize).
-    void finish_spares();
     void deliver_sends();
     void parted(const std::string &why);
     void meet(int component, PeerLink &link);
@@ -375,10 +369,8 @@ private:
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)
     // Every nonblocking MPI operation of this process (declared after the pool its sends return to).
     std::unique_ptr<transport::MpiQueue> queue_ = std::make_unique<transport::MpiQueue>(&buffers_);
-    transport::SpareGroups spares_; // file groups made ahead of the opens (group_of)
-    bool writes_files_later_ = false; // a rule writes files at a rank's own time: no groups ahead (setup)
+    transport::KeptGroups groups_; // the communicators of the files' groups (group_of)
     std::unique_ptr<Part> parts_[kParts]; // by slot (part())
-    std::vector<std::shared_ptr<transport::Group>> retired_; // groups of finished sessions, to free (retire())
     std::thread thread_;
     std::condition_variable wake_;       // wakes the progress thread: stop, or no wait_until left
     int waiting_ = 0;                    // application threads in wait_until (the thread stands aside)

@@ -343,7 +343,6 @@ struct WriterSession {
     double give_up_after = 0;
 
     BufferPool *pool = nullptr;       // where the writes' buffers go back to
-    Runtime *runtime = nullptr;       // frees the group (Runtime::retire)
 
     bool is_matcher() const { return rank % workgroup == 0; }
     // Whether some reader component's root said who reads (ReaderOpened).

@@ -117,7 +117,6 @@ void announce_definition(Runtime &rt, FileSession &fs) {
 }
 
 WriterSession::~WriterSession() {
-    if (group && runtime) runtime->retire(std::move(group));
     if (pool)
         for (auto &w : writes) pool->give(std::move(w.data));
 }
@@ -134,7 +133,6 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
     ws->workgroup = rt.settings().max_workgroup_size;
     ws->ranks = fs.ranks;
     ws->pool = &rt.buffers();
-    ws->runtime = &rt;
     ws->record = fs.rule->replay_io;
     ws->quiet_end = !fs.rule->persist && !fs.rule->falls_back();
     ws->plan_key = plan_key(fs.path, fs.ranks);

@@ -25,6 +25,7 @@ enum class Tag : int {
     Meta = 0x0d72,      // writer -> its matcher, within the writer's file communicator: write metadata
     Orders = 0x0d73,    // matcher -> writer, same: pieces to send, or finish
     Readback = 0x0d74,  // writer <-> writer, same: a get on the file they write (session/readback.cpp)
+    Collective = 0x0d75, // dtf's collectives over a file's ranks, point to point (mpi_group.cpp)
     Handshake = 0x0d7f, // the roots of two components once connected: version and configuration
     Routes = 0x0d7e,    // one byte per rank pair right after connecting (open_all_routes)
     // Data (writer -> reader: the data of pieces) has a tag per writer session: data_tag().
@@ -39,6 +40,12 @@ constexpr int kDataTagFirst = 0x1000;
 // the same root until `serial` wraps around (tags / writer_size of them), and distinct between
 // roots. nullopt when the tags below `tag_ub` do not give each rank of the writer component one.
 std::optional<Tag> data_tag(int root_rank, uint32_t serial, int writer_size, int tag_ub);
+
+// The tags of a group's channel and collectives (Meta, Orders, Readback, Collective). Every session
+// of the same ranks is a group on one communicator (KeptGroups, mpi_channel.hpp), where each has
+// kGroupTags tags of its own, one per slot, so that two sessions in flight at once never meet.
+constexpr int kGroupTags = 4;
+constexpr int group_slot(Tag tag) { return static_cast<int>(tag) - static_cast<int>(Tag::Meta); } // 0 .. 3
 
 // A nonblocking operation: done once its bytes have left (send) or arrived (receive).
 using Ticket = uint64_t;

@@ -1,8 +1,8 @@
-// The ranks of this component that opened one file together (the communicator the program gave
-// PnetCDF, duplicated for dtf): dtf's own collectives over them, and a channel among them for the
-// protocol's messages inside the component (write metadata, orders). Two implementations: MPI
-// (mpi_group(), over a duplicated communicator) and in process (LoopbackNet::dup_group()), so that
-// the protocol runs in unit tests without MPI.
+// The ranks of this component that opened one file together (over the communicator the program gave
+// PnetCDF): dtf's own collectives over them, and a channel among them for the protocol's messages
+// inside the component (write metadata, orders). Two implementations: MPI (KeptGroups: a session on
+// the communicator these ranks keep, mpi_channel.hpp) and in process (LoopbackNet::dup_group()), so
+// that the protocol runs in unit tests without MPI.
 //
 // Collectives are nonblocking: an operation starts, and its Pending is tested until done (the runtime
 // waits for it like for any message: progress meanwhile, DTF_TIMEOUT). As in MPI, every rank of the

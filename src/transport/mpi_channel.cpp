@@ -23,15 +23,15 @@ int checked_count(size_t size, const char *what) {
 }
 
 // A message other than a control message (those the runtime traces with their kind), in the trace.
-void trace_message(bool sent, int tag, int peer, size_t size, const char *what) {
-    if (!trace::on() || tag == static_cast<int>(Tag::Control)) return;
-    trace::instant(tag >= kDataTagFirst ? "data" : "control", what ? what : "?",
+void trace_message(bool sent, int tag, bool data, int peer, size_t size, const char *what) {
+    if (!trace::on() || (!data && tag == static_cast<int>(Tag::Control))) return;
+    trace::instant(data ? "data" : "control", what ? what : "?",
                    format("\"%s\":%d,\"tag\":%d,\"bytes\":%zu", sent ? "to" : "from", peer, tag, size));
 }
 
 class MpiChannel : public Channel {
 public:
-    MpiChannel(MPI_Comm comm, MpiQueue &queue) : comm_(comm), queue_(queue) {
+    MpiChannel(MPI_Comm comm, MpiQueue &queue, int first_tag) : comm_(comm), queue_(queue), first_tag_(first_tag) {
         int inter = 0;
         MPI_Comm_test_inter(comm, &inter);
         if (inter)
@@ -41,11 +41,11 @@ public:
     }
     int remote_size() const override { return remote_size_; }
     Ticket send(const std::vector<int> &dests, Tag tag, std::vector<char> bytes, const char *what) override {
-        return queue_.send(comm_, dests, static_cast<int>(tag), std::move(bytes), what);
+        return queue_.send(comm_, dests, mpi_tag(tag), data(tag), std::move(bytes), what);
     }
     Ticket send(int dest, Tag tag, const char *data, size_t size, std::shared_ptr<const void> keep,
                 const char *what) override {
-        return queue_.send(comm_, dest, static_cast<int>(tag), data, size, std::move(keep), what);
+        return queue_.send(comm_, dest, mpi_tag(tag), this->data(tag), data, size, std::move(keep), what);
     }
     ~MpiChannel() override {
         // Only reached with receives in flight when dtf gave up on a peer: MPI may still fill them.
@@ -59,7 +59,7 @@ public:
     // elsewhere (over TCP its bytes move only while the sender is in MPI) is taken once it is complete,
     // instead of spinning in a blocking receive until then. Per sender, in the order it sent them.
     std::optional<Incoming> poll(Tag tag, const char *what) override {
-        const int t = static_cast<int>(tag);
+        const int t = mpi_tag(tag);
         for (;;) {
             int flag = 0, size = 0;
             MPI_Message message;
@@ -83,17 +83,17 @@ public:
             }
             Incoming in{it->source, std::move(it->bytes)};
             arriving_.erase(it);
-            counters::message(false, t >= kDataTagFirst, in.bytes.size());
-            trace_message(false, t, in.source, in.bytes.size(), what);
+            counters::message(false, data(tag), in.bytes.size());
+            trace_message(false, t, data(tag), in.source, in.bytes.size(), what);
             return in;
         }
         return std::nullopt;
     }
     Ticket receive(int source, Tag tag, char *buf, size_t size, const char *what) override {
-        return queue_.receive(comm_, source, static_cast<int>(tag), buf, size, what);
+        return queue_.receive(comm_, source, mpi_tag(tag), data(tag), buf, size, what);
     }
     Ticket receive(int source, Tag tag, const std::vector<Span> &spans, const char *what) override {
-        return queue_.receive(comm_, source, static_cast<int>(tag), spans, what);
+        return queue_.receive(comm_, source, mpi_tag(tag), data(tag), spans, what);
     }
     bool progress() override { return queue_.progress(); }
     bool done(Ticket t) const override { return queue_.done(t); }
@@ -101,6 +101,15 @@ public:
     size_t pending_bytes(const std::vector<Ticket> &tickets) const override { return queue_.pending_bytes(tickets); }
 
 private:
+    // The MPI tag of `tag`: itself, or on a group session's channel its slot among the session's tags.
+    int mpi_tag(Tag tag) const {
+        if (first_tag_ < 0) return static_cast<int>(tag);
+        if (group_slot(tag) < 0 || group_slot(tag) >= kGroupTags)
+            fail(DTF_ERR_INTERNAL, "tag %#x on a file group's channel", static_cast<unsigned>(tag));
+        return first_tag_ + group_slot(tag);
+    }
+    // Whether messages with `tag` are data (a group's channel carries none).
+    bool data(Tag tag) const { return first_tag_ < 0 && static_cast<int>(tag) >= kDataTagFirst; }
     struct Arriving {
         int tag, source;
         std::vector<char> bytes; // (its buffer is where MPI_Imrecv writes: moving the vector keeps it)
@@ -108,6 +117,7 @@ private:
     };
     MPI_Comm comm_;
     MpiQueue &queue_;
+    int first_tag_; // -1: tags as they are
     int remote_size_ = 0;
     std::list<Arriving> arriving_; // matched, being received
 };
@@ -131,7 +141,7 @@ void MpiQueue::track(MPI_Request request, Op op) {
     ops_.push_back(std::move(op));
 }
 
-Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes,
+Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, bool data, std::vector<char> bytes,
                       const char *what) {
     const int count = checked_count(bytes.size(), what);
     const Ticket t = next_++;
@@ -144,33 +154,34 @@ Ticket MpiQueue::send(MPI_Comm comm, const std::vector<int> &dests, int tag, std
         MPI_Request req;
         check_mpi(MPI_Isend(buffer->data(), count, MPI_BYTE, dest, tag, comm, &req), what);
         track(req, Op{t, buffer, buffer->size(), false, what, false, {}, comm});
-        counters::message(true, tag >= kDataTagFirst, buffer->size());
-        trace_message(true, tag, dest, buffer->size(), what);
+        counters::message(true, data, buffer->size());
+        trace_message(true, tag, data, dest, buffer->size(), what);
     }
     return t;
 }
 
-Ticket MpiQueue::send(MPI_Comm comm, int dest, int tag, const char *data, size_t size, std::shared_ptr<const void> keep,
-                      const char *what) {
+Ticket MpiQueue::send(MPI_Comm comm, int dest, int tag, bool is_data, const char *data, size_t size,
+                      std::shared_ptr<const void> keep, const char *what) {
     const Ticket t = next_++;
     MPI_Request req;
     check_mpi(MPI_Isend(data, checked_count(size, what), MPI_BYTE, dest, tag, comm, &req), what);
     track(req, Op{t, nullptr, size, false, what, false, {}, comm, std::move(keep)});
-    counters::message(true, tag >= kDataTagFirst, size);
-    trace_message(true, tag, dest, size, what);
+    counters::message(true, is_data, size);
+    trace_message(true, tag, is_data, dest, size, what);
     return t;
 }
 
-Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what) {
+Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, bool data, char *buf, size_t size, const char *what) {
     const Ticket t = next_++;
     MPI_Request req;
     check_mpi(MPI_Irecv(buf, checked_count(size, what), MPI_BYTE, source, tag, comm, &req), what);
     track(req, Op{t, nullptr, size, true, what, false, {}, comm});
-    ops_.back().data = tag >= kDataTagFirst;
+    ops_.back().data = data;
     return t;
 }
 
-Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what) {
+Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, bool data, const std::vector<Span> &spans,
+                         const char *what) {
     // Adjacent spans merged; one left is a plain receive. More: received whole into a staging buffer
     // and copied into place once complete. (A datatype of their addresses, received in place, saves
     // that copy but makes Open MPI's shared-memory transport move the message in 32 KiB fragments,
@@ -188,9 +199,10 @@ Ticket MpiQueue::receive(MPI_Comm comm, int source, int tag, const std::vector<S
         else
             merged.push_back(s);
     }
-    if (merged.size() <= 1) return receive(comm, source, tag, merged.empty() ? nullptr : merged[0].data, size, what);
+    if (merged.size() <= 1)
+        return receive(comm, source, tag, data, merged.empty() ? nullptr : merged[0].data, size, what);
     auto staging = std::make_shared<std::vector<char>>(pool_ ? pool_->take(size) : std::vector<char>(size));
-    const Ticket t = receive(comm, source, tag, staging->data(), size, what);
+    const Ticket t = receive(comm, source, tag, data, staging->data(), size, what);
     ops_.back().buffer = std::move(staging);
     ops_.back().scatter = std::move(merged);
     return t;
@@ -245,7 +257,7 @@ bool MpiQueue::progress() {
             continue;
         }
         counters::message(false, op.data, op.size);
-        trace_message(false, st.MPI_TAG, st.MPI_SOURCE, op.size, op.what);
+        trace_message(false, st.MPI_TAG, op.data, st.MPI_SOURCE, op.size, op.what);
         const char *from = op.buffer ? op.buffer->data() : nullptr;
         for (const Span &s : op.scatter) {
             std::memcpy(s.data, from, s.size);
@@ -292,8 +304,8 @@ size_t MpiQueue::pending_bytes(const std::vector<Ticket> &tickets) const {
     return n;
 }
 
-std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue) {
-    return std::make_unique<MpiChannel>(comm, queue);
+std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue, int first_tag) {
+    return std::make_unique<MpiChannel>(comm, queue, first_tag);
 }
 
 } // namespace dtf::transport

@@ -27,13 +27,15 @@ public:
     MpiQueue(const MpiQueue &) = delete;
     MpiQueue &operator=(const MpiQueue &) = delete;
 
-    // Start one send of `bytes` per rank of `dests` on `comm`.
-    Ticket send(MPI_Comm comm, const std::vector<int> &dests, int tag, std::vector<char> bytes, const char *what);
-    // Send `size` bytes at `data` in place to `dest`, holding `keep` until the send is complete.
-    Ticket send(MPI_Comm comm, int dest, int tag, const char *data, size_t size, std::shared_ptr<const void> keep,
+    // Start one send of `bytes` per rank of `dests` on `comm`. `data`: the message is a data message
+    // (counters, trace).
+    Ticket send(MPI_Comm comm, const std::vector<int> &dests, int tag, bool data, std::vector<char> bytes,
                 const char *what);
-    Ticket receive(MPI_Comm comm, int source, int tag, char *buf, size_t size, const char *what);
-    Ticket receive(MPI_Comm comm, int source, int tag, const std::vector<Span> &spans, const char *what);
+    // Send `size` bytes at `data` in place to `dest`, holding `keep` until the send is complete.
+    Ticket send(MPI_Comm comm, int dest, int tag, bool is_data, const char *data, size_t size,
+                std::shared_ptr<const void> keep, const char *what);
+    Ticket receive(MPI_Comm comm, int source, int tag, bool data, char *buf, size_t size, const char *what);
+    Ticket receive(MPI_Comm comm, int source, int tag, bool data, const std::vector<Span> &spans, const char *what);
     // Completes what has completed; true if anything did.
     bool progress();
     bool done(Ticket t) const { return remaining_.count(t) == 0; }
@@ -73,69 +75,43 @@ private:
 };
 
 // A Channel over an MPI communicator: an inter-communicator to a peer component, or an
-// intra-communicator of this component (the remote group is then the communicator itself).
-std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue);
+// intra-communicator of this component (the remote group is then the communicator itself). With
+// `first_tag` >= 0, the channel of a group session on a communicator that several share: its tags
+// (Meta, Orders, Readback) are the session's own, `first_tag` + group_slot(tag).
+std::unique_ptr<Channel> mpi_channel(MPI_Comm comm, MpiQueue &queue, int first_tag = -1);
 
-// Groups made ahead: for each set of ranks that opened a file, kDepth groups whose communicator
-// duplicates are made in the background for the next opens by the same ranks (a model creates two
-// files one after the other). A create or open then takes a duplicate made since instead of
-// waiting for a new one: MPI_Comm_idup is a collective of several rounds, and on a node with more
-// ranks than cores each round waits for every rank's next time slice, on the critical path of every
-// cycle of small files.
-//
-// Open MPI 4.1 runs a duplicate's context id agreement when it gets to it, not when MPI_Comm_idup is
-// called, and one process's agreements in the order of their parents' ids; so, tried: two duplicates
-// of one parent under way at once deadlock, one beside a file's own MPI_Iallreduce on its parent
-// fails that, and one started by a rank at a time of its own (in a progress loop) held up
-// PnetCDF's MPI_Comm_dup on the other ranks. Hence: the spares of a set of ranks are duplicates of
-// kDepth communicators of their own, its seeds (duplicates of the program's, made at the first open
-// by the set), which parent nothing else; spare i is a duplicate of seed i mod kDepth, started by
-// every rank of the set at the same point of an open (refill(), once that open's own duplicate is
-// complete, so that each seed parents one duplicate under way at most), and taken in that order at
-// the opens, which all ranks make in the same order (collective calls): each open gets the same
-// duplicate on all of them.
-class SpareGroups {
+// The groups of the files this process opens (group.hpp): one communicator per set of ranks that
+// open files together, a duplicate of the program's communicator made at their first open and kept
+// until dtf_finalize, and every open by those ranks a session on it, with kGroupTags tags of its own
+// (session n of the set: from kGroupTags * n on, modulo the tags MPI has). The ranks number their
+// sessions alike without a word, since they open in the same order (PnetCDF's opens are collective
+// over them). The session's collectives are point-to-point messages on its collective tag, which
+// a communicator of its own would otherwise keep apart from other sessions': so a cycle creates no
+// communicator (MPI_Comm_idup is a collective of several rounds: on a node with more ranks than
+// cores each round waits for every rank's next time slice), and the collectives of two sessions
+// need no common order (a served session ends when its readers are done, at a point of each rank's
+// own, while the next session of the same ranks goes on).
+class KeptGroups {
 public:
-    static constexpr size_t kDepth = 2;
-    SpareGroups() = default;
-    ~SpareGroups();
-    SpareGroups(const SpareGroups &) = delete;
-    SpareGroups &operator=(const SpareGroups &) = delete;
-    // The group of an open by the ranks of `comm` (in `component`, named so in errors) when they have
-    // seeds: the oldest spare; `*ready` tests its duplicate done. nullptr without seeds.
+    KeptGroups() = default;
+    ~KeptGroups(); // (frees no communicator: MPI may be finalized already)
+    KeptGroups(const KeptGroups &) = delete;
+    KeptGroups &operator=(const KeptGroups &) = delete;
+    // The group of an open by the ranks of `comm` (in `component`, named so in errors), its channels on
+    // `queue`. At the first open by these ranks the duplicate is made (collective over `comm`): `wait`
+    // is called with it until it is done.
     std::unique_ptr<Group> take(MPI_Comm comm, MPI_Comm component, const std::string &component_name,
-                                std::unique_ptr<Pending> *ready);
-    // After an open by the ranks of `group` (its duplicate complete), collective over them: at their
-    // first open, make their seeds (`wait` is called with each duplicate of `comm` until it is done:
-    // until then it is an operation on the program's communicator); then start spares up to kDepth.
-    void refill(const Group &group, MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
-                const std::string &component_name, const std::function<void(Pending &)> &wait);
-    // Completes and frees seeds and spares (collective over each set of ranks, which all finish dtf):
-    // `wait` is called with each duplicate under way until it is done; one that does not complete is
-    // left allocated (MPI may still write it).
-    void finish(const std::function<void(Pending &)> &wait);
+                                MpiQueue &queue, int tag_ub, const std::function<void(Pending &)> &wait);
+    // Frees the communicators (dtf_finalize); a group still held fails if used after.
+    void finish();
 
+    struct Set; // (mpi_group.cpp)
 private:
-    struct Spare {
-        std::unique_ptr<Group> group;
-        std::unique_ptr<Pending> ready;
-    };
-    struct Chain {
-        std::vector<int> ranks;       // the set's component ranks
-        std::vector<Spare> seeds;     // kDepth, complete
-        std::deque<Spare> spares;     // started in this order, taken in this order
-        size_t started = 0;           // spares started so far (the next is of seed started % kDepth)
-    };
-    static void abandon(Spare &s);
-    std::list<Chain> chains_;
+    std::list<std::shared_ptr<Set>> sets_;
 };
 
-// A Group over a duplicate of `comm` (ranks of the communicator `component`, which is named
-// `component_name` in errors), its channels on `queue`. The duplication is collective over `comm` and
-// nonblocking: the group may be used once `*ready` tests done.
-std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
-                                 std::unique_ptr<Pending> *ready);
-// The communicator of a group made by mpi_group() (MPI_COMM_NULL for any other group).
+// The communicator of a group made by KeptGroups (MPI_COMM_NULL for any other group): a communicator
+// over the group's ranks, for PnetCDF's calls (which duplicate it).
 MPI_Comm mpi_comm_of(const Group &group);
 
 } // namespace dtf::transport

@@ -1,8 +1,10 @@
-// transport::Group over an MPI communicator (group.hpp).
+// transport::Group over MPI: the sessions of a set of ranks on the communicator they keep (KeptGroups
+// in mpi_channel.hpp), their collectives point to point.
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <iterator>
+#include <list>
 
 #include "common/counters.hpp"
 #include "transport/mpi_channel.hpp"
@@ -11,40 +13,6 @@
 namespace dtf::transport {
 
 namespace {
-
-// One nonblocking MPI operation; `then` may start the next step of a chain when it completes.
-// `keep`: memory the operation reads or writes, kept as long as it: also when its owner gives it up
-// before it completed (a collective some other rank never joined), since MPI may still write there.
-class MpiPending : public Pending {
-public:
-    MpiPending(const char *call, std::function<int(MPI_Request *)> start,
-               std::function<std::function<int(MPI_Request *)>()> then = nullptr, std::shared_ptr<void> keep = nullptr)
-        : call_(call), then_(std::move(then)), keep_(std::move(keep)) {
-        check_mpi(start(&req_), call_);
-        counters::add(counters::Collectives, 0);
-    }
-    ~MpiPending() override {
-        if (req_ != MPI_REQUEST_NULL && keep_) new std::shared_ptr<void>(std::move(keep_)); // (never freed, see above)
-    }
-    bool test() override {
-        for (;;) {
-            if (req_ == MPI_REQUEST_NULL) return true;
-            int flag = 0;
-            check_mpi(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), call_);
-            if (!flag) return false;
-            if (!then_) return true;
-            auto next = then_();
-            then_ = nullptr;
-            if (next) check_mpi(next(&req_), call_);
-        }
-    }
-
-private:
-    const char *call_;
-    MPI_Request req_ = MPI_REQUEST_NULL;
-    std::function<std::function<int(MPI_Request *)>()> then_;
-    std::shared_ptr<void> keep_;
-};
 
 // The ranks of `comm` in the communicator `component` (named `component_name` in errors).
 std::vector<int> component_ranks_of(MPI_Comm comm, MPI_Comm component, const std::string &component_name) {
@@ -65,176 +33,302 @@ std::vector<int> component_ranks_of(MPI_Comm comm, MPI_Comm component, const std
     return ranks;
 }
 
-class MpiGroup : public Group {
+// A collective of a group session, in steps of point-to-point messages on the session's collective
+// tag. A rank sends another at most one message per collective, and starts a collective only once its
+// previous one is complete (`after`): so the messages of consecutive collectives between two ranks
+// are matched in order, on one tag.
+class Collective {
 public:
-    MpiGroup(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name)
-        : MpiGroup(comm, queue, component_ranks_of(comm, component, component_name)) {}
-    // (`ranks`: those of `comm` in its component, known already)
-    MpiGroup(MPI_Comm comm, MpiQueue &queue, std::vector<int> ranks) : queue_(queue), ranks_(std::move(ranks)) {
-        MPI_Comm_rank(comm, &rank_);
-        MPI_Comm_size(comm, &size_);
-    }
-    ~MpiGroup() override {
-        if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-    }
-    std::unique_ptr<Pending> dup(MPI_Comm comm) {
-        return std::make_unique<MpiPending>(
-            "MPI_Comm_idup", [this, comm](MPI_Request *r) { return MPI_Comm_idup(comm, &comm_, r); },
-            [this] {
-                MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-                return std::function<int(MPI_Request *)>();
-            });
-    }
-    int rank() const override { return rank_; }
-    int size() const override { return size_; }
-    const std::vector<int> &component_ranks() const override { return ranks_; }
-    std::unique_ptr<Channel> channel() override { return mpi_channel(comm_, queue_); }
-    MPI_Comm comm() const { return comm_; }
-    std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
-        // MPI reads `in` and writes the result when the operation progresses: both in a buffer of the
-        // operation's own, the result copied to `out` once complete.
-        auto buf = std::make_shared<std::vector<int64_t>>(in, in + n);
-        buf->resize(2 * static_cast<size_t>(n));
-        return std::make_unique<MpiPending>(
-            "MPI_Iallreduce",
-            [=](MPI_Request *r) {
-                return MPI_Iallreduce(buf->data(), buf->data() + n, n, MPI_INT64_T, MPI_MAX, comm_, r);
-            },
-            [=] {
-                std::copy(buf->begin() + n, buf->end(), out);
-                return std::function<int(MPI_Request *)>();
-            },
-            buf);
-    }
-    std::unique_ptr<Pending> barrier() override {
-        return std::make_unique<MpiPending>("MPI_Ibarrier", [=](MPI_Request *r) { return MPI_Ibarrier(comm_, r); });
-    }
-    // One round for up to kFirst bytes (the size travels with them), a second for the rest.
-    std::unique_ptr<Pending> broadcast(int root, std::vector<char> *bytes) override {
-        constexpr size_t kFirst = 248;
-        auto first = std::make_shared<std::vector<char>>(sizeof(int64_t) + kFirst);
-        if (rank_ == root) {
-            const int64_t n = static_cast<int64_t>(bytes->size());
-            std::memcpy(first->data(), &n, sizeof n);
-            std::memcpy(first->data() + sizeof n, bytes->data(), std::min(bytes->size(), kFirst));
+    Collective(MPI_Comm comm, int tag, const char *call) : comm_(comm), tag_(tag), call_(call) {}
+    virtual ~Collective() = default;
+    // Whether it is complete (its results in place); starts it once the collective before it is.
+    bool test() {
+        if (done_) return true;
+        if (before_) {
+            if (!before_->test()) return false;
+            before_.reset();
         }
-        return std::make_unique<MpiPending>(
-            "MPI_Ibcast",
-            [=](MPI_Request *r) {
-                return MPI_Ibcast(first->data(), static_cast<int>(first->size()), MPI_BYTE, root, comm_, r);
-            },
-            [=]() -> std::function<int(MPI_Request *)> {
-                int64_t n = 0;
-                std::memcpy(&n, first->data(), sizeof n);
-                if (n < 0 || n > INT_MAX)
-                    fail(DTF_ERR_UNSUPPORTED, "MPI_Ibcast: %lld bytes", static_cast<long long>(n));
-                if (rank_ != root) {
-                    bytes->resize(static_cast<size_t>(n));
-                    std::memcpy(bytes->data(), first->data() + sizeof n, std::min(static_cast<size_t>(n), kFirst));
-                }
-                if (static_cast<size_t>(n) <= kFirst) return nullptr;
-                return [=](MPI_Request *r) {
-                    return MPI_Ibcast(bytes->data() + kFirst, static_cast<int>(n - static_cast<int64_t>(kFirst)),
-                                      MPI_BYTE, root, comm_, r);
-                };
-            },
-            first);
+        for (;;) {
+            if (probing_ >= 0 && !probe()) return false;
+            int flag = 1;
+            if (!requests_.empty())
+                check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                                      MPI_STATUSES_IGNORE), call_);
+            if (!flag) return false;
+            requests_.clear();
+            if ((done_ = step())) return true;
+        }
+    }
+    void after(std::shared_ptr<Collective> before) { before_ = std::move(before); }
+    bool in_flight() const { return !requests_.empty() || probing_ >= 0; }
+
+protected:
+    // Starts the next step's messages, the last step's being complete; true when none is left.
+    virtual bool step() = 0;
+    void send(int to, const void *data, size_t size) {
+        requests_.emplace_back();
+        check_mpi(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, to, tag_, comm_, &requests_.back()), call_);
+    }
+    void receive(int from, void *data, size_t size) {
+        requests_.emplace_back();
+        check_mpi(MPI_Irecv(data, static_cast<int>(size), MPI_BYTE, from, tag_, comm_, &requests_.back()), call_);
+    }
+    // A message of a size not known ahead from `from`, into `*into` (resized to fit).
+    void receive_any_size(int from, std::vector<char> *into) {
+        probing_ = from;
+        into_ = into;
     }
 
 private:
+    bool probe() {
+        int flag = 0, size = 0;
+        MPI_Message message;
+        MPI_Status status;
+        check_mpi(MPI_Improbe(probing_, tag_, comm_, &flag, &message, &status), call_);
+        if (!flag) return false;
+        MPI_Get_count(&status, MPI_BYTE, &size);
+        into_->resize(static_cast<size_t>(size));
+        requests_.emplace_back();
+        check_mpi(MPI_Imrecv(into_->data(), size, MPI_BYTE, &message, &requests_.back()), call_);
+        probing_ = -1;
+        return true;
+    }
+    MPI_Comm comm_;
+    int tag_;
+    const char *call_;
+    std::shared_ptr<Collective> before_;
+    std::vector<MPI_Request> requests_;
+    int probing_ = -1; // the rank whose message of unknown size comes next (receive_any_size)
+    std::vector<char> *into_ = nullptr;
+    bool done_ = false;
+};
+
+// The largest power of two <= n (n >= 1).
+int floor_pow2(int n) {
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    return p;
+}
+
+// out[i] = max over the ranks of in[i] (none: a barrier). Up to 4 ranks by recursive doubling among
+// the first p2 ranks (p2: the largest power of two <= size), each rank beyond them folded into
+// rank - p2 first and told the result after: log2(p2) exchanges on the critical path. Over more ranks
+// up a binomial tree to `root` and the result down it: 2 (size - 1) messages instead of p2 log2(p2)
+// (a reader group of 16 ranks: 30 instead of 64), in twice the hops; the root, which sends most,
+// changes from session to session.
+class AllreduceMax : public Collective {
+public:
+    AllreduceMax(MPI_Comm comm, int tag, int rank, int size, int root, const int64_t *in, int64_t *out, int n)
+        : Collective(comm, tag, n > 0 ? "an allreduce (dtf's, point to point)" : "a barrier (dtf's, point to point)"),
+          mine_(in, in + n), theirs_(static_cast<size_t>(n)), out_(out) {
+        if (size > 4) {
+            tree((rank - root + size) % size, size, root);
+            return;
+        }
+        const int p2 = floor_pow2(size);
+        if (rank >= p2) {
+            steps_.push_back({rank - p2, rank - p2, false});
+            return;
+        }
+        if (rank < size - p2) steps_.push_back({-1, rank + p2, true});
+        for (int mask = 1; mask < p2; mask <<= 1) steps_.push_back({rank ^ mask, rank ^ mask, true});
+        if (rank < size - p2) steps_.push_back({rank + p2, -1, false});
+    }
+
+private:
+    struct Step {
+        int to, from; // -1: none
+        bool fold;    // what comes is folded in (max), else it is the result
+    };
+    bool step() override {
+        if (next_ > 0 && steps_[next_ - 1].from >= 0) { // the step just complete
+            if (steps_[next_ - 1].fold)
+                for (size_t i = 0; i < mine_.size(); ++i) mine_[i] = std::max(mine_[i], theirs_[i]);
+            else
+                mine_ = theirs_;
+        }
+        if (next_ == steps_.size()) {
+            std::copy(mine_.begin(), mine_.end(), out_);
+            return true;
+        }
+        const Step &s = steps_[next_++];
+        const size_t bytes = mine_.size() * sizeof(int64_t);
+        if (s.to >= 0) send(s.to, mine_.data(), bytes);
+        if (s.from >= 0) receive(s.from, theirs_.data(), bytes);
+        return false;
+    }
+    // Relative to the root (me: this rank's relative rank), the children of a rank in the binomial tree
+    // are the rank plus each power of two below its lowest set bit; its parent is the rank less that bit.
+    void tree(int me, int size, int root) {
+        const int low = me == 0 ? size : (me & -me);
+        auto real = [&](int relative) { return (relative + root) % size; };
+        std::vector<int> children;
+        for (int mask = 1; mask < low && me + mask < size; mask <<= 1) children.push_back(real(me + mask));
+        for (int c : children) steps_.push_back({-1, c, true});
+        if (me != 0) steps_.push_back({real(me - low), real(me - low), false});
+        for (int c : children) steps_.push_back({c, -1, false});
+    }
+    std::vector<Step> steps_;
+    size_t next_ = 0;
+    std::vector<int64_t> mine_, theirs_;
+    int64_t *out_;
+};
+
+// `*bytes` of rank `root` to every rank, down a binomial tree rooted there: ceil(log2(size)) hops.
+class Broadcast : public Collective {
+public:
+    Broadcast(MPI_Comm comm, int tag, int rank, int size, int root, std::vector<char> *bytes)
+        : Collective(comm, tag, "a broadcast (dtf's, point to point)"), size_(size), root_(root),
+          me_((rank - root + size) % size), bytes_(bytes) {}
+
+private:
+    bool step() override {
+        int mask = 1;
+        if (stage_ == 0 && me_ != 0) { // first from the parent: this rank less its lowest set bit
+            while (!(me_ & mask)) mask <<= 1;
+            receive_any_size(real(me_ - mask), bytes_);
+            stage_ = 1;
+            return false;
+        }
+        if (stage_ == 2) return true;
+        stage_ = 2;
+        // then to the children: this rank plus each power of two below its lowest set bit
+        const int below = me_ == 0 ? size_ : (me_ & -me_);
+        for (mask = 1; mask < below && me_ + mask < size_; mask <<= 1)
+            send(real(me_ + mask), bytes_->data(), bytes_->size());
+        return false;
+    }
+    int real(int relative) const { return (relative + root_) % size_; }
+    int size_, root_, me_;
+    int stage_ = 0;
+    std::vector<char> *bytes_;
+};
+
+// A Pending of a collective; one given up before it completed is left allocated (MPI may still
+// write its buffers), as the group's next collective waits for it.
+class CollectivePending : public Pending {
+public:
+    explicit CollectivePending(std::shared_ptr<Collective> op) : op_(std::move(op)) {}
+    ~CollectivePending() override {
+        if (op_->in_flight()) new std::shared_ptr<Collective>(std::move(op_)); // (never freed, see above)
+    }
+    bool test() override { return op_->test(); }
+
+private:
+    std::shared_ptr<Collective> op_;
+};
+
+} // namespace
+
+struct KeptGroups::Set {
+    std::vector<int> ranks; // the component ranks of the communicator's ranks
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0, size = 1;
+    uint64_t sessions = 0; // groups taken so far
+};
+
+namespace {
+
+// A session of a kept communicator's ranks: its own tags on it (KeptGroups).
+class SessionGroup : public Group {
+public:
+    SessionGroup(std::shared_ptr<const KeptGroups::Set> set, int first_tag, MpiQueue &queue)
+        : set_(std::move(set)), first_tag_(first_tag), queue_(queue) {}
+    int rank() const override { return set_->rank; }
+    int size() const override { return set_->size; }
+    const std::vector<int> &component_ranks() const override { return set_->ranks; }
+    std::unique_ptr<Channel> channel() override { return mpi_channel(comm(), queue_, first_tag_); }
+    MPI_Comm comm() const {
+        if (set_->comm == MPI_COMM_NULL) fail(DTF_ERR_INTERNAL, "a file group used after dtf_finalize");
+        return set_->comm;
+    }
+    std::unique_ptr<Pending> allreduce_max(const int64_t *in, int64_t *out, int n) override {
+        return start(std::make_shared<AllreduceMax>(comm(), tag(), rank(), size(), root(), in, out, n));
+    }
+    std::unique_ptr<Pending> barrier() override {
+        return start(std::make_shared<AllreduceMax>(comm(), tag(), rank(), size(), root(), nullptr, nullptr, 0));
+    }
+    std::unique_ptr<Pending> broadcast(int root, std::vector<char> *bytes) override {
+        return start(std::make_shared<Broadcast>(comm(), tag(), rank(), size(), root, bytes));
+    }
+
+private:
+    int tag() const { return first_tag_ + group_slot(Tag::Collective); }
+    int root() const { return (first_tag_ / kGroupTags) % size(); } // (spread by session)
+    std::unique_ptr<Pending> start(std::shared_ptr<Collective> op) {
+        if (size() > 1) counters::add(counters::Collectives, 0); // (over one rank nothing travels)
+        if (last_) op->after(std::move(last_));
+        last_ = op;
+        op->test(); // (its first messages leave now)
+        return std::make_unique<CollectivePending>(std::move(op));
+    }
+    std::shared_ptr<const KeptGroups::Set> set_;
+    int first_tag_;
     MpiQueue &queue_;
-    MPI_Comm comm_ = MPI_COMM_NULL;
-    int rank_ = 0, size_ = 1;
-    std::vector<int> ranks_;
+    std::shared_ptr<Collective> last_; // the last collective started: the next waits for it
+};
+
+// The duplicate of a set's communicator, made at its first open.
+class Duplicate : public Pending {
+public:
+    Duplicate(MPI_Comm comm, MPI_Comm *out) : out_(out) {
+        check_mpi(MPI_Comm_idup(comm, out, &request_), kCall);
+        int size = 0;
+        MPI_Comm_size(comm, &size);
+        if (size > 1) counters::add(counters::Collectives, 0);
+    }
+    bool test() override {
+        if (request_ == MPI_REQUEST_NULL) return true;
+        int flag = 0;
+        check_mpi(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), kCall);
+        if (flag) MPI_Comm_set_errhandler(*out_, MPI_ERRORS_RETURN);
+        return flag != 0;
+    }
+    bool in_flight() const { return request_ != MPI_REQUEST_NULL; }
+
+private:
+    static constexpr const char *kCall = "MPI_Comm_idup";
+    MPI_Comm *out_;
+    MPI_Request request_ = MPI_REQUEST_NULL;
 };
 
 } // namespace
 
 MPI_Comm mpi_comm_of(const Group &group) {
-    const auto *g = dynamic_cast<const MpiGroup *>(&group);
+    const auto *g = dynamic_cast<const SessionGroup *>(&group);
     return g ? g->comm() : MPI_COMM_NULL;
 }
 
-std::unique_ptr<Group> mpi_group(MPI_Comm comm, MPI_Comm component, MpiQueue &queue, const std::string &component_name,
-                                 std::unique_ptr<Pending> *ready) {
-    auto group = std::make_unique<MpiGroup>(comm, component, queue, component_name);
-    *ready = group->dup(comm);
-    return group;
-}
-
-std::unique_ptr<Group> SpareGroups::take(MPI_Comm comm, MPI_Comm component, const std::string &component_name,
-                                         std::unique_ptr<Pending> *ready) {
-    const std::vector<int> ranks = component_ranks_of(comm, component, component_name);
-    for (Chain &chain : chains_) {
-        if (chain.ranks != ranks || chain.spares.empty()) continue;
-        Spare spare = std::move(chain.spares.front());
-        chain.spares.pop_front();
-        *ready = std::move(spare.ready);
-        return std::move(spare.group);
-    }
-    return nullptr;
-}
-
-void SpareGroups::refill(const Group &group, MPI_Comm comm, MPI_Comm component, MpiQueue &queue,
-                         const std::string &component_name, const std::function<void(Pending &)> &wait) {
-    auto chain = std::find_if(chains_.begin(), chains_.end(),
-                              [&](const Chain &c) { return c.ranks == group.component_ranks(); });
-    if (chain == chains_.end()) {
-        Chain fresh{group.component_ranks(), {}, {}, 0};
-        for (size_t i = 0; i < kDepth; ++i) { // one after the other: one duplicate of `comm` at a time
-            auto seed = std::make_unique<MpiGroup>(comm, component, queue, component_name);
-            auto ready = seed->dup(comm);
-            fresh.seeds.push_back(Spare{std::move(seed), std::move(ready)});
-            try {
-                wait(*fresh.seeds.back().ready);
-            } catch (...) {
-                abandon(fresh.seeds.back());
-                throw;
-            }
-        }
-        chains_.push_back(std::move(fresh));
-        chain = std::prev(chains_.end());
-    }
-    while (chain->spares.size() < kDepth) {
-        const MPI_Comm parent = mpi_comm_of(*chain->seeds[chain->started++ % kDepth].group);
-        auto spare = std::make_unique<MpiGroup>(parent, queue, chain->ranks);
-        auto ready = spare->dup(parent);
-        chain->spares.push_back(Spare{std::move(spare), std::move(ready)});
-    }
-}
-
-// A duplicate under way is MPI's to write: its group and operation are left allocated.
-void SpareGroups::abandon(Spare &s) {
-    s.group.release();
-    s.ready.release();
-}
-
-SpareGroups::~SpareGroups() {
-    for (Chain &chain : chains_) { // (only when finish() was not reached)
-        for (Spare &s : chain.seeds) abandon(s);
-        for (Spare &s : chain.spares) abandon(s);
-    }
-}
-
-void SpareGroups::finish(const std::function<void(Pending &)> &wait) {
-    std::list<Chain> chains = std::move(chains_);
-    chains_.clear();
-    std::unique_ptr<Error> first;
-    auto settle = [&](Spare &s) {
+std::unique_ptr<Group> KeptGroups::take(MPI_Comm comm, MPI_Comm component, const std::string &component_name,
+                                        MpiQueue &queue, int tag_ub, const std::function<void(Pending &)> &wait) {
+    std::vector<int> ranks = component_ranks_of(comm, component, component_name);
+    auto set = std::find_if(sets_.begin(), sets_.end(), [&](const auto &s) { return s->ranks == ranks; });
+    if (set == sets_.end()) {
+        auto fresh = std::make_shared<Set>();
+        fresh->ranks = std::move(ranks);
+        MPI_Comm_rank(comm, &fresh->rank);
+        MPI_Comm_size(comm, &fresh->size);
+        Duplicate dup(comm, &fresh->comm);
         try {
-            wait(*s.ready);
-        } catch (const Error &e) {
-            if (!first) first = std::make_unique<Error>(e);
-            abandon(s);
+            wait(dup);
+        } catch (...) {
+            if (dup.in_flight()) new std::shared_ptr<Set>(std::move(fresh)); // (MPI's to write: never freed)
+            throw;
         }
-    };
-    for (Chain &chain : chains) {
-        for (Spare &s : chain.spares) settle(s);
-        chain.spares.clear(); // frees the duplicates (the spares' first: their parents are the seeds)
-        for (Spare &s : chain.seeds) settle(s);
+        sets_.push_back(std::move(fresh));
+        set = std::prev(sets_.end());
     }
-    chains.clear();
-    if (first) throw *first;
+    const uint64_t windows = static_cast<uint64_t>(tag_ub) / kGroupTags;
+    const int first_tag = static_cast<int>(((*set)->sessions++ % windows) * kGroupTags);
+    return std::make_unique<SessionGroup>(*set, first_tag, queue);
+}
+
+KeptGroups::~KeptGroups() = default;
+
+void KeptGroups::finish() {
+    for (auto &set : sets_)
+        if (set->comm != MPI_COMM_NULL) MPI_Comm_free(&set->comm);
+    sets_.clear();
 }
 
 } // namespace dtf::transport

@@ -241,7 +241,7 @@ static void reader(const char *scenario) {
         NC(ncmpi_close(ncid));
     else if (rank != 1)
         expect_error(ncmpi_close(ncid), DTF_ERR_TIMEOUT, "ncmpi_close (reader rank 1 never closes)", "closing '",
-                     "f.nc' (session 1): MPI_Ibarrier over 3 ranks waited for the others", NULL);
+                     "f.nc' (session 1): a barrier over 3 ranks waited for the others", NULL);
     free(t);
 }
 
