@@ -307,8 +307,8 @@ def call_cost(out):
             "mpi-raw makes no PnetCDF call: its cycle packs and sends the blocks the readers need, and unpacks "
             "what comes back. The program's own calls cost dtf the most: it defines 232 variables and puts 232 "
             "blocks per model cycle (each put checked and recorded, its read pieces copied at `ncmpi_wait_all`), "
-            "a reader's open takes the header and agrees with its ranks (a new communicator per open: "
-            "`MPI_Comm_idup`), and each writer file encodes its header at `ncmpi_enddef` to compare it with "
+            "a reader's open takes the header (over more than one rank its leader broadcasts it, point to point "
+            "on the communicator the ranks keep: no communicator per open), and each writer file encodes its header at `ncmpi_enddef` to compare it with "
             "the plan's (at `dtf_transfer` only if a call changed it since: `Header::revision`):", "", text, "",
             "mpi-raw's model cycle is an order of magnitude below dtf's in instructions: for the 0.8 target at this "
             "size the program's 232 definitions and 232 puts per cycle would have to cost well under 100 "

@@ -36,7 +36,10 @@ std::vector<int> component_ranks_of(MPI_Comm comm, MPI_Comm component, const std
 // A collective of a group session, in steps of point-to-point messages on the session's collective
 // tag. A rank sends another at most one message per collective, and starts a collective only once its
 // previous one is complete (`after`): so the messages of consecutive collectives between two ranks
-// are matched in order, on one tag.
+// are matched in order, on one tag. It works in buffers of its own, and gives its result to the
+// caller's memory only through the caller's Pending (deliver()): a collective whose caller gave up
+// still completes (the next one of the session waits for it, as every rank must take part) without
+// writing memory the caller has freed.
 class Collective {
 public:
     Collective(MPI_Comm comm, int tag, const char *call) : comm_(comm), tag_(tag), call_(call) {}
@@ -61,6 +64,8 @@ public:
     }
     void after(std::shared_ptr<Collective> before) { before_ = std::move(before); }
     bool in_flight() const { return !requests_.empty() || probing_ >= 0; }
+    // Its result to the caller's memory, once complete.
+    virtual void deliver() = 0;
 
 protected:
     // Starts the next step's messages, the last step's being complete; true when none is left.
@@ -147,10 +152,7 @@ private:
             else
                 mine_ = theirs_;
         }
-        if (next_ == steps_.size()) {
-            std::copy(mine_.begin(), mine_.end(), out_);
-            return true;
-        }
+        if (next_ == steps_.size()) return true;
         const Step &s = steps_[next_++];
         const size_t bytes = mine_.size() * sizeof(int64_t);
         if (s.to >= 0) send(s.to, mine_.data(), bytes);
@@ -168,6 +170,7 @@ private:
         if (me != 0) steps_.push_back({real(me - low), real(me - low), false});
         for (int c : children) steps_.push_back({c, -1, false});
     }
+    void deliver() override { std::copy(mine_.begin(), mine_.end(), out_); }
     std::vector<Step> steps_;
     size_t next_ = 0;
     std::vector<int64_t> mine_, theirs_;
@@ -179,14 +182,19 @@ class Broadcast : public Collective {
 public:
     Broadcast(MPI_Comm comm, int tag, int rank, int size, int root, std::vector<char> *bytes)
         : Collective(comm, tag, "a broadcast (dtf's, point to point)"), size_(size), root_(root),
-          me_((rank - root + size) % size), bytes_(bytes) {}
+          me_((rank - root + size) % size), bytes_(bytes) {
+        if (me_ == 0) data_ = *bytes;
+    }
+    void deliver() override {
+        if (me_ != 0) bytes_->swap(data_);
+    }
 
 private:
     bool step() override {
         int mask = 1;
         if (stage_ == 0 && me_ != 0) { // first from the parent: this rank less its lowest set bit
             while (!(me_ & mask)) mask <<= 1;
-            receive_any_size(real(me_ - mask), bytes_);
+            receive_any_size(real(me_ - mask), &data_);
             stage_ = 1;
             return false;
         }
@@ -195,27 +203,34 @@ private:
         // then to the children: this rank plus each power of two below its lowest set bit
         const int below = me_ == 0 ? size_ : (me_ & -me_);
         for (mask = 1; mask < below && me_ + mask < size_; mask <<= 1)
-            send(real(me_ + mask), bytes_->data(), bytes_->size());
+            send(real(me_ + mask), data_.data(), data_.size());
         return false;
     }
     int real(int relative) const { return (relative + root_) % size_; }
     int size_, root_, me_;
     int stage_ = 0;
     std::vector<char> *bytes_;
+    std::vector<char> data_; // what goes down the tree: the root's copy, or what came from the parent
 };
 
-// A Pending of a collective; one given up before it completed is left allocated (MPI may still
-// write its buffers), as the group's next collective waits for it.
+// A Pending of a collective. One given up with messages in flight is left allocated (MPI may still
+// write its buffers); one not started yet goes on in the group's chain.
 class CollectivePending : public Pending {
 public:
     explicit CollectivePending(std::shared_ptr<Collective> op) : op_(std::move(op)) {}
     ~CollectivePending() override {
         if (op_->in_flight()) new std::shared_ptr<Collective>(std::move(op_)); // (never freed, see above)
     }
-    bool test() override { return op_->test(); }
+    bool test() override {
+        if (delivered_) return true;
+        if (!op_->test()) return false;
+        op_->deliver();
+        return delivered_ = true;
+    }
 
 private:
     std::shared_ptr<Collective> op_;
+    bool delivered_ = false;
 };
 
 } // namespace
