@@ -828,13 +828,17 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
         for (const auto &part : r->parts)
             fs.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
         if (r->direct) continue; // already in place, nothing to convert
-        const size_t n = r->staging.size() / types::type_size(r->xtype);
-        std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
-        int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
-        int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
-        r->status = rc2 != NC_NOERR ? rc2 : rc;
+        if (types::same_representation(r->xtype, r->layout.memtype, r->format)) { // placed from staging itself
+            r->status = types::scatter(r->layout, r->staging.data(), r->user_buf);
+        } else {
+            const size_t n = r->staging.size() / types::type_size(r->xtype);
+            std::vector<char> mem = rt.buffers().take(n * r->layout.elsize);
+            const int rc = types::convert_get(r->staging.data(), r->xtype, mem.data(), r->layout.memtype, n, r->format);
+            const int rc2 = types::scatter(r->layout, mem.data(), r->user_buf);
+            r->status = rc2 != NC_NOERR ? rc2 : rc;
+            rt.buffers().give(std::move(mem));
+        }
         rt.buffers().give(std::move(r->staging));
-        rt.buffers().give(std::move(mem));
         if (first_error == NC_NOERR) first_error = r->status;
     }
     return first_error;
