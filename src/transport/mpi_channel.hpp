@@ -5,7 +5,6 @@
 
 #include <mpi.h>
 
-#include <deque>
 #include <functional>
 #include <list>
 #include <memory>

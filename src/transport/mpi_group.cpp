@@ -1,8 +1,6 @@
 // transport::Group over MPI: the sessions of a set of ranks on the communicator they keep (KeptGroups
 // in mpi_channel.hpp), their collectives point to point.
 #include <algorithm>
-#include <climits>
-#include <cstring>
 #include <iterator>
 #include <list>
 
