@@ -113,6 +113,20 @@ int floor_pow2(int n) {
     return p;
 }
 
+// A rank's place in the binomial tree over `size` ranks rooted at `root`: in ranks relative to the
+// root, the children of a rank are the rank plus each power of two below its lowest set bit (the
+// root: below `size`), its parent the rank less that bit. Real ranks here.
+struct BinomialTree {
+    int parent = -1; // -1: the root
+    std::vector<int> children;
+    BinomialTree(int rank, int size, int root) {
+        const int me = (rank - root + size) % size, low = me == 0 ? size : (me & -me);
+        auto real = [&](int relative) { return (relative + root) % size; };
+        for (int mask = 1; mask < low && me + mask < size; mask <<= 1) children.push_back(real(me + mask));
+        if (me != 0) parent = real(me - low);
+    }
+};
+
 // out[i] = max over the ranks of in[i] (none: a barrier). Up to 4 ranks by recursive doubling among
 // the first p2 ranks (p2: the largest power of two <= size), each rank beyond them folded into
 // rank - p2 first and told the result after: log2(p2) exchanges on the critical path. Over more ranks
@@ -124,8 +138,11 @@ public:
     AllreduceMax(MPI_Comm comm, int tag, int rank, int size, int root, const int64_t *in, int64_t *out, int n)
         : Collective(comm, tag, n > 0 ? "an allreduce (dtf's, point to point)" : "a barrier (dtf's, point to point)"),
           mine_(in, in + n), theirs_(static_cast<size_t>(n)), out_(out) {
-        if (size > 4) {
-            tree((rank - root + size) % size, size, root);
+        if (size > 4) { // up the tree, then the result down
+            const BinomialTree tree(rank, size, root);
+            for (int c : tree.children) steps_.push_back({-1, c, true});
+            if (tree.parent >= 0) steps_.push_back({tree.parent, tree.parent, false});
+            for (int c : tree.children) steps_.push_back({c, -1, false});
             return;
         }
         const int p2 = floor_pow2(size);
@@ -157,17 +174,6 @@ private:
         if (s.from >= 0) receive(s.from, theirs_.data(), bytes);
         return false;
     }
-    // Relative to the root (me: this rank's relative rank), the children of a rank in the binomial tree
-    // are the rank plus each power of two below its lowest set bit; its parent is the rank less that bit.
-    void tree(int me, int size, int root) {
-        const int low = me == 0 ? size : (me & -me);
-        auto real = [&](int relative) { return (relative + root) % size; };
-        std::vector<int> children;
-        for (int mask = 1; mask < low && me + mask < size; mask <<= 1) children.push_back(real(me + mask));
-        for (int c : children) steps_.push_back({-1, c, true});
-        if (me != 0) steps_.push_back({real(me - low), real(me - low), false});
-        for (int c : children) steps_.push_back({c, -1, false});
-    }
     void deliver() override { std::copy(mine_.begin(), mine_.end(), out_); }
     std::vector<Step> steps_;
     size_t next_ = 0;
@@ -179,33 +185,26 @@ private:
 class Broadcast : public Collective {
 public:
     Broadcast(MPI_Comm comm, int tag, int rank, int size, int root, std::vector<char> *bytes)
-        : Collective(comm, tag, "a broadcast (dtf's, point to point)"), size_(size), root_(root),
-          me_((rank - root + size) % size), bytes_(bytes) {
-        if (me_ == 0) data_ = *bytes;
+        : Collective(comm, tag, "a broadcast (dtf's, point to point)"), tree_(rank, size, root), bytes_(bytes) {
+        if (tree_.parent < 0) data_ = *bytes;
     }
     void deliver() override {
-        if (me_ != 0) bytes_->swap(data_);
+        if (tree_.parent >= 0) bytes_->swap(data_);
     }
 
 private:
     bool step() override {
-        int mask = 1;
-        if (stage_ == 0 && me_ != 0) { // first from the parent: this rank less its lowest set bit
-            while (!(me_ & mask)) mask <<= 1;
-            receive_any_size(real(me_ - mask), &data_);
+        if (stage_ == 0 && tree_.parent >= 0) { // first from the parent
+            receive_any_size(tree_.parent, &data_);
             stage_ = 1;
             return false;
         }
         if (stage_ == 2) return true;
         stage_ = 2;
-        // then to the children: this rank plus each power of two below its lowest set bit
-        const int below = me_ == 0 ? size_ : (me_ & -me_);
-        for (mask = 1; mask < below && me_ + mask < size_; mask <<= 1)
-            send(real(me_ + mask), data_.data(), data_.size());
+        for (int c : tree_.children) send(c, data_.data(), data_.size()); // then to the children
         return false;
     }
-    int real(int relative) const { return (relative + root_) % size_; }
-    int size_, root_, me_;
+    const BinomialTree tree_;
     int stage_ = 0;
     std::vector<char> *bytes_;
     std::vector<char> data_; // what goes down the tree: the root's copy, or what came from the parent
