@@ -64,8 +64,6 @@ const char *error_message(int code) noexcept {
     return row ? row->message : nullptr;
 }
 
-bool is_dtf_error(int code) noexcept { return code != 0 && find_row(code) != nullptr; }
-
 void set_last_error(const std::string &message) {
     try {
         t_last_error = message;

@@ -35,7 +35,6 @@ std::string vformat(const char *fmt, va_list ap);
 // Name ("DTF_ERR_TIMEOUT") and generic message of a DTF_ERR_* code; nullptr when not a dtf code.
 const char *error_name(int code) noexcept;
 const char *error_message(int code) noexcept;
-bool is_dtf_error(int code) noexcept;
 
 // Record `message` as the calling thread's last error (read back by dtf_errmsg()).
 void set_last_error(const std::string &message);

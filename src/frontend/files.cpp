@@ -112,7 +112,7 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
 } // namespace
 
 void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) {
-    PathCounters &c = rt.counters()[t.path];
+    PathCounters &c = rt.counters(t.path);
     auto name = [&](int component) { return rt.config().component_name(component).c_str(); };
     if (writer && t.rule->write_only) return;
     if (writer) {
@@ -146,7 +146,7 @@ namespace {
 // reads the n-th session written.
 void wait_on_disk(Runtime &rt, const Target &t, transport::Group &group, const std::string &context) {
     const int from = rt.config().component_index(t.rule->writer);
-    const int n = ++rt.disk_sessions()[{from, rt.self(), t.path}];
+    const int n = rt.next_disk_session(from, rt.self(), t.path);
     const std::string key = rt.disk_key(from, rt.self(), t.path, n);
     rt.on_all(group, [&] {
         double next = 0;
@@ -174,7 +174,7 @@ using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
 // the file), the other components hear of it.
 void closed(Runtime &rt, const std::string &path, bool writer, transport::Group &group, const std::vector<int> &peers) {
     rt.barrier(group, format("closing '%s'", path.c_str()));
-    PathCounters &c = rt.counters()[path];
+    PathCounters &c = rt.counters(path);
     const int session = writer ? ++c.my_writes : ++c.my_reads;
     ++(writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     if (group.rank() == 0)

@@ -106,8 +106,8 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     // A reader named in readers= waits for its next version. With comp1=/comp2= the component may be
     // about to write the file (an ncmpi_open with NC_WRITE: a write-back): once it has taken part in
     // a session, the file on disk is a version it knows, as a real file would be, and it goes on.
-    const auto c = rt->counters().find(t.path);
-    const bool known = !t.rule->fixed_roles() && c != rt->counters().end() && c->second.closed() > 0;
+    const PathCounters *c = rt->find_counters(t.path);
+    const bool known = !t.rule->fixed_roles() && c && c->closed() > 0;
     if (!known) rt->on_all(*group, [&] { wait_for_turn(*rt, t, false, "MPI_File_open"); }, context);
     return kPass;
 }
@@ -132,17 +132,17 @@ bool virtual_exists(const char *path, int64_t *size) {
         const bool reader = r.fixed_roles() && r.writer != rt->self_name();
         *size = 0;
         if (r.mode != config::Mode::Transfer) return reader;
-        const auto c = rt->counters().find(t.path);
-        const int session = (c == rt->counters().end() ? 0 : c->second.closed()) + 1;
+        const PathCounters *c = rt->find_counters(t.path);
+        const int session = (c ? c->closed() : 0) + 1;
         const Message *m = rt->peek([&](const Message &msg) { return is_definition(msg, t.path, session); });
         if (m) {
             model::Header h;
             const std::vector<char> bytes = defined_header(*m);
             if (model::Header::decode(bytes.data(), bytes.size(), &h) == NC_NOERR) *size = h.file_size();
-        } else if (c != rt->counters().end() && c->second.header) {
-            *size = c->second.header->file_size();
+        } else if (c && c->header) {
+            *size = c->header->file_size();
         }
-        return reader || m || (c != rt->counters().end() && c->second.header);
+        return reader || m || (c && c->header);
     } catch (...) {
         return false; // (a look at a path never fails because of dtf)
     }

@@ -66,8 +66,7 @@ const PathCounters *settle_path(Runtime &rt, const std::string &path, int peer, 
                       doing, path.c_str(), ws ? (" (" + waiting_for(rt, *ws) + ")").c_str() : "");
     }, peer);
     rt.forget_finished(path);
-    auto it = rt.counters().find(path);
-    return it == rt.counters().end() ? nullptr : &it->second;
+    return rt.find_counters(path);
 }
 
 std::unique_ptr<VirtualFile> make_file(Runtime &rt, const std::string &path, const config::FileRule &rule,
@@ -187,16 +186,16 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
         if (rc != NC_NOERR) return rc;
     }
     auto vf = make_file(rt, path, rule, peers, std::move(group), true);
-    const PathCounters &now = rt.counters().at(path);
-    if (vf->session != session || !now.header)
+    const PathCounters *now = rt.find_counters(path);
+    if (vf->session != session || !now || !now->header)
         fail(DTF_ERR_INTERNAL, "%s: continues session %d, not %d", context.c_str(), vf->session - 1, session - 1);
-    vf->header = *now.header;
+    vf->header = *now->header;
     vf->header.set_read_only(false);
     if (vf->header.in_indep_mode()) vf->header.end_indep_data();
     vf->header.inq(nullptr, &vf->inherited, nullptr, nullptr);
     vf->continued = true;
-    if (std::find(now.persisted.begin(), now.persisted.end(), now.read_stamp) == now.persisted.end())
-        vf->persist_after = now.read_stamp; // not in the file yet
+    if (std::find(now->persisted.begin(), now->persisted.end(), now->read_stamp) == now->persisted.end())
+        vf->persist_after = now->read_stamp; // not in the file yet
     // PnetCDF's root reads the header at open.
     if (vf->rank == 0) vf->get_bytes = std::min<int64_t>(vf->header.file_size(), kHeaderReadChunk);
     // The readers learn the header at the first put, dtf_transfer or close, whichever comes first
@@ -333,7 +332,7 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
         PayloadWriter w;
         try {
             auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
-            const PathCounters *c = rt.counters().count(path) ? &rt.counters().at(path) : nullptr;
+            const PathCounters *c = rt.find_counters(path);
             const Message *m = writer ? nullptr : defined();
             std::vector<char> header;
             if (!m && c && c->header) {
@@ -453,10 +452,9 @@ std::shared_ptr<PersistJob> persist_job(Runtime &rt, VirtualFile &vf) {
     job->persist_after = vf.persist_after;
     // (the writer's Persisted may have come while this session was being opened, before the runtime
     // knew the file: the path's record has it then)
-    const auto c = rt.counters().find(vf.path);
-    if (job->persist_after != 0 && c != rt.counters().end() &&
-        std::find(c->second.persisted.begin(), c->second.persisted.end(), job->persist_after) !=
-            c->second.persisted.end())
+    const PathCounters *c = rt.find_counters(vf.path);
+    if (job->persist_after != 0 && c &&
+        std::find(c->persisted.begin(), c->persisted.end(), job->persist_after) != c->persisted.end())
         job->persist_after = 0;
     job->enddefs = vf.enddefs;
     job->readers = vf.peers;
@@ -562,7 +560,7 @@ int close_writer(Runtime &rt, VirtualFile &vf, std::exception_ptr *unserved, std
 // This rank's record of the path once a session of it is closed: the session counted, its header
 // (for a later open with NC_WRITE, while the path is remembered), what it read last.
 void count_closed(Runtime &rt, const VirtualFile &vf, bool abort) {
-    PathCounters &c = rt.counters()[vf.path];
+    PathCounters &c = rt.counters(vf.path);
     ++(vf.writer ? c.my_writes : c.my_reads);
     if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
     c.read_stamp = vf.writer ? 0 : vf.reader.writer_stamp;

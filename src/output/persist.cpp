@@ -612,7 +612,7 @@ void announce_written(Runtime &rt, int writer, const std::string &path, int sess
     const std::vector<char> payload = p.take();
     for (int reader : readers) {
         if (fallback && rt.absent(reader) && !rt.run_id().empty())
-            rt.board().put(rt.disk_key(writer, reader, path, ++rt.disk_sessions()[{writer, reader, path}]),
+            rt.board().put(rt.disk_key(writer, reader, path, rt.next_disk_session(writer, reader, path)),
                            rt.run_id());
         if (rt.lost(reader)) continue; // (it takes no message)
         rt.notify(reader, Message{MessageKind::Persisted, 0, session, 0, path, payload});

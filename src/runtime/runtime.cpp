@@ -966,7 +966,7 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
         // that late, and a long wait costs little CPU. A crowded node backs off instead, except in a
         // collective over this component's ranks: they are all in the same call, and each round of the
         // collective advances only when every rank looks again, so a pause grown to milliseconds made
-        // each round cost that much (MPI_Comm_idup and MPI_Iallreduce at every create and close).
+        // each round cost that much (a set's MPI_Comm_idup, the agreements of a close).
         pause(!crowded_ ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 200e-6)
                         : collective ? std::clamp(0.02 * deadline.elapsed(), 20e-6, 2e-3) : backoff.next());
     }
@@ -1285,7 +1285,7 @@ void Runtime::disconnect(PeerLink &link) {
 // Every control message has a use; one left over is a protocol leak (memory that grows per cycle).
 void Runtime::count_leftovers() {
     stats_.unused_messages = static_cast<long>(unused_messages());
-    stats_.path_records = static_cast<long>(counters_.size());
+    stats_.path_records = static_cast<long>(path_records());
     for (const auto &m : inbox_)
         log::warn("dtf_finalize: a %s message about '%s' (session %d) from component '%s' was never used",
                   kind_name(m.kind), m.path.c_str(), m.session, config_.component_name(m.from_component).c_str());

@@ -169,7 +169,13 @@ public:
     MPI_Comm component_comm() const { return world_; }
 
     // Files (implemented in files.cpp).
-    std::map<std::string, PathCounters> &counters() { return counters_; }
+    // What this rank knows about `path` (made on first use), or nullptr if nothing yet.
+    PathCounters &counters(const std::string &path) { return counters_[path]; }
+    const PathCounters *find_counters(const std::string &path) const {
+        const auto it = counters_.find(path);
+        return it == counters_.end() ? nullptr : &it->second;
+    }
+    size_t path_records() const { return counters_.size(); } // (see forget_finished)
     // Transfer mode: forget what this rank knows of `path` once its sessions there reach the rule's
     // num_sessions and none of them is open or still being served. By then no message about them can
     // come any more (each kind's last one was taken: see the reader's close), so the next session of
@@ -194,7 +200,7 @@ public:
     // sends to that component (take_withdrawals); what is left then is dropped at dtf_finalize.
     void withdraw(int peer, const std::string &path, int session) { withdrawals_[peer].emplace_back(path, session); }
     std::vector<std::pair<std::string, int>> take_withdrawals(int peer);
-    // Receive pending messages (file-mode notices update counters(); the others are queued for
+    // Receive pending messages (file-mode notices update the path counters; the others are queued for
     // take()) and complete finished sends. Cheap when nothing is pending.
     // Returns whether anything happened (a message arrived, an operation or a session completed).
     bool progress();
@@ -238,9 +244,11 @@ public:
     // The board entry saying that the n-th session of `path` that component `writer` wrote for
     // `reader`, which it went on without, is in the file (its value: the run id).
     std::string disk_key(int writer, int reader, const std::string &path, int n) const;
-    // How many sessions of each (writer, reader, path) went to the file system for an absent reader
-    // (the writer's or I/O server's root), or were read there by one (the reader's ranks).
-    std::map<std::tuple<int, int, std::string>, int> &disk_sessions() { return disk_sessions_; }
+    // Count one more session of (writer, reader, path) that went to the file system for an absent
+    // reader (the writer's or I/O server's root), or was read there by one (the reader's ranks): its n.
+    int next_disk_session(int writer, int reader, const std::string &path) {
+        return ++disk_sessions_[{writer, reader, path}];
+    }
     // Whether dtfrun reports component `component` lost (DTF_LOST_DIR); from then on it counts as
     // known lost (lost(), dtf_finalize does not wait for it). For a caller that goes on without it.
     bool gone(int component) const;

@@ -616,8 +616,8 @@ void test_write_back() {
               e.find("allows num_sessions=1") != std::string::npos);
     CHECK(w.rt(kWriter, 0).stats().sessions_written == 3 && w.rt(kWriter, 0).stats().sessions_read == 3);
     CHECK(w.rt(kReader, 0).stats().sessions_written == 3 && w.rt(kReader, 0).stats().sessions_read == 3);
-    CHECK(w.rt(kReader, 0).counters().empty()); // forgotten after 2 sessions
-    CHECK(w.rt(kWriter, 1).counters().empty());
+    CHECK(w.rt(kReader, 0).path_records() == 0); // forgotten after 2 sessions
+    CHECK(w.rt(kWriter, 1).path_records() == 0);
     CHECK(w.all_used());
 }
 } // namespace
