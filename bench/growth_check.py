@@ -16,7 +16,14 @@ Checks, and exits 1 if one fails:
     more: a message sent as a cycle's counters are read counts in the next one);
   - the busiest rank's control messages per cycle (median over those cycles) at the largest M are at
     most 3 times those at the smallest: they grow with the files a rank leads, spread by path over
-    the ranks, not with the number of members.
+    the ranks, not with the number of members;
+  - dtf's collectives (letkf_io's msg.collective rows: allreduces, broadcasts, barriers and
+    communicator duplications over more than one rank, each counted by every rank that takes part)
+    in those cycles: none on the model's side (a member's files are opened by its one rank), and on
+    each assimilation rank, which opens all 3 M files of a cycle with the M assimilation ranks, at
+    most 2 per file it reads (a broadcast at open, an allreduce at close) and 4 per file it writes
+    (allreduces at wait_all, at dtf_transfer, at close and at the replayed epoch's end): 8 M. Issue
+    43's target is 1 per file and side (3 M); no communicator is made in a replayed cycle.
 Counts, not times: the runs are oversubscribed (32 processes at 16 members on this machine's cores).
 """
 import argparse
@@ -31,7 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run(build, out, members, cycles):
-    """One launch; returns {component: {cycle: {agg: control count}}} over the cycles."""
+    """One launch; returns {phase: {component: {cycle: {agg: count}}}} over the cycles, for the phases
+    msg.control and msg.collective."""
     files = os.path.join(out, f"m{members}")
     shutil.rmtree(files, ignore_errors=True)
     os.makedirs(os.path.join(files, "files"))
@@ -54,12 +62,13 @@ def run(build, out, members, cycles):
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout + proc.stderr)
         sys.exit(f"growth_check: the run with {members} members failed (status {proc.returncode})")
-    counts = {}
+    counts = {"msg.control": {}, "msg.collective": {}}
     for comp in ("model", "assim"):
         with open(os.path.join(files, f"{comp}.csv")) as f:
             for r in csv.DictReader(f):
-                if r["phase"] == "msg.control":
-                    counts.setdefault(comp, {}).setdefault(int(r["cycle"]), {})[r["agg"]] = float(r["seconds"])
+                if r["phase"] in counts:
+                    counts[r["phase"]].setdefault(comp, {}).setdefault(int(r["cycle"]), {})[r["agg"]] = \
+                        float(r["seconds"])
     return counts
 
 
@@ -77,7 +86,8 @@ def main():
     steady = range(2, a.cycles - 1)  # (the last cycle's messages may end after its counters were read)
     failures, busiest = [], {}
     for m in [int(x) for x in a.members.split(",")]:
-        counts = run(build, out, m, a.cycles)
+        found = run(build, out, m, a.cycles)
+        counts, collectives = found["msg.control"], found["msg.collective"]
         # Each message counts once where it is sent and once where it is received: the mean over a
         # component's m ranks times m, over both components, is twice the messages.
         messages = sum(counts[c][cyc]["mean"] * m for c in counts for cyc in steady) / 2
@@ -88,6 +98,16 @@ def main():
         if messages > allowed:
             failures.append(f"{m} members: {messages:g} control messages in the replayed cycles, more than the "
                             f"{allowed} of a FileDefined and a ReaderDone per file")
+        most = {c: max(collectives[c][cyc]["max"] for cyc in steady) for c in collectives}
+        shared = 8 * m if m > 1 else 0  # (over one rank nothing travels, and nothing is counted)
+        print(f"{m} members: collectives per rank and replayed cycle, at most: model {most['model']:g}, "
+              f"assimilation {most['assim']:g} (allowed: 0 and {shared})", flush=True)
+        if most["model"] > 0:
+            failures.append(f"{m} members: a model rank made {most['model']:g} collectives in a replayed cycle, "
+                            "where each member's files are opened by its one rank")
+        if most["assim"] > shared:
+            failures.append(f"{m} members: an assimilation rank made {most['assim']:g} collectives in a replayed "
+                            f"cycle, more than 2 per file it reads and 4 per file it writes ({shared})")
     lo, hi = min(busiest), max(busiest)
     if hi > lo and busiest[hi] > 3 * busiest[lo]:
         failures.append(f"the busiest rank's control messages per cycle grew from {busiest[lo]:g} ({lo} members) to "

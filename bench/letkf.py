@@ -18,17 +18,20 @@ smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 me
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 13 minutes here): the default size, weak scaling (1, 2, 4, 8
+  full   what `make bench` runs (about 14 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
-         default size in one MPMD launch, in one srun launch and in one MPICH launch, small blocks (the sweep small), messages against processes
-         (the sweep growth), and stream and persist (the default size, three times,
-         one member with a core per rank, and a control without persist=1). Ranks beyond the
-         machine's cores are oversubscribed; the report says so.
+         default size in one MPMD launch, in one srun launch and in one MPICH launch, small blocks
+         (the sweep small), the original DTF's calls (the sweep original), messages against
+         processes (the sweep growth), and stream and persist (the default size, three times, one
+         member with a core per rank, and a control without persist=1). Ranks beyond the machine's
+         cores are oversubscribed; the report says so.
   default the default size alone, as two jobs (about 40 seconds): a quick before/after comparison.
   launch the default size as two jobs, in one MPMD launch, in one srun launch and in one MPICH
          launch, in turn, twice each (about three minutes): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
+  original the original DTF's own benchmark's calls and file names (letkf_io --calls original), 2 members
+         x 2 ranks at 16x16x20 and 32x20x98 per rank, as two jobs and in one MPMD launch (about a minute).
   small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
          16x16x20), as two jobs and in one MPMD launch: the protocol's own cost; and the 16x16x20 runs
          in one launch once more with DTF_TRACE, summed by dtf-trace into OUT/runN.trace.txt (about a
@@ -59,7 +62,7 @@ import mpich  # noqa: E402
 #   launch ("mpmd": one MPMD mpirun instead of two jobs; "srun": one srun; "mpich": one MPICH mpiexec),
 #   buffer_data (instead of letkf.ini's),
 #   rotate (letkf_io --rotate 1: each rep starts with the next mode), persist (0: letkf.ini without
-#   persist=1)])
+#   persist=1), calls (letkf_io --calls: "original")])
 # The compute.off / compute.on pairs measure how much of the model's output is still to move once it
 # has computed, without and with dtf's progress thread (report.py: "Computing while the data moves").
 COMPUTE = "transfer,transfer-replay,mpi-raw"
@@ -102,6 +105,13 @@ SMALL = [(label, members, px, 1, grid, None, 3, 6, dict(SMALL_MODES, **launch))
 # per call), summed by dtf-trace.
 SMALL_TRACE = [("small.trace", members, px, 1, (16, 16, 20), None, 1, 40,
                 {"modes": "transfer-replay", "launch": "mpmd", "trace": 1}) for members, px in ((1, 1), (2, 2))]
+# The original DTF's own benchmark (issue 43): the same data with its calls and file names (letkf_io
+# --calls original: bput, put_var1_double_all, the write-back into the analysis file opened with
+# NC_WRITE, igets with an MPI subarray type, a new name per cycle), its 2 members of 2 ranks at its two
+# grids, as two jobs and in one MPMD launch.
+ORIGINAL = [(label, 2, 2, 1, grid, None, 3, 6, dict(SMALL_MODES, calls="original", **launch))
+            for label, launch in (("original", {}), ("original.mpmd", {"launch": "mpmd"}))
+            for grid in ((16, 16, 20), (32, 20, 98))]
 # Messages against processes (issue 31: messages that grow with the data): the LETKF pattern with
 # 1 to 16 members of one rank per component (up to 32 processes, oversubscribed: these runs are for
 # the counts, not the times), 16x16x4 points per rank, in one MPMD launch.
@@ -126,15 +136,19 @@ SWEEPS = {
         ("compute.on", 1, 1, 1, (256, 256, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
         ("compute.off", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 0, "modes": COMPUTE}),
         ("compute.on", 2, 1, 1, (128, 128, 16), None, 2, 5, {"compute": 100, "thread": 1, "modes": COMPUTE}),
-    ] + SMALL + SMALL_TRACE + GROWTH + PERSIST,
+    ] + SMALL + SMALL_TRACE + ORIGINAL + GROWTH + PERSIST,
     "launch": [DEFAULT, MPMD, SRUN, MPICH, DEFAULT, MPMD, SRUN, MPICH],
     "default": [DEFAULT],
     "small": SMALL + SMALL_TRACE,
+    "original": ORIGINAL,
     "growth": GROWTH,
     "persist": PERSIST,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
-    # second rep starts with the second mode.
+    # second rep starts with the second mode. The original's calls in every mode they run in, replay
+    # reaching its third cycle.
     "smoke": [("default", 2, 2, 1, (12, 10, 3), None, 2, 2, {"modes": ALL_MODES, "rotate": 1}),
+              ("original", 2, 2, 1, (12, 10, 3), None, 1, 4,
+               {"modes": ALL_MODES.replace("transfer-persist,", ""), "calls": "original"}),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
               ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE})],
 }
@@ -214,6 +228,8 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
         args += ["--modes", opt["modes"]]
     if opt.get("rotate"):
         args += ["--rotate", "1"]
+    if "calls" in opt:
+        args += ["--calls", opt["calls"]]
     args = [str(a) for a in args]
     if opt.get("launch") == "mpich":  # (the MPICH build of letkf_io and dtf; bench/letkf.py main)
         build = opt["build"]

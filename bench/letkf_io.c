@@ -15,6 +15,15 @@
  *                  (--compute), then writes those 11 variables back for every member.
  * Most written data is never read; that asymmetry is what dtf's matching exploits.
  *
+ * --calls original: the same data with the calls of the original DTF's own benchmark (its SCALE-LETKF
+ * I/O imitation) where they differ: the files take new names every cycle (DIR/<kind>.c<cycle>.m<member>
+ * ...); the model attaches a buffer and writes the last fields of each file by bput (18 of the
+ * history's 83, 82 of the analysis' 138) after a first wait_all, the history's time by
+ * put_var1_double_all, and detaches after dtf_transfer; the assimilation writes its 11 variables back
+ * into the analysis file, opened with NC_WRITE (bench/letkf.ini: num_sessions=2), instead of a file
+ * of its own; and the model reads them there into the interior of halo-padded arrays, by iget with
+ * an MPI subarray type. Not with mode transfer-persist.
+ *
  * Modes, run in the order given within one launch, `reps` times, `cycles` cycles each (with
  * --rotate 1, rep r starts with the (r mod n)-th of the n modes, so that with n reps each mode takes
  * each place once: a mode is not favoured by what ran before it):
@@ -147,6 +156,7 @@ typedef struct {
     int cycles, reps, verify;
     int rotate; /* rep r runs the modes from the (r mod n)-th on (--rotate) */
     int compute_ms; /* per cycle and role (--compute) */
+    int original;   /* --calls original: the original DTF's benchmark's calls (the header comment) */
     char modes[128];
 } Opts;
 
@@ -289,9 +299,13 @@ static int is_transfer(const char *mode) {
     return !strcmp(mode, "transfer") || !strcmp(mode, "transfer-replay") || !strcmp(mode, "transfer-persist");
 }
 
-static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode) {
+/* DIR/<kind>.m<member>.<mode letter>.nc; with --calls original, new names every cycle:
+ * DIR/<kind>.c<cycle>.m<member>.<mode letter>.nc (the write-back goes into the analysis file then). */
+static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode, int cycle) {
     static const char *const kind[] = {"hist", "anal", "back"};
-    snprintf(out, n, "%s/%s.m%d.%s.nc", c->o.dir, kind[f], member,
+    char when[24] = "";
+    if (c->o.original) snprintf(when, sizeof when, "c%d.", cycle);
+    snprintf(out, n, "%s/%s.%sm%d.%s.nc", c->o.dir, kind[f], when, member,
              !strcmp(mode, "transfer")          ? "t"
              : !strcmp(mode, "transfer-replay") ? "r"
              : !strcmp(mode, "transfer-persist") ? "p"
@@ -372,8 +386,9 @@ static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
 }
 
 /* The end of a session, after its puts or gets have completed: the transfer (transfer mode) or the
- * sync and eviction (file-sync, writer), then close. */
-static void close_session(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
+ * sync and eviction (file-sync, writer), then close; `attached`: the bput buffer is detached first
+ * (as the original's model does: dtf_transfer, ncmpi_buffer_detach, close). */
+static void close_session(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer, int attached) {
     if (is_transfer(mode)) {
         NC(dtf_transfer(path, ncid));
         stop(P_TRANSFER);
@@ -381,6 +396,7 @@ static void close_session(int ncid, const char *path, MPI_Comm comm, const char 
         sync_and_evict(ncid, comm, path);
         stop(P_TRANSFER);
     }
+    if (attached) NC(ncmpi_buffer_detach(ncid));
     NC(ncmpi_close(ncid));
     stop(P_CLOSE);
 }
@@ -389,7 +405,7 @@ static void close_session(int ncid, const char *path, MPI_Comm comm, const char 
 static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
     NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
     stop(P_IO);
-    close_session(ncid, path, comm, mode, writer);
+    close_session(ncid, path, comm, mode, writer, 0);
 }
 
 /* ---- the model ------------------------------------------------------------------------------ */
@@ -397,25 +413,41 @@ static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, 
 typedef struct {
     float *hist[HIST_3D + HIST_2D], *anal[ANAL_3D + ANAL_2D], *back[ANAL_READS];
     double *axis[4], *coord[2]; /* time, z, y, x; lon, lat (of the larger, analysis block) */
+    /* --calls original: the written-back variables read into halo-padded arrays (padded[i]), through
+     * MPI subarray types of their interior (interior[is3d]) */
+    float *padded[ANAL_READS];
+    MPI_Datatype interior[2];
 } ModelData;
 
+/* With --calls original, the last fields of a file are written by bput, as many as the original's model
+ * writes so (history 18 of 83, analysis 82 of 138). */
+static int bput_fields(const Ctx *c, enum File f) { return !c->o.original ? 0 : f == HIST ? 18 : 82; }
+
 /* Create file f and write it: the puts are complete (wait_all) when this returns, the file still open
- * (close_session ends it). */
+ * (close_session ends it). With --calls original: iputs, wait_all, the time by put_var1_double_all,
+ * the last fields by bput (into a buffer attached for them), wait_all. */
 static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cycle) {
     const int n3d = f == HIST ? HIST_3D : ANAL_3D, nf = n3d + (f == HIST ? HIST_2D : ANAL_2D), rec = f == HIST;
     const Blk b = f == HIST ? c->mine : halo_blk(c, c->rank);
     float **data = f == HIST ? d->hist : d->anal;
     int fid[ANAL_3D + ANAL_2D], aid[6], ncid;
     MPI_Offset st[4], ct[4];
+    const int first_bput = nf - bput_fields(c, f);
     start();
     NC(ncmpi_create(c->comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
     define(ncid, c, f, fid, aid);
+    if (first_bput < nf) {
+        MPI_Offset attach = 0;
+        for (int v = first_bput; v < nf; ++v)
+            attach += (MPI_Offset)(blk_size(b) * sizeof(float)) * (v < n3d ? c->o.kmax : 1);
+        NC(ncmpi_buffer_attach(ncid, attach));
+    }
     stop(P_OPEN);
     /* Axes and coordinates: each along its dimension by the ranks on the first row/column. */
     const int ix = c->rank % c->o.px, iy = c->rank / c->o.px, a = rec;
     MPI_Offset zero = 0, one = c->rank == 0, nz = c->rank == 0 ? c->o.kmax : 0;
     double when = cycle;
-    if (rec) NC(ncmpi_iput_vara_double(ncid, aid[0], &zero, &one, &when, NULL));
+    if (rec && !c->o.original) NC(ncmpi_iput_vara_double(ncid, aid[0], &zero, &one, &when, NULL));
     NC(ncmpi_iput_vara_double(ncid, aid[a], &zero, &nz, d->axis[1], NULL));
     st[0] = b.y0, ct[0] = ix == 0 ? b.ny : 0;
     NC(ncmpi_iput_vara_double(ncid, aid[a + 1], st, ct, d->axis[2], NULL));
@@ -424,9 +456,17 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
     st[0] = b.y0, ct[0] = b.ny, st[1] = b.x0, ct[1] = b.nx;
     NC(ncmpi_iput_vara_double(ncid, aid[a + 3], st, ct, d->coord[0], NULL));
     NC(ncmpi_iput_vara_double(ncid, aid[a + 4], st, ct, d->coord[1], NULL));
-    for (int v = 0; v < nf; ++v) {
+    for (int v = 0; v < first_bput; ++v) {
         box(st, ct, rec, c->o.kmax, v < n3d, b);
         NC(ncmpi_iput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
+    }
+    if (c->o.original) {
+        NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+        if (rec) NC(ncmpi_put_var1_double_all(ncid, aid[0], &zero, &when)); /* (every rank: the same value) */
+        for (int v = first_bput; v < nf; ++v) {
+            box(st, ct, rec, c->o.kmax, v < n3d, b);
+            NC(ncmpi_bput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
+        }
     }
     g_cur->b[P_IO] += (double)blk_size(b) * sizeof(float) * (n3d * c->o.kmax + nf - n3d);
     NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
@@ -434,10 +474,11 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
     return ncid;
 }
 
-/* Open a file for reading and find the variables of `f` this role reads. */
-static int open_for_read(const char *path, MPI_Comm comm, enum File f, int *varid) {
+/* Open a file (NC_NOWRITE, or NC_WRITE for a write-back) and find the variables of `f` this role
+ * reads. */
+static int open_vars(const char *path, MPI_Comm comm, int omode, enum File f, int *varid) {
     int ncid;
-    NC(ncmpi_open(comm, path, NC_NOWRITE, MPI_INFO_NULL, &ncid));
+    NC(ncmpi_open(comm, path, omode, MPI_INFO_NULL, &ncid));
     for (int i = 0; i < nreads(f); ++i)
         NC(ncmpi_inq_varid(ncid, field_name(f == HIST ? HIST : ANAL, read_var(f, i, 1).field), &varid[i]));
     return ncid;
@@ -449,7 +490,7 @@ static int post_reads(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk 
     int varid[HIST_READS], ncid;
     MPI_Offset st[4], ct[4];
     start();
-    ncid = open_for_read(path, comm, f, varid);
+    ncid = open_vars(path, comm, NC_NOWRITE, f, varid);
     stop(P_OPEN);
     for (int i = 0; i < nreads(f); ++i) {
         ReadVar r = read_var(f, i, c->o.kmax);
@@ -481,6 +522,29 @@ static void write_back(Ctx *c, const char *path, float **src, const char *mode) 
         g_cur->b[P_IO] += (double)blk_size(c->mine) * r.nz * sizeof(float);
     }
     finish(ncid, path, c->comm, mode, 1);
+}
+
+/* --calls original: the written-back analysis in the analysis file, this rank's block of its interior.
+ * The assimilation writes it from arrays[i] (interior NULL), into the file opened with NC_WRITE; the
+ * model reads it into the interior of the halo-padded arrays[i], by iget with an MPI subarray type
+ * (interior[is3d]). */
+static void written_back(Ctx *c, const char *path, float **arrays, const MPI_Datatype *interior, const char *mode) {
+    const int write = interior == NULL;
+    int varid[ANAL_READS], ncid;
+    MPI_Offset st[4], ct[4];
+    start();
+    ncid = open_vars(path, c->comm, write ? NC_WRITE : NC_NOWRITE, BACK, varid);
+    stop(P_OPEN);
+    for (int i = 0; i < ANAL_READS; ++i) {
+        const ReadVar r = read_var(BACK, i, c->o.kmax);
+        box(st, ct, 0, r.nz, r.is3d, shifted(c->mine));
+        if (write)
+            NC(ncmpi_iput_vara_float(ncid, varid[i], st, ct, arrays[i], NULL));
+        else
+            NC(ncmpi_iget_vara(ncid, varid[i], st, ct, arrays[i], 1, interior[r.is3d], NULL));
+        g_cur->b[P_IO] += (double)blk_size(c->mine) * r.nz * sizeof(float);
+    }
+    finish(ncid, path, c->comm, mode, write);
 }
 
 /* ---- mpi-raw: the same blocks over pre-posted point-to-point messages ------------------------- */
@@ -650,6 +714,23 @@ static void model_alloc(const Ctx *c, ModelData *d) {
     d->axis[3] = calloc((size_t)h.nx, sizeof(double));
     d->coord[0] = calloc(blk_size(h), sizeof(double));
     d->coord[1] = calloc(blk_size(h), sizeof(double));
+    if (!c->o.original) return;
+    const Blk in = c->mine;
+    for (int is3d = 0; is3d < 2; ++is3d) {
+        const int sizes[3] = {is3d ? k : 1, in.ny + 2 * HALO, in.nx + 2 * HALO}, sub[3] = {sizes[0], in.ny, in.nx},
+                  at[3] = {0, HALO, HALO};
+        MPI(MPI_Type_create_subarray(3, sizes, sub, at, MPI_ORDER_C, MPI_FLOAT, &d->interior[is3d]));
+        MPI(MPI_Type_commit(&d->interior[is3d]));
+    }
+    for (int i = 0; i < ANAL_READS; ++i)
+        d->padded[i] = alloc_floats((size_t)(in.nx + 2 * HALO) * (size_t)(in.ny + 2 * HALO) * read_var(BACK, i, k).nz);
+}
+
+/* --calls original: the interiors of the padded arrays into back[] (for check()). */
+static void unpad(const Ctx *c, ModelData *d) {
+    const Blk in = c->mine, padded = {in.x0 - HALO, in.nx + 2 * HALO, in.y0 - HALO, in.ny + 2 * HALO};
+    for (int i = 0; i < ANAL_READS; ++i)
+        copy_part(d->padded[i], padded, d->back[i], in, in, read_var(BACK, i, c->o.kmax).nz);
 }
 
 static void model_fill(const Ctx *c, ModelData *d, int cycle) {
@@ -704,19 +785,22 @@ __attribute__((noinline)) static void model_cycle(Ctx *c, ModelData *d, Links *r
         return;
     }
     char hist[4096], anal[4096], back[4096];
-    file_name(hist, sizeof hist, c, HIST, c->member, mode);
-    file_name(anal, sizeof anal, c, ANAL, c->member, mode);
-    file_name(back, sizeof back, c, BACK, c->member, mode);
+    file_name(hist, sizeof hist, c, HIST, c->member, mode, cycle);
+    file_name(anal, sizeof anal, c, ANAL, c->member, mode, cycle);
+    file_name(back, sizeof back, c, BACK, c->member, mode, cycle);
     const int h = model_put(c, d, HIST, hist, cycle), a = model_put(c, d, ANAL, anal, cycle);
     /* The rest of the forecast: the output is written, the files not yet closed. */
     compute(c->o.compute_ms);
     mark();
-    close_session(h, hist, c->comm, mode, 1);
-    close_session(a, anal, c->comm, mode, 1);
-    read_file(c, back, c->comm, BACK, c->mine, d->back, mode);
+    close_session(h, hist, c->comm, mode, 1, bput_fields(c, HIST) > 0);
+    close_session(a, anal, c->comm, mode, 1, bput_fields(c, ANAL) > 0);
+    if (c->o.original)
+        written_back(c, anal, d->padded, d->interior, mode);
+    else
+        read_file(c, back, c->comm, BACK, c->mine, d->back, mode);
 }
 
-__attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode) {
+__attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *raw, const char *mode, int cycle) {
     if (raw) {
         assim_raw_cycle(c, raw, d);
         return;
@@ -726,21 +810,24 @@ __attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *r
     char path[4096];
     int ncid[2 * c->M];
     for (int m = 0; m < c->M; ++m) {
-        file_name(path, sizeof path, c, HIST, m, mode);
+        file_name(path, sizeof path, c, HIST, m, mode, cycle);
         ncid[2 * m] = post_reads(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS);
-        file_name(path, sizeof path, c, ANAL, m, mode);
+        file_name(path, sizeof path, c, ANAL, m, mode, cycle);
         ncid[2 * m + 1] = post_reads(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS);
     }
     for (enum File f = HIST; f <= ANAL; ++f) /* in the order the model closes them */
         for (int m = 0; m < c->M; ++m) {
-            file_name(path, sizeof path, c, f, m, mode);
+            file_name(path, sizeof path, c, f, m, mode, cycle);
             finish(ncid[2 * m + (int)f], path, MPI_COMM_WORLD, mode, 0);
         }
     mark();
     compute(c->o.compute_ms);
     for (int m = 0; m < c->M; ++m) {
-        file_name(path, sizeof path, c, BACK, m, mode);
-        write_back(c, path, d->back + (size_t)m * ANAL_READS, mode);
+        file_name(path, sizeof path, c, c->o.original ? ANAL : BACK, m, mode, cycle);
+        if (c->o.original)
+            written_back(c, path, d->back + (size_t)m * ANAL_READS, NULL, mode);
+        else
+            write_back(c, path, d->back + (size_t)m * ANAL_READS, mode);
     }
 }
 
@@ -849,11 +936,14 @@ static void usage(void) {
                 "usage: letkf_io --role model|assim [--members M] [--px P] [--py Q] [--grid IMAX JMAX KMAX]\n"
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--rotate 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE]\n"
-                "                [--label NAME]\n"
+                "                [--label NAME] [--calls plain|original]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
                 "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
                 "  the cycles then start with a barrier that sleeps instead of spinning\n"
                 "  --rotate 1: rep r runs the modes from the (r mod n)-th of the n on (default 0: as given)\n"
+                "  --calls original: the original DTF benchmark's calls (bput, put_var1_double_all, the\n"
+                "  write-back into the analysis file opened with NC_WRITE, flexible igets; new file names\n"
+                "  every cycle); not with transfer-persist\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -870,7 +960,7 @@ static int int_arg(int argc, char **argv, int i) {
 }
 
 static Opts parse(int argc, char **argv) {
-    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, 0, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -888,6 +978,8 @@ static Opts parse(int argc, char **argv) {
         else if (!strcmp(a, "--verify")) o.verify = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--rotate")) o.rotate = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--compute")) o.compute_ms = int_arg(argc, argv, ++i);
+        else if (!strcmp(a, "--calls") && more && (!strcmp(argv[i + 1], "plain") || !strcmp(argv[i + 1], "original")))
+            o.original = !strcmp(argv[++i], "original");
         else if (!strcmp(a, "--grid")) {
             o.imax = int_arg(argc, argv, ++i);
             o.jmax = int_arg(argc, argv, ++i);
@@ -960,6 +1052,8 @@ int main(int argc, char **argv) {
             const char *mode = list[(k + (c.o.rotate ? rep : 0)) % nmodes];
             if (!is_transfer(mode) && strcmp(mode, "file") && strcmp(mode, "file-sync") && strcmp(mode, "mpi-raw"))
                 die("unknown mode '%s' (transfer, transfer-replay, transfer-persist, file, file-sync, mpi-raw)", mode);
+            if (c.o.original && !strcmp(mode, "transfer-persist"))
+                die("--calls original: not with mode transfer-persist (its analysis files are written back into)");
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);
@@ -985,7 +1079,7 @@ int main(int argc, char **argv) {
                 if (model)
                     model_cycle(&c, &md, raw, mode, cycle);
                 else
-                    assim_cycle(&c, &ad, raw, mode);
+                    assim_cycle(&c, &ad, raw, mode, cycle);
                 g_cur->s[P_TOTAL] = MPI_Wtime() - t0;
                 if (cycle > 0) cpu += cpu_seconds() - cpu0;
                 g_cur->b[P_TOTAL] = g_cur->b[P_IO];
@@ -1007,6 +1101,7 @@ int main(int argc, char **argv) {
                 }
                 if (!c.o.verify) continue;
                 if (model) {
+                    if (c.o.original && !raw) unpad(&c, &md);
                     bad += check((const float *const *)md.back, BACK, c.mine, c.member, cycle, c.o.kmax, mode);
                 } else {
                     for (int m = 0; m < c.M; ++m) {

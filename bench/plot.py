@@ -156,6 +156,15 @@ def plot_messages(samples, meta, label):
     return fig
 
 
+def collectives(samples, run, mode):
+    """Median per cycle of the collectives dtf made on the busiest rank (letkf_io's msg.collective rows:
+    over more than one rank, communicator duplications included); None without counts."""
+    most = [samples.get((run, mode, c, "max", "msg.collective")) for c in COMPONENTS]
+    if not all(most):
+        return None
+    return median([max(m[i][0] for m in most) for i in range(min(len(m) for m in most))])
+
+
 def median(values):
     """Median of values, None if there is none."""
     return statistics.median(values) if values else None

@@ -128,7 +128,8 @@ def results(samples, meta, images):
     lines = ["## Results", ""] + image(images, "cycle_time.png", "cycle time per mode")
     lines += ["Cycle times in ms over reps x cycles >= 1; ratios are ratios of medians.", ""]
     for label in dict.fromkeys(run.label for run in plot.runs(samples, meta)
-                               if not run.label.startswith(("compute", "launch", "persist", "small", "growth"))):
+                               if not run.label.startswith(("compute", "launch", "persist", "small", "growth",
+                                                            "original"))):
         lines += [f"### {label}", ""]
         for run in plot.runs(samples, meta, label):
             lines += run_results(samples, meta, run)
@@ -211,6 +212,12 @@ def small_blocks(samples, meta):
              "data in as many messages as mpi-raw, and the same bytes; the rest is its protocol. To see where "
              "a cycle's time goes, rank by rank: run with `DTF_TRACE=DIR` and read `dtf-trace DIR` (each wait, "
              "what it waited for and from whom; the merged trace opens in Perfetto).", ""]
+    return lines + protocol_table(samples, runs)
+
+
+def protocol_table(samples, runs):
+    """A table of (launch, run) pairs by mode: median model cycle, mpi-raw / mode, CPU per cycle, and the
+    busiest rank's control messages, data messages and collectives (over more than one rank) per cycle."""
     rows = []
     for launch, run in runs:
         for mode in ("transfer", "transfer-replay", "mpi-raw"):
@@ -218,15 +225,33 @@ def small_blocks(samples, meta):
             if t is None:
                 continue
             busiest = {kind: max((median(seconds(samples, run, mode, c, f"msg.{kind}", agg="max")) or 0)
-                                 for c in COMPONENTS) for kind in ("control", "data")}
+                                 for c in COMPONENTS) for kind in ("control", "data", "collective")}
             raw = ratio(samples, run, "mpi-raw") if mode == "transfer" else (
                 None if mode == "mpi-raw" or t == 0 else median(cycle_times(samples, run, "mpi-raw")) / t)
             cpu = [median(seconds(samples, run, mode, c, "cpu", agg="max")) for c in COMPONENTS]
             rows.append([f"{plot.describe(run)}, {launch}", mode, ms(t), "–" if raw is None else f"{raw:.2f}",
                          " / ".join("–" if x is None else ms(x) for x in cpu),
-                         f"{busiest['control']:.0f}", f"{busiest['data']:.0f}"])
-    return lines + table(["run", "mode", "median cycle (ms)", "fraction of the ceiling",
-                          "CPU per cycle (ms): model / assim", "control messages", "data messages"], rows)
+                         f"{busiest['control']:.0f}", f"{busiest['data']:.0f}", f"{busiest['collective']:.0f}"])
+    return table(["run", "mode", "median cycle (ms)", "fraction of the ceiling", "CPU per cycle (ms): model / assim",
+                  "control messages", "data messages", "collectives"], rows)
+
+
+def original_pattern(samples, meta):
+    """The runs of the original DTF's own benchmark's calls (letkf_io --calls original)."""
+    runs = [(launch, run) for launch, label in (("two jobs", "original"), ("one MPMD launch", "original.mpmd"))
+            for run in plot.runs(samples, meta, label)]
+    if not runs:
+        return []
+    lines = ["## The original DTF's pattern", "",
+             "The same data with the calls of the original DTF's own ensemble benchmark where they differ "
+             "(`letkf_io --calls original`, the `original` sweep: `bench/letkf.py BUILD --sweep original`): new file "
+             "names every cycle, the model's last fields written by `bput` and the history's time by "
+             "`put_var1_double_all`, the assimilation's 11 variables written back into the analysis file opened "
+             "with `NC_WRITE` (two sessions per name), and the model reading them into halo-padded arrays by `iget` "
+             "with an MPI subarray type; 2 members of 2 ranks at the original's two grids. Columns as in "
+             "[Small blocks](#small-blocks); collectives: the busiest rank's collectives over more than one rank per "
+             "cycle (a model rank takes part in 3 files a cycle, an assimilation rank in 6).", ""]
+    return lines + protocol_table(samples, runs)
 
 
 def trace_summary(text, cycles):
@@ -326,7 +351,9 @@ def message_growth(samples, meta, images):
               f"({rs[0].imax}x{rs[0].jmax}x{rs[0].kmax} points per rank, one MPMD launch; `bench/letkf.py BUILD "
               "--sweep growth`). Per cycle, medians: the messages of all ranks and of the busiest rank (sent and "
               "received, control and data: each message counts at both ends; dtf's point-to-point messages, from "
-              "`dtf_counters_read`, not those MPI sends inside dtf's collectives), and the bytes of all ranks. "
+              "`dtf_counters_read`, not those MPI sends inside dtf's collectives), the bytes of all ranks, and "
+              "the collectives dtf made on the busiest rank (over more than one rank; what their messages cost on "
+              "the wire: [Messages on the wire](#messages-on-the-wire)). "
               "Ranks beyond the cores are oversubscribed: these runs are for the counts.", ""]
     modes = [m for m in ("transfer", "transfer-replay", "mpi-raw") if any(plot.messages(samples, r, m) for r in rs)]
     rows = []
@@ -338,8 +365,11 @@ def message_growth(samples, meta, images):
                 continue
             vs = "" if mode == "mpi-raw" or not raw else \
                 f" ({m[0] / raw[0]:.1f}x, {m[1] / raw[1]:.1f}x, {m[2] / raw[2]:.2f}x raw)"
-            rows.append([r.members, plot.total_ranks(r), mode, f"{m[0]:.0f}", f"{m[1]:.0f}", f"{m[2] / 1e6:.2f} MB" + vs])
-    lines += table(["members", "processes", "mode", "messages", "busiest rank", "bytes"], rows)
+            k = plot.collectives(samples, r, mode)
+            rows.append([r.members, plot.total_ranks(r), mode, f"{m[0]:.0f}", f"{m[1]:.0f}", f"{m[2] / 1e6:.2f} MB" + vs,
+                         "–" if k is None else f"{k:.0f}"])
+    lines += table(["members", "processes", "mode", "messages", "busiest rank", "bytes", "collectives (busiest rank)"],
+                   rows)
     fits = []
     for mode in modes:
         pts = [(plot.total_ranks(r), plot.messages(samples, r, mode)) for r in rs]
@@ -773,6 +803,7 @@ def main():
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
     lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta) + small_trace(args.out, samples, meta)
+             + original_pattern(samples, meta)
              + message_growth(samples, meta, images) + projection(args.out)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + persist(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
