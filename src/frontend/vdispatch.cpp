@@ -133,6 +133,21 @@ match::WriteReq next_write(const VirtualFile &vf, int varid, const match::Box &b
     return m;
 }
 
+// The write a bput's box will be if the next collective call (ncmpi_wait_all) completes it after
+// the puts still pending, in the order of the requests, and after `before` earlier non-empty boxes of
+// the same bput (the positions pack_ahead packs it for at the call).
+match::WriteReq predicted_write(const VirtualFile &vf, int varid, const match::Box &box, size_t before) {
+    size_t pos = vf.ws->writes.size() + before;
+    for (const auto &[id, p] : vf.pending_puts) {
+        if (p.deferred)
+            for (const auto &b : p.deferred->boxes) pos += !b.empty();
+        for (const auto &w : p.records) pos += !w.meta.box.empty();
+    }
+    match::WriteReq m{vf.rank, pos + 1, varid, box};
+    m.seq = vf.ws->seq + 1;
+    return m;
+}
+
 void record_write(VirtualFile &vf, WriteRecord &&w) {
     if (w.meta.box.empty()) return;
     vf.ws->writes.push_back(std::move(w));
@@ -172,6 +187,35 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         record_write(vf, std::move(w));
     }
     if (!owned.empty()) rt.buffers().give(std::move(owned));
+}
+
+// A bput taking effect (at wait), w.meta the write its call predicted: recorded from the values it
+// kept, or, packed at the call (pack_ahead), where predicted, else the session leaves its plan.
+void record_bput(Runtime &rt, VirtualFile &vf, WriteRecord &&w) {
+    const bool predicted = w.meta.box.empty() || next_write(vf, w.meta.varid, w.meta.box) == w.meta;
+    vf.ws->bputs_predicted = vf.ws->bputs_predicted && predicted;
+    const size_t bytes = static_cast<size_t>(w.meta.box.size()) *
+                         types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
+    if (!w.packed) { // copied whole at the call: counted once, whether it is kept or packed now
+        const size_t recorded = vf.ws->writes.size();
+        record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
+        if (vf.ws->writes.size() > recorded && vf.ws->writes.back().packed)
+            rt.stats().put_bytes_copied += static_cast<long>(bytes);
+        return;
+    }
+    vf.put_bytes += static_cast<int64_t>(bytes);
+    if (!predicted && vf.ws->broken.empty()) {
+        vf.ws->packing = WriterSession::Packing::Broken;
+        vf.ws->broken = format("a bput of writer rank %d, variable '%s' %s, took effect as write %zu, not as write "
+                               "%llu where its call predicted and packed it (replay_io=1 packs a bput at its "
+                               "call when the plan's bputs took effect in the order of their requests at the "
+                               "next collective call)", vf.rank,
+                               vf.header.vars()[static_cast<size_t>(w.meta.varid)].name.c_str(),
+                               w.meta.box.to_string().c_str(), vf.ws->writes.size() + 1,
+                               static_cast<unsigned long long>(w.meta.id));
+    }
+    if (!predicted) w.meta = next_write(vf, w.meta.varid, w.meta.box);
+    record_write(vf, std::move(w));
 }
 
 // ncmpi_inq_put_size: PnetCDF's root writes the header's record count whenever a put makes it grow
@@ -270,16 +314,21 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     VirtualFile::PendingPut pending{{}, conv, vf.header.numrecs(), std::nullopt};
     if (defer) {
         pending.deferred.emplace(DeferredPut{c.varid, std::move(c.boxes), std::move(layout), c.buf, c.xtype});
-    } else { // bput: keep a copy now, recorded at wait
+    } else { // bput: its values now (the buffer is free at once), recorded at wait (record_bput)
         const size_t es = types::type_size(c.xtype);
-        size_t offset = 0;
+        size_t offset = 0, before = 0;
         for (const auto &box : c.boxes) {
             WriteRecord w;
-            w.meta = match::WriteReq{vf.rank, 0, c.varid, box}; // (recorded at wait: record_values)
+            w.meta = predicted_write(vf, c.varid, box, before);
             const size_t bytes = static_cast<size_t>(box.size()) * es;
-            w.data = rt.buffers().take(bytes);
-            if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+            if (!box.empty() && pack_ahead(rt, vf, w.meta, values + offset)) { // replay: packed, not kept
+                w.packed = true;
+            } else {
+                w.data = rt.buffers().take(bytes);
+                if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+            }
             offset += bytes;
+            before += !box.empty();
             pending.records.push_back(std::move(w));
         }
         if (!owned.empty()) rt.buffers().give(std::move(owned));
@@ -441,8 +490,7 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
             st = values_of(rt, vf, d->varid, d->layout, d->buf, &values, &owned);
             if (st == NC_NOERR || st == NC_ERANGE) record_values(rt, vf, d->varid, d->boxes, values, std::move(owned));
         }
-        for (auto &w : p->second.records)
-            record_values(rt, vf, w.meta.varid, {w.meta.box}, w.data.data(), std::move(w.data));
+        for (auto &w : p->second.records) record_bput(rt, vf, std::move(w));
         if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
         count_numrecs(vf);
         vf.pending_puts.erase(p);

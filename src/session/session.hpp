@@ -181,6 +181,10 @@ struct WriterPlan {
     std::vector<match::WriteReq> writes;
     std::vector<match::WriteReq> group_writes; // matcher: its work group's writes (the replayed epoch's)
     std::vector<char> defined_header; // root: the header FileDefined carried (a session with the same one says so)
+    // Every bput of the session took effect where its call predicted (the next collective call, in
+    // the order of the requests: WriterSession::bputs_predicted): the sessions that replay it pack a
+    // bput's values at the call (pack_ahead).
+    mutable bool bputs_predicted = false; // (cleared by a replaying session whose bputs did not)
     // The reader ranks that get no verdict with their data (kVerdictMax), each with the writer rank
     // that sends it the final header: (reader, writer) component ranks, flat.
     std::vector<int> needs_final;
@@ -317,6 +321,7 @@ struct WriterSession {
     bool drop_plan = false;                  // a reader did not follow the replayed plan
     std::vector<WriterPlan::Order> orders_log; // data messages sent on request (for a new plan)
     bool closed = false;                     // the file was closed
+    bool bputs_predicted = true;             // every bput so far took effect where its call predicted
     bool stamp_known = false;                // the root's stamp is known here (from ReaderOpened or the agreement)
     // Replay at put time: while the puts are the plan's, only the pieces the plan says are read are
     // copied, straight into the plan's data messages (`pushed`, one per order); the rest of the
@@ -557,6 +562,13 @@ void settle_given_up(Runtime &rt, WriterSession &ws);
 // Replay at put time (writer.cpp): when `meta` is the plan's next write, copy the plan's pieces of
 // it from `values` (its elements in the variable's type) into the data messages and return true.
 bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values);
+// A bput at its call: `meta` is the write it will be if it takes effect where predicted (the next
+// collective call completes it with the requests before it, in their order). When the session replays
+// a plan its readers confirmed, whose bputs took effect so (WriterPlan::bputs_predicted), and `meta`
+// is the plan's write there, copy the plan's pieces of it into the data messages at once and return
+// true: the bput's values are then not kept (its wait must find it where predicted, or the session
+// fails at dtf_transfer as for any put that leaves the plan). Else change nothing and return false.
+bool pack_ahead(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values);
 // Replay before the first dtf_transfer (Sessions::step): start packing once the readers confirm
 // the plan, and send the data messages that are complete. Whether there may be more to do.
 bool push_early(Runtime &rt, WriterSession &ws);

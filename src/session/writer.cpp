@@ -295,6 +295,31 @@ void start_packing(WriterSession &ws) {
     ws.packing = Packing::Packing;
 }
 
+// The first put of a session that replays a plan (packing None) decides how it packs: Full (keep every
+// value) when the plan cannot be laid out now, else Packing once the readers named the plan (or, for
+// a plan of another file name, Unconfirmed until they do). Sizes the elements of the variables first.
+void begin_packing(Runtime &rt, FileSession &fs) {
+    WriterSession &ws = *fs.ws;
+    if (ws.elsize.size() != fs.header.vars().size()) { // the first put, or variables were added since
+        ws.elsize.clear();
+        for (const auto &v : fs.header.vars()) ws.elsize.push_back(types::type_size(v.type));
+    }
+    if (ws.packing != Packing::None) return;
+    // A plan that writes variables this session has not defined yet (a redef after its first put)
+    // cannot be laid out now: keep every value, and replay from them at dtf_transfer.
+    const WriterPlan &plan = *ws.plan;
+    if (std::any_of(plan.writes.begin(), plan.writes.end(),
+                    [&](const match::WriteReq &w) { return w.varid >= static_cast<int>(ws.elsize.size()); })) {
+        ws.packing = Packing::Full;
+        return;
+    }
+    sessions(rt).start_early(fs.ws);
+    // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
+    // names it too: until it does, keep every value (the session may still replay).
+    ws.packing = ws.readers.front().assumed ? Packing::Packing : Packing::Unconfirmed;
+    if (ws.packing == Packing::Packing) lay_out(ws);
+}
+
 } // namespace
 
 bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values) {
@@ -315,24 +340,8 @@ bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, 
                            meta.box.to_string().c_str(), origin(plan, ws.plan_since).c_str());
         return false;
     }
-    if (ws.elsize.size() != fs.header.vars().size()) { // the first put, or variables were added since
-        ws.elsize.clear();
-        for (const auto &v : fs.header.vars()) ws.elsize.push_back(types::type_size(v.type));
-    }
-    if (ws.packing == Packing::None) { // the first put
-        // A plan that writes variables this session has not defined yet (a redef after its first put)
-        // cannot be laid out now: keep every value, and replay from them at dtf_transfer.
-        if (std::any_of(plan.writes.begin(), plan.writes.end(),
-                        [&](const match::WriteReq &w) { return w.varid >= static_cast<int>(ws.elsize.size()); })) {
-            ws.packing = Packing::Full;
-            return false;
-        }
-        sessions(rt).start_early(fs.ws);
-        // A plan of another file name (e.g. the last cycle's) is only a guess until the reader root
-        // names it too: until it does, keep every value (the session may still replay).
-        ws.packing = ws.readers.front().assumed ? Packing::Packing : Packing::Unconfirmed;
-        if (ws.packing == Packing::Packing) lay_out(ws);
-    }
+    begin_packing(rt, fs);
+    if (ws.packing == Packing::Full) return false;
     if (ws.packing == Packing::Unconfirmed) {
         // Has the reader root named the plan? (progress() then starts packing: push_early.) Asked at
         // most every 100 us, so that many small puts do not each poll MPI.
@@ -342,6 +351,19 @@ bool pack_for_replay(Runtime &rt, FileSession &fs, const match::WriteReq &meta, 
         }
         if (ws.packing == Packing::Unconfirmed) return false;
     }
+    if (pack_write(ws, pos, meta, values)) rt.progress(); // a message is complete: send it (push_early)
+    return true;
+}
+
+bool pack_ahead(Runtime &rt, FileSession &fs, const match::WriteReq &meta, const char *values) {
+    WriterSession &ws = *fs.ws;
+    if (!ws.plan || ws.epoch != 0 || fs.rule->persist || !ws.plan->bputs_predicted) return false;
+    if (ws.packing != Packing::None && ws.packing != Packing::Packing) return false;
+    const WriterPlan &plan = *ws.plan;
+    const size_t pos = static_cast<size_t>(meta.id) - 1;
+    if (ws.ranks != plan.ranks || pos >= plan.writes.size() || !(plan.writes[pos] == meta)) return false;
+    begin_packing(rt, fs);
+    if (ws.packing != Packing::Packing) return false; // (Unconfirmed: kept whole until the readers name the plan)
     if (pack_write(ws, pos, meta, values)) rt.progress(); // a message is complete: send it (push_early)
     return true;
 }
@@ -943,6 +965,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     }
     if (ws.replay == 1) { // every reader followed the plan: it holds
         if (ws.path != ws.plan->path) ws.plan->followed = true;
+        if (!ws.bputs_predicted) ws.plan->bputs_predicted = false;
         return;
     }
     auto plan = std::make_shared<WriterPlan>();
@@ -952,6 +975,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->ranks = ws.ranks;
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     plan->defined_header = std::move(ws.defined_header);
+    plan->bputs_predicted = ws.bputs_predicted;
     plan->needs_final = std::move(ws.needs_final_log);
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);

@@ -452,6 +452,80 @@ void test_replay_pattern_changes() {
     CHECK(w.all_used());
 }
 
+// A writer of bputs under replay (the original DTF's benchmark writes most of its analysis so): each
+// rank bputs its rows in two halves and completes them with one wait_all. From the cycle whose plan
+// the readers confirmed, a bput's values are packed into the data messages at its call, and nothing
+// of them is kept (put_bytes_copied stays 0): the values read are right every cycle. With
+// `reversed`, the wait_all of cycle 5 lists the requests in the reverse order: the bputs take effect
+// elsewhere than their calls packed them, and the writers' dtf_transfer fails saying so (never other
+// values); returns the writers' errors of that cycle.
+std::vector<std::string> bput_cycles(bool reversed) {
+    World w({2, 3}, reversed ? 3 : 30);
+    std::vector<std::string> errors(2);
+    std::vector<std::vector<long>> copied(2); // per writer rank: put_bytes_copied after each cycle
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= (reversed ? 5 : 6); ++cycle) {
+            const std::string path = "/run/replayed.bput." + std::to_string(cycle) + ".nc";
+            if (c != kWriter) {
+                const std::string e = read_cycle(w, rt, r, 3, path, cycle);
+                CHECK(e.empty() == !(reversed && cycle == 5));
+                continue;
+            }
+            const int ncid = create(w, rt, r, path);
+            int dims[2], varid = -1;
+            call(rt, DTF_FN_ncmpi_def_dim, ncid, "y", kRows, &dims[0]);
+            call(rt, DTF_FN_ncmpi_def_dim, ncid, "x", kCols, &dims[1]);
+            call(rt, DTF_FN_ncmpi_def_var, ncid, "t", NC_DOUBLE, 2, static_cast<const int *>(dims), &varid);
+            CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+            CHECK(call(rt, DTF_FN_ncmpi_buffer_attach, ncid, MPI_Offset{kRows * kCols * 8}) == NC_NOERR);
+            const MPI_Offset per = kRows / 2, first = r * per;
+            int reqs[2];
+            for (int half = 0; half < 2; ++half) {
+                MPI_Offset start[2] = {first + half, 0}, count[2] = {half == 0 ? 1 : per - 1, kCols};
+                std::vector<double> values;
+                for (MPI_Offset i = start[0]; i < start[0] + count[0]; ++i)
+                    for (MPI_Offset j = 0; j < kCols; ++j) values.push_back(value(cycle, i, j));
+                CHECK(call(rt, DTF_FN_ncmpi_bput_vara_double, ncid, varid, static_cast<const MPI_Offset *>(start),
+                           static_cast<const MPI_Offset *>(count), static_cast<const double *>(values.data()),
+                           &reqs[half]) == NC_NOERR);
+                values.assign(values.size(), -7); // (a bput's buffer is free at once)
+            }
+            if (reversed && cycle == 5) std::swap(reqs[0], reqs[1]);
+            int statuses[2];
+            CHECK(call(rt, DTF_FN_ncmpi_wait_all, ncid, 2, static_cast<int *>(reqs), static_cast<int *>(statuses)) ==
+                  NC_NOERR);
+            try {
+                CHECK(transfer(rt, ncid) == NC_NOERR);
+            } catch (const Error &e) {
+                errors[static_cast<size_t>(r)] = e.what();
+            }
+            try {
+                call(rt, DTF_FN_ncmpi_buffer_detach, ncid);
+                call(rt, DTF_FN_ncmpi_close, ncid);
+            } catch (const Error &) {
+            }
+            copied[static_cast<size_t>(r)].push_back(rt.stats().put_bytes_copied);
+        }
+    });
+    if (!reversed) {
+        for (const auto &c : copied) {
+            CHECK(c.front() == kRows / 2 * kCols * 8); // cycle 1 (matched): copied whole at the call
+            CHECK(c.back() == c[c.size() - 2]);        // cycle 6: packed at the call, nothing copied
+        }
+        CHECK(w.all_used());
+    }
+    return errors;
+}
+
+void test_replayed_bputs() {
+    bput_cycles(false);
+    for (const std::string &e : bput_cycles(true)) {
+        CHECK(e.find("'/run/replayed.bput.5.nc'") != std::string::npos);
+        CHECK(e.find("took effect as write") != std::string::npos);
+        CHECK(e.find("set replay_io=0 for this file") != std::string::npos);
+    }
+}
+
 // Two replayed files in flight at once on the same links: from the second cycle on the writers
 // push both files' data without being asked, and the readers, holding both open, read the second
 // file first. Each gets its own values (the data tags of the two sessions keep their messages
@@ -657,6 +731,7 @@ int main() {
     test_replayed_same_file();
     test_replayed_cycle_names();
     test_replay_pattern_changes();
+    test_replayed_bputs();
     test_header_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();
