@@ -27,15 +27,19 @@ reverse):
     group.
 
 Counts are those of dtf_counters_read: point-to-point messages, each counted at both ends, a rank's
-messages to itself included. dtf's collectives (MPI's messages inside them) are counted apart: per
-replayed file a writer rank takes part in 3 allreduces (the numrecs agreement at dtf_transfer, the
-close's "written since", the epoch's end) and a reader rank in a broadcast (the open) and an allreduce
-(the close); the model counts 2 log2(g) messages per rank for an allreduce over g ranks (recursive
-doubling) and up to log2(g) + 1 for a broadcast (binomial tree). Bytes: the data, the verdicts, and
-the control messages at their mean size measured (replay: about 110 bytes; transfer: the mean of
-the growth sweep's transfer runs, headers, requests and plans included). Matching (transfer only,
-the first cycle; later cycles reuse the last session's result, or replay the plan): each matcher's
-writes + reads + pieces times the time per unit of plan_bench's largest "blocks" case.
+messages to itself included. dtf's collectives (point-to-point messages on a kept communicator's
+collective tag, which dtf_counters_read does not count) are counted apart: per replayed file a
+writer rank takes part in 4 allreduces (wait_all's, the numrecs agreement at dtf_transfer, the
+close's "written since", the epoch's end; 3 in a matched session, whose epoch ends with the
+matcher's finish) and a reader rank in a broadcast (the open) and an allreduce (the close), each
+over the file's ranks if it has several; the model counts 2 log2(g) messages for the busiest rank of
+an allreduce over g ranks (every rank's in recursive doubling, the root's in the binomial reduce and
+broadcast dtf uses beyond 4 ranks) and up to log2(g) + 1 for a broadcast (binomial tree). Bytes: the
+data, the verdicts, and the control messages at their mean size measured (replay: about 110 bytes;
+transfer: the mean of the growth sweep's transfer runs, headers, requests and plans included).
+Matching (transfer only, the first cycle; later cycles reuse the last session's result, or replay
+the plan): each matcher's writes + reads + pieces times the time per unit of plan_bench's largest
+"blocks" case.
 
 --validate OUT checks the model against a growth sweep's measured counts (bench/letkf.py BUILD --sweep
 growth --out OUT: the same pattern at 1 to 16 members, one rank per member): messages of all ranks
@@ -166,7 +170,7 @@ def bcast_msgs(g):
 
 
 def collectives(n, writers, readers, writer_allreduces):
-    """The messages MPI sends inside a file's collectives: the writer ranks' allreduces, the reader
+    """The messages of a file's collectives (dtf's own): the writer ranks' allreduces, the reader
     ranks' broadcast (open) and allreduce (close)."""
     for c, r in writers:
         n.coll[c][r] += writer_allreduces * allreduce_msgs(len(writers))
@@ -215,7 +219,7 @@ def replay_cycle(p, directory):
         for r in range(len(readers)):
             if not verdict.get(r):  # HeaderFinal
                 n.send(writers[first[r]] if r in first else wl, readers[r], REPLAY_CONTROL_BYTES)
-        collectives(n, writers, readers, 3)
+        collectives(n, writers, readers, 4)
     return n
 
 
@@ -251,7 +255,7 @@ def transfer_cycle(p, directory, control_bytes, match_unit):
         for mt in matchers:
             c, rank = writers[mt]
             n.match[c][rank] += match_unit * WRITES[kind] * len(writers[mt:mt + WORKGROUP])
-        collectives(n, writers, readers, 2)
+        collectives(n, writers, readers, 3)
     return n
 
 

@@ -314,7 +314,8 @@ def small_trace(out, samples, meta):
              "calls take longer as the ranks share the cores (a cycle there takes about the CPU time of all ranks "
              "divided by the cores: the table's CPU column), and every round of a collective waits for ranks that "
              "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
-             "a replayed file costs a writer rank 3 allreduces and a reader rank a broadcast and an allreduce, "
+             "a replayed file costs a writer rank 4 allreduces (at `wait_all`, `dtf_transfer`, close and the "
+             "replayed epoch's end) and a reader rank a broadcast and an allreduce, "
              "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name "
              "sends its data and 2 control messages."] + blocks + call_cost(out))
 
@@ -351,7 +352,7 @@ def message_growth(samples, meta, images):
               f"({rs[0].imax}x{rs[0].jmax}x{rs[0].kmax} points per rank, one MPMD launch; `bench/letkf.py BUILD "
               "--sweep growth`). Per cycle, medians: the messages of all ranks and of the busiest rank (sent and "
               "received, control and data: each message counts at both ends; dtf's point-to-point messages, from "
-              "`dtf_counters_read`, not those MPI sends inside dtf's collectives), the bytes of all ranks, and "
+              "`dtf_counters_read`, not those of dtf's collectives), the bytes of all ranks, and "
               "the collectives dtf made on the busiest rank (over more than one rank; what their messages cost on "
               "the wire: [Messages on the wire](#messages-on-the-wire)). "
               "Ranks beyond the cores are oversubscribed: these runs are for the counts.", ""]
@@ -407,7 +408,7 @@ def projection(out):
              f"processes, {read_mib(procs[-1]):.0f} MiB at {procs[-1]}; Table 1: 590.2 and 37.3 MiB); N/10 model "
              "ranks per member, N assimilation ranks. Per process and cycle: messages (sent and received, control "
              "and data, point-to-point; mean and busiest), the busiest rank's control messages, bytes (mean), "
-             "MPI's messages inside dtf's collectives for the busiest rank (modelled: recursive doubling and binomial "
+             "the messages of dtf's collectives for the busiest rank (modelled: recursive doubling and binomial "
              "trees; not in the other columns), and the busiest matcher's matching time in a cycle matched from "
              f"scratch (plan_bench's time per write, read and piece: {unit * 1e9:.0f} ns; later cycles reuse the "
              "result or replay the plan).", ""]
@@ -434,9 +435,9 @@ def projection(out):
               f"the busiest rank's control messages grow with the readers ({by[(lo, 'transfer')]['control_busiest']} at "
               f"{lo}, {tr['control_busiest']} at {hi} processes). That fan-out is what remains of issue 31's \"no "
               "fan-out from one rank\" in a cycle matched from scratch; a workflow that cycles replays after its "
-              "first cycle. The collectives (a writer rank's 3 allreduces, a reader rank's broadcast and allreduce per "
-              "file) grow as log N, and at 30 files per cycle MPI sends more messages inside them than dtf sends "
-              "outside: each one small and on a tree.", ""]
+              "first cycle. The collectives (a writer rank's 4 allreduces, a reader rank's broadcast and allreduce per "
+              "file opened with other ranks) grow as log N: each one small and on a tree, dtf's own point-to-point "
+              "messages ([Messages on the wire](#messages-on-the-wire)).", ""]
     return lines
 
 

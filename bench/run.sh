@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark in bench/, with its default sizes; regenerates docs/PERFORMANCE.md and
 # its plots (docs/perf/). Figures are informative (this machine is shared and noisy): each benchmark
-# compares ratios within one run and reports medians. About 13 minutes on a 2-core machine.
+# compares ratios within one run and reports medians. About 15 minutes on a 2-core machine.
 #
 # usage: bench/run.sh BUILD_DIR
 set -euo pipefail
