@@ -197,10 +197,15 @@ def launches(samples, meta):
     return lines
 
 
+def by_launch(samples, meta, label):
+    """(launch, run) of the runs labelled `label` (two jobs) and `label`.mpmd (one MPMD launch)."""
+    return [(launch, run) for launch, name in (("two jobs", label), ("one MPMD launch", label + ".mpmd"))
+            for run in plot.runs(samples, meta, name)]
+
+
 def small_blocks(samples, meta):
     """The runs of the small sweep: the protocol's own cost, with the messages of each mode."""
-    runs = [(launch, run) for launch, label in (("two jobs", "small"), ("one MPMD launch", "small.mpmd"))
-            for run in plot.runs(samples, meta, label)]
+    runs = by_launch(samples, meta, "small")
     if not runs:
         return []
     lines = ["## Small blocks", "",
@@ -238,8 +243,7 @@ def protocol_table(samples, runs):
 
 def original_pattern(samples, meta):
     """The runs of the original DTF's own benchmark's calls (letkf_io --calls original)."""
-    runs = [(launch, run) for launch, label in (("two jobs", "original"), ("one MPMD launch", "original.mpmd"))
-            for run in plot.runs(samples, meta, label)]
+    runs = by_launch(samples, meta, "original")
     if not runs:
         return []
     lines = ["## The original DTF's pattern", "",

@@ -181,15 +181,22 @@ constexpr MPI_Offset kRows = 6, kCols = 10;
 
 double value(int cycle, MPI_Offset i, MPI_Offset j) { return cycle * 1000.0 + static_cast<double>(i * kCols + j); }
 
-// A writer: a 2-D variable, rows split among the ranks (the last takes the rest; `split` shifts the
-// boundary), one put each. Returns the file's ncid.
-int write_file(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, int split = 0) {
+// A writer's file created and defined: a 2-D variable `t` of kRows x kCols (*varid). Returns its ncid.
+int define_file(World &w, Runtime &rt, int rank, const std::string &path, int *varid) {
     const int ncid = create(w, rt, rank, path);
-    int dims[2], varid = -1;
+    int dims[2];
     call(rt, DTF_FN_ncmpi_def_dim, ncid, "y", kRows, &dims[0]);
     call(rt, DTF_FN_ncmpi_def_dim, ncid, "x", kCols, &dims[1]);
-    call(rt, DTF_FN_ncmpi_def_var, ncid, "t", NC_DOUBLE, 2, static_cast<const int *>(dims), &varid);
+    call(rt, DTF_FN_ncmpi_def_var, ncid, "t", NC_DOUBLE, 2, static_cast<const int *>(dims), varid);
     CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+    return ncid;
+}
+
+// A writer: the variable's rows split among the ranks (the last takes the rest; `split` shifts the
+// boundary), one put each. Returns the file's ncid.
+int write_file(World &w, Runtime &rt, int rank, int ranks, const std::string &path, int cycle, int split = 0) {
+    int varid = -1;
+    const int ncid = define_file(w, rt, rank, path, &varid);
     const MPI_Offset per = kRows / ranks + split;
     const MPI_Offset first = rank * per, rows = rank == ranks - 1 ? kRows - first : per;
     std::vector<double> values;
@@ -471,12 +478,8 @@ std::vector<std::string> bput_cycles(bool reversed) {
                 CHECK(e.empty() == !(reversed && cycle == 5));
                 continue;
             }
-            const int ncid = create(w, rt, r, path);
-            int dims[2], varid = -1;
-            call(rt, DTF_FN_ncmpi_def_dim, ncid, "y", kRows, &dims[0]);
-            call(rt, DTF_FN_ncmpi_def_dim, ncid, "x", kCols, &dims[1]);
-            call(rt, DTF_FN_ncmpi_def_var, ncid, "t", NC_DOUBLE, 2, static_cast<const int *>(dims), &varid);
-            CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+            int varid = -1;
+            const int ncid = define_file(w, rt, r, path, &varid);
             CHECK(call(rt, DTF_FN_ncmpi_buffer_attach, ncid, MPI_Offset{kRows * kCols * 8}) == NC_NOERR);
             const MPI_Offset per = kRows / 2, first = r * per;
             int reqs[2];
