@@ -29,6 +29,7 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::PersistData: return "persist-data";
     case MessageKind::PersistDone: return "persist-done";
     case MessageKind::FileWritten: return "file-written";
+    case MessageKind::SessionFailed: return "session-failed";
     }
     return "unknown";
 }

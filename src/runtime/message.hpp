@@ -27,6 +27,9 @@
 //                  FileWritten   writer root (or its I/O server's root) -> every reader-component
 //                                rank, after Persisted (fallback=): the readers were given up and the
 //                                session stamped so is in the file instead; read it there
+//                  SessionFailed writer leader -> every reader-component rank, when the writers' agreement
+//                                at dtf_transfer fails a replayed session (its puts left the plan after
+//                                values were dropped): the stamp and the reason; the readers' waits end
 //   I/O server     PersistData   writer rank -> one I/O server rank (ioserver=): its part of a closed
 //                                session's file (its writes; the writer root's also the header)
 //                  PersistDone   every component's root -> the I/O server's root, at dtf_finalize (path:
@@ -56,8 +59,9 @@ enum class MessageKind : uint32_t {
     PersistData = 10,
     PersistDone = 11,
     FileWritten = 12,
+    SessionFailed = 13,
 };
-constexpr uint32_t kMessageKindLast = 12;
+constexpr uint32_t kMessageKindLast = 13;
 
 struct Message {
     MessageKind kind;
@@ -69,7 +73,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x4454460d; // "DTF" + wire version 13 (little-endian; values sent apart)
+constexpr uint32_t kMessageMagic = 0x4454460e; // "DTF" + wire version 14 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the

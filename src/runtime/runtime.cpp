@@ -741,9 +741,12 @@ void Runtime::apply(Message &&m) {
         return;
     }
     // The session's waits end (session/reader.cpp); a closed one has no use for it.
-    if (m.kind == MessageKind::FileWritten) {
+    if (m.kind == MessageKind::FileWritten || m.kind == MessageKind::SessionFailed) {
         if (auto c = counters_.find(m.path); c != counters_.end() && c->second.closed() >= m.session) return;
-        written_.insert(PayloadReader(m.payload, "file-written").i64()); // (from the writer, or its I/O server)
+        PayloadReader r(m.payload, kind_name(m.kind));
+        const int64_t stamp = r.i64();
+        if (m.kind == MessageKind::FileWritten) written_.insert(stamp); // (from the writer, or its I/O server)
+        else failed_[stamp] = r.str();
         return;
     }
     if (m.kind == MessageKind::FileDefined) apply_withdrawals(m); // (sent after those it withdraws)

@@ -226,7 +226,16 @@ public:
     // fallback=: whether the writer session stamped `stamp` went to the file system instead of serving
     // this rank, and its file is written (MessageKind::FileWritten); the reader's waits look (session/reader.cpp).
     bool written(int64_t stamp) const { return written_.count(stamp) != 0; }
-    void forget_written(int64_t stamp) { written_.erase(stamp); }
+    void forget_written(int64_t stamp) {
+        written_.erase(stamp);
+        failed_.erase(stamp);
+    }
+    // Why the writers failed the session stamped `stamp` (MessageKind::SessionFailed), or nullptr;
+    // the reader's waits look too, and forget_written forgets it with the rest of the session.
+    const std::string *failed(int64_t stamp) const {
+        const auto it = failed_.find(stamp);
+        return it == failed_.end() ? nullptr : &it->second;
+    }
     // Whether component `component` was lost (a call of this rank said so) or failed to answer for
     // DTF_TIMEOUT: then no wait for it succeeds any more.
     bool lost(int component) const {
@@ -400,6 +409,7 @@ private:
     // (path, session) -> why: sessions the other component writes too (contest)
     std::map<std::pair<std::string, int>, std::string> contested_;
     std::set<int64_t> written_; // session stamps: written()
+    std::map<int64_t, std::string> failed_; // session stamps: failed()
 };
 
 } // namespace dtf::runtime

@@ -51,11 +51,15 @@ struct WentToFile : Error {
     using Error::Error;
 };
 
+// Also the end of every reader wait when the writers failed the session (MessageKind::SessionFailed).
 void check_written(Runtime &rt, const FileSession &fs) {
     if (fs.reader.from_file || rt.written(fs.reader.writer_stamp))
         throw WentToFile(DTF_ERR_PEER,
                          format("component '%s' wrote '%s' (session %d) to the file system instead (fallback=)",
                                 rt.config().component_name(fs.peer).c_str(), fs.path.c_str(), fs.session));
+    if (const std::string *why = rt.failed(fs.reader.writer_stamp))
+        fail(DTF_ERR_PEER, "reading '%s' (session %d): component '%s' failed the session: %s", fs.path.c_str(),
+             fs.session, rt.config().component_name(fs.peer).c_str(), why->c_str());
 }
 
 // A reader's wait for a message of its session's writer: WentToFile once the writer wrote the session

@@ -832,12 +832,22 @@ void agree_numrecs(Runtime &rt, FileSession &fs) {
             !ws.broken.empty() ? ws.broken
             : mine[1]          ? format("the puts of writer rank %d differ from those of %s", fs.rank, replayed.c_str())
                                : format("another writer rank's puts differ from those of %s", replayed.c_str());
-        throw Error(DTF_ERR_UNSUPPORTED,
-                    format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays (replay_io=1, "
-                           "%s:%d); the values were kept only where that pattern reads them, so the session cannot "
-                           "be matched again: set replay_io=0 for this file",
-                           fs.path.c_str(), fs.session, what.c_str(), rt.config().path.c_str(), fs.rule->line),
-                    !mine[1]);
+        const Error failed(DTF_ERR_UNSUPPORTED,
+                           format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays "
+                                  "(replay_io=1, %s:%d); the values were kept only where that pattern reads them, so "
+                                  "the session cannot be matched again: set replay_io=0 for this file",
+                                  fs.path.c_str(), fs.session, what.c_str(), rt.config().path.c_str(), fs.rule->line),
+                           !mine[1]);
+        if (fs.rank == ws.leader) { // the readers' waits end now, saying why (not after DTF_TIMEOUT)
+            PayloadWriter p;
+            p.i64(ws.stamp);
+            p.str(format("writer rank %d: %s", fs.rank, failed.what()));
+            const std::vector<char> payload = p.take();
+            for (const ReaderSide &side : ws.readers)
+                if (!rt.lost(side.component))
+                    rt.notify(side.component, Message{MessageKind::SessionFailed, 0, fs.session, 0, fs.path, payload});
+        }
+        throw failed;
     }
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -465,10 +466,11 @@ void test_replay_pattern_changes() {
 // of them is kept (put_bytes_copied stays 0): the values read are right every cycle. With
 // `reversed`, the wait_all of cycle 5 lists the requests in the reverse order: the bputs take effect
 // elsewhere than their calls packed them, and the writers' dtf_transfer fails saying so (never other
-// values); returns the writers' errors of that cycle.
+// values), and so do the readers' waits, at once (SessionFailed); returns the writers' errors of that
+// cycle, then the readers'.
 std::vector<std::string> bput_cycles(bool reversed) {
-    World w({2, 3}, reversed ? 3 : 30);
-    std::vector<std::string> errors(2);
+    World w({2, 3});
+    std::vector<std::string> errors(2 + 3);
     std::vector<std::vector<long>> copied(2); // per writer rank: put_bytes_copied after each cycle
     w.run([&](int c, int r, Runtime &rt) {
         for (int cycle = 1; cycle <= (reversed ? 5 : 6); ++cycle) {
@@ -476,6 +478,7 @@ std::vector<std::string> bput_cycles(bool reversed) {
             if (c != kWriter) {
                 const std::string e = read_cycle(w, rt, r, 3, path, cycle);
                 CHECK(e.empty() == !(reversed && cycle == 5));
+                if (!e.empty()) errors[static_cast<size_t>(2 + r)] = e;
                 continue;
             }
             int varid = -1;
@@ -522,10 +525,15 @@ std::vector<std::string> bput_cycles(bool reversed) {
 
 void test_replayed_bputs() {
     bput_cycles(false);
-    for (const std::string &e : bput_cycles(true)) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::string> errors = bput_cycles(true);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10)); // (DTF_TIMEOUT here: 30 s)
+    for (size_t i = 0; i < errors.size(); ++i) {
+        const std::string &e = errors[i];
         CHECK(e.find("'/run/replayed.bput.5.nc'") != std::string::npos);
         CHECK(e.find("took effect as write") != std::string::npos);
         CHECK(e.find("set replay_io=0 for this file") != std::string::npos);
+        if (i >= 2) CHECK(e.find("component 'model' failed the session: writer rank") != std::string::npos);
     }
 }
 
