@@ -508,6 +508,12 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
     } catch (...) {
         // The gets failed with this wait: they are no longer pending, so that nothing writes into
         // their buffers later (the next wait, dtf_transfer or close), which the program may have freed.
+        if (!vf.writer) { // a batch posted ahead refers to them: it goes first (receives cancelled, buffers kept)
+            try {
+                drop_ahead(rt, vf);
+            } catch (...) { // (the wait's own failure is the one to report)
+            }
+        }
         for (int id : ids) vf.pending.erase(id);
         throw;
     }
