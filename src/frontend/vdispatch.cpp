@@ -204,17 +204,18 @@ void record_bput(Runtime &rt, VirtualFile &vf, WriteRecord &&w) {
         return;
     }
     vf.put_bytes += static_cast<int64_t>(bytes);
-    if (!predicted && vf.ws->broken.empty()) {
+    if (!predicted) { // its pieces went where the plan has another write: the session cannot replay
+        if (vf.ws->broken.empty())
+            vf.ws->broken = format("a bput of writer rank %d, variable '%s' %s, took effect as write %zu, not as "
+                                   "write %llu where its call predicted and packed it (replay_io=1 packs a bput at "
+                                   "its call when the plan's bputs took effect in the order of their requests at "
+                                   "the next collective call)", vf.rank,
+                                   vf.header.vars()[static_cast<size_t>(w.meta.varid)].name.c_str(),
+                                   w.meta.box.to_string().c_str(), vf.ws->writes.size() + 1,
+                                   static_cast<unsigned long long>(w.meta.id));
         vf.ws->packing = WriterSession::Packing::Broken;
-        vf.ws->broken = format("a bput of writer rank %d, variable '%s' %s, took effect as write %zu, not as write "
-                               "%llu where its call predicted and packed it (replay_io=1 packs a bput at its "
-                               "call when the plan's bputs took effect in the order of their requests at the "
-                               "next collective call)", vf.rank,
-                               vf.header.vars()[static_cast<size_t>(w.meta.varid)].name.c_str(),
-                               w.meta.box.to_string().c_str(), vf.ws->writes.size() + 1,
-                               static_cast<unsigned long long>(w.meta.id));
+        w.meta = next_write(vf, w.meta.varid, w.meta.box);
     }
-    if (!predicted) w.meta = next_write(vf, w.meta.varid, w.meta.box);
     record_write(vf, std::move(w));
 }
 

@@ -226,15 +226,16 @@ public:
     // fallback=: whether the writer session stamped `stamp` went to the file system instead of serving
     // this rank, and its file is written (MessageKind::FileWritten); the reader's waits look (session/reader.cpp).
     bool written(int64_t stamp) const { return written_.count(stamp) != 0; }
-    void forget_written(int64_t stamp) {
-        written_.erase(stamp);
-        failed_.erase(stamp);
-    }
     // Why the writers failed the session stamped `stamp` (MessageKind::SessionFailed), or nullptr;
-    // the reader's waits look too, and forget_written forgets it with the rest of the session.
+    // the reader's waits look too.
     const std::string *failed(int64_t stamp) const {
         const auto it = failed_.find(stamp);
         return it == failed_.end() ? nullptr : &it->second;
+    }
+    // The reader is done with the session stamped `stamp`: what written() and failed() said of it goes.
+    void forget_outcome(int64_t stamp) {
+        written_.erase(stamp);
+        failed_.erase(stamp);
     }
     // Whether component `component` was lost (a call of this rank said so) or failed to answer for
     // DTF_TIMEOUT: then no wait for it succeeds any more.

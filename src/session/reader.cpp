@@ -100,7 +100,7 @@ void switch_to_file(Runtime &rt, FileSession &fs) {
     }
     rd.header_final = true;
     rd.replay = 0;
-    rt.forget_written(rd.writer_stamp);
+    rt.forget_outcome(rd.writer_stamp);
     (fs.rank == 0 ? log::notice : log::info)("reading '%s' (session %d) from the file system: component '%s' wrote it "
                                             "there instead of sending it (fallback=)", fs.path.c_str(), fs.session,
                                             writer.c_str());
@@ -186,7 +186,7 @@ void end_reading(Runtime &rt, FileSession &fs, bool wait) {
     if (written) // what the writer sent before it gave up (its root's final header came before its FileWritten)
         while (rt.take(header_final_of(fs)) || rt.take(for_file(fs, MessageKind::ReadPlan))) {
         }
-    rt.forget_written(rd.writer_stamp);
+    rt.forget_outcome(rd.writer_stamp);
     if (rd.file_ncid < 0) return;
     call_real<int (*)(int)>(DTF_FN_ncmpi_close, rd.file_ncid); // (read only: nothing to lose)
     rd.file_ncid = -1;
