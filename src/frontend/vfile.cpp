@@ -208,6 +208,35 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
 
 namespace {
 
+// What rank `leader` of the file's group finds by `find` (which may wait), given to every rank of the
+// group, or its failure, thrown on every rank. The leader reports a failure before the others hear of
+// it: a program that aborts when its first rank fails (an MPI_Abort on another rank) must not take
+// the reason with it.
+std::vector<char> from_leader(Runtime &rt, const VirtualFile &f, int leader, const std::string &context,
+                              const std::function<std::vector<char>()> &find) {
+    std::vector<char> got;
+    if (f.rank == leader) {
+        PayloadWriter w;
+        try {
+            std::vector<char> found = find();
+            w.i32(0);
+            w.bytes(found);
+        } catch (const Error &e) {
+            report_error(e.code(), e.what());
+            w.i32(e.code());
+            w.str(e.what());
+        }
+        got = w.take();
+    }
+    rt.broadcast(*f.group, leader, &got, context);
+    PayloadReader status(got, context.c_str());
+    if (const int code = status.i32()) {
+        const std::string why = status.str();
+        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), true);
+    }
+    return status.bytes();
+}
+
 // The reader leader waits for the writer's FileDefined of the session and gives it to the other ranks
 // (with its failure, if it failed): the writer sends it to the leader alone when the session replays
 // a plan of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
@@ -215,40 +244,17 @@ Definition await_definition(Runtime &rt, VirtualFile &f) {
     const config::FileRule &rule = *f.rule;
     const int peer = f.peer;
     const std::string &peer_name = rt.config().component_name(peer);
-    const int leader = leader_of(f.path, f.size);
-    std::vector<char> got;
-    if (f.rank == leader) {
-        PayloadWriter w;
-        try {
-            Message m = rt.wait_message(
-                [&](const Message &m) { return is_definition(m, f.path, f.session); },
-                [&] {
-                    return format(
-                        "ncmpi_open of '%s' (transfer mode, session %d) waited for component '%s' to define it "
-                        "and begin writing it (its first put, dtf_transfer or close)%s",
-                        f.path.c_str(), f.session, peer_name.c_str(),
-                        rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
-                                         "replayed or recorded goes to one reader rank of that session "
-                                         "only: if other ranks open it now, set replay_io=0)"
-                                       : "");
-                },
-                peer);
-            w.i32(0);
-            w.bytes(m.payload);
-        } catch (const Error &e) {
-            w.i32(e.code());
-            w.str(e.what());
-        }
-        got = w.take();
-    }
     const std::string context = format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session);
-    rt.broadcast(*f.group, leader, &got, context);
-    PayloadReader status(got, "file-defined");
-    if (const int code = status.i32()) {
-        const std::string why = status.str();
-        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
-    }
-    return read_definition(status.bytes());
+    return read_definition(from_leader(rt, f, leader_of(f.path, f.size), context, [&] {
+        return rt.wait_message([&](const Message &m) { return is_definition(m, f.path, f.session); }, [&] {
+            return format("%s waited for component '%s' to define it and begin writing it (its first put, "
+                          "dtf_transfer or close)%s", context.c_str(), peer_name.c_str(),
+                          rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
+                                           "replayed or recorded goes to one reader rank of that session only: if "
+                                           "other ranks open it now, set replay_io=0)"
+                                         : "");
+        }, peer).payload;
+    }));
 }
 
 // The header FileDefined carried (read-only), or the one of the replay plan it names.
@@ -326,56 +332,32 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
     const VirtualFile &f = *probe;
     const std::string context = format("MPI_File_open of '%s' (transfer mode: a look at its header before "
                                        "ncmpi_open, session %d)", path.c_str(), f.session);
-    const int leader = leader_of(path, f.size);
-    std::vector<char> got;
-    if (f.rank == leader) {
-        PayloadWriter w;
-        try {
-            auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
-            const PathCounters *c = rt.find_counters(path);
-            const Message *m = writer ? nullptr : defined();
-            std::vector<char> header;
-            if (!m && c && c->header) {
-                header = c->header->file_header(); // the version this rank read or wrote last
-            } else if (!m && !writer) {
-                rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
-                    return format("%s waited for component '%s' to define it and begin writing it (its first put, "
-                                  "dtf_transfer or close)", context.c_str(),
-                                  rt.config().component_name(f.peer).c_str());
-                }, f.peer);
-            }
-            if (m) {
-                Definition d = read_definition(m->payload);
-                if (d.planned) {
-                    auto plan = reader_plan(rt, path, f.ranks, d.writer_ranks);
-                    if (!plan || plan->stamp != d.planned)
-                        fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer "
-                             "pattern in, which these reader ranks do not hold", context.c_str(),
-                             rt.config().component_name(f.peer).c_str());
-                    header = plan->defined->file_header();
-                } else {
-                    model::Header h;
-                    if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
-                        fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
-                             rt.config().component_name(f.peer).c_str());
-                    header = h.file_header();
-                }
-            }
-            w.i32(0);
-            w.bytes(header);
-        } catch (const Error &e) {
-            w.i32(e.code());
-            w.str(e.what());
+    return from_leader(rt, f, leader_of(path, f.size), context, [&] {
+        auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
+        const PathCounters *c = rt.find_counters(path);
+        const Message *m = writer ? nullptr : defined();
+        if (!m && c && c->header) return c->header->file_header(); // the version this rank read or wrote last
+        if (!m && writer) return std::vector<char>();
+        if (!m)
+            rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
+                return format("%s waited for component '%s' to define it and begin writing it (its first put, "
+                              "dtf_transfer or close)", context.c_str(), rt.config().component_name(f.peer).c_str());
+            }, f.peer);
+        Definition d = read_definition(m->payload);
+        if (d.planned) {
+            auto plan = reader_plan(rt, path, f.ranks, d.writer_ranks);
+            if (!plan || plan->stamp != d.planned)
+                fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer pattern "
+                     "in, which these reader ranks do not hold", context.c_str(),
+                     rt.config().component_name(f.peer).c_str());
+            return plan->defined->file_header();
         }
-        got = w.take();
-    }
-    rt.broadcast(*f.group, leader, &got, context);
-    PayloadReader status(got, "probe");
-    if (const int code = status.i32()) {
-        const std::string why = status.str();
-        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), f.rank != leader);
-    }
-    return status.bytes();
+        model::Header h;
+        if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
+            fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
+                 rt.config().component_name(f.peer).c_str());
+        return h.file_header();
+    });
 }
 
 namespace {
