@@ -569,9 +569,10 @@ int close_file(Runtime &rt, VirtualFile &vf, bool abort) {
         }
     }
     // The close's last collective: a writer's agreement in writer_close was (all its ranks are in the
-    // close), or the readers' on their plan; a barrier otherwise.
+    // close); a reader with replay_io=1 makes none (each rank keeps or drops its plan and tells the
+    // writers: end_reader_session); a barrier otherwise.
     if (!vf.writer && vf.rule->replay_io && !abort && !unserved) {
-        end_reader_session(rt, vf); // collective: all ranks have closed when it returns
+        end_reader_session(rt, vf);
     } else if (!vf.writer || abort || unserved) {
         rt.barrier(*vf.group, format("closing '%s' (session %d)", vf.path.c_str(), vf.session));
     }

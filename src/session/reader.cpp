@@ -243,17 +243,30 @@ std::map<int, size_t> message_sizes(const FileSession &fs, const std::vector<mat
 // session the writer defined to the reader leader alone.
 bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_to_leader && carries_verdict(n); }
 
-// Who sends this rank the final header of a replay of the plan whose first batch is `pieces`, when no
-// data message of it brings the writers' verdict (carries_verdict): the writer of its first data, or,
-// with no data, the writer leader; -1 when one does. Its ReaderDone says so when the plan is recorded.
-int final_from(const FileSession &fs, const std::vector<match::Piece> &pieces) {
+// The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
+// the writers of its data in that batch, picked by the path (so that the reader ranks of a file fed by
+// the same writers are spread over them), or, with no data, the writer leader. It sends this rank the
+// final header when no data message brings the writers' verdict (`verdict`: one does,
+// carries_verdict), and takes its ReaderDone of the replayed session. Its ReaderDone says both when
+// the plan is recorded.
+struct OwnWriter {
+    int rank;
+    bool verdict;
+};
+OwnWriter own_writer(const FileSession &fs, const std::vector<match::Piece> &pieces) {
     const auto sizes = message_sizes(fs, pieces);
-    for (const auto &[writer, n] : sizes)
-        if (carries_verdict(n)) return -1;
-    if (!sizes.empty()) return sizes.begin()->first;
+    const bool verdict = std::any_of(sizes.begin(), sizes.end(), [](auto &w) { return carries_verdict(w.second); });
+    if (!sizes.empty())
+        return {std::next(sizes.begin(), leader_of(fs.path, static_cast<int>(sizes.size())))->first, verdict};
     const bool led = !fs.rule->persist && !fs.rule->falls_back(); // (WriterSession::leader)
     const auto &writers = fs.reader.writer_ranks;
-    return writers[static_cast<size_t>(led ? leader_of(fs.path, static_cast<int>(writers.size())) : 0)];
+    return {writers[static_cast<size_t>(led ? leader_of(fs.path, static_cast<int>(writers.size())) : 0)], false};
+}
+
+// The same for the session being recorded.
+OwnWriter own_writer(const FileSession &fs) {
+    const auto &log = fs.reader.batches_log;
+    return own_writer(fs, log.empty() ? std::vector<match::Piece>{} : log.front().pieces);
 }
 
 } // namespace
@@ -914,52 +927,56 @@ int reader_transfer(Runtime &rt, FileSession &fs) {
     if (fs.rule->replay_io && fs.epoch == 0) wait_header_final(rt, fs);
     if (rd.replay == 1 && rd.plan_batch < rd.plan->batches.size()) leave_plan(rt, fs);
     ++fs.epoch;
-    if (rd.done_deferred) { // a second dtf_transfer: the first one's ReaderDone is this rank's own after all
-        send_done(rt, fs, 1, rd.fell_back, false);
+    if (rd.done_deferred) { // a second dtf_transfer: the first one's ReaderDone goes now (the plan is dropped)
+        send_done(rt, fs, 1, true, true);
         rd.done_deferred = false;
     }
     if (rd.defined_to_leader && fs.epoch == 1 && rd.replay == 1)
-        rd.done_deferred = true; // the leader says it at the close
+        rd.done_deferred = true; // said at the close, once this rank knows whether it keeps the plan
     else send_done(rt, fs, fs.epoch, rd.fell_back, false);
     rd.done_sent = true;
     return rc;
 }
 
-void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool for_all) {
+void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool replayed) {
     ReaderSession &rd = fs.reader;
-    PayloadWriter done; // whether a reader left the replayed plan (then both sides drop it), for whom
+    PayloadWriter done; // whether this rank left the replayed plan or drops it (then both sides drop it)
     done.i32(left ? 1 : 0);
-    done.i32(for_all ? 1 : 0);
-    if (for_all) {
+    done.i32(replayed ? 1 : 0);
+    if (replayed) { // which reader ranks it read with, and the plan it holds, which the writer checks
         done.i64(static_cast<int64_t>(ranks_hash(fs.ranks))); // (a hash: the list would be 4 bytes per reader)
         done.i64(rd.plan ? rd.plan->stamp : 0);
-    } else { // (and whether a replay of this session would bring this rank no verdict with its data)
-        done.i32(final_from(fs, rd.batches_log.empty() ? std::vector<match::Piece>{} : rd.batches_log.front().pieces));
+    } else { // (and its writer rank in a replay of this session: own_writer)
+        const OwnWriter own = own_writer(fs);
+        done.i32(own.rank);
+        done.i32(own.verdict ? 1 : 0);
     }
     const std::vector<char> payload = done.take();
-    if (for_all && rd.quiet_writer) { // to the writer leader (WriterSession::leader)
-        const int leader =
-            rd.writer_ranks[static_cast<size_t>(leader_of(fs.path, static_cast<int>(rd.writer_ranks.size())))];
-        rt.send(fs.peer, leader, Message{MessageKind::ReaderDone, 0, fs.session, epoch, fs.path, payload});
+    if (replayed && rd.quiet_writer) { // to its writer rank, which the plan names
+        if (!rd.plan || rd.plan->own_writer < 0)
+            fail(DTF_ERR_INTERNAL, "'%s' (session %d): a replayed session without its plan's writer rank",
+                 fs.path.c_str(), fs.session);
+        rt.send(fs.peer, rd.plan->own_writer, Message{MessageKind::ReaderDone, 0, fs.session, epoch, fs.path, payload});
         return;
     }
     for (int m : rd.matchers)
         rt.send(fs.peer, m, Message{MessageKind::ReaderDone, 0, fs.session, epoch, fs.path, payload});
 }
 
-// Every reader rank agrees (over the file's communicator) whether the pattern changed, so that they
-// all keep, replace or drop the plan alike; collective, in place of the barrier at close.
+// Each reader rank keeps, replaces or drops its plan by what it saw, with no agreement among the
+// reader ranks: one that drops it (it left the plan, read from the file, or the session had another
+// epoch or definition) says so in its ReaderDone, the writers then drop theirs, and the readers follow
+// the writers' word at the next open (FileDefined names the plan the writers replay, if any).
 void end_reader_session(Runtime &rt, FileSession &fs) {
     ReaderSession &rd = fs.reader;
     // (a session whose definition changed after FileDefined records no plan, on either side)
-    int64_t any = rd.fell_back || fs.epoch != 1 || rd.definition_changed;
-    rt.allreduce_max(*fs.group, &any, 1, format("closing '%s' (session %d)", fs.path.c_str(), fs.session));
-    if (rd.done_deferred) { // the reader ranks' ReaderDone, said once by their leader
-        if (fs.rank == leader_of(fs.path, fs.size)) send_done(rt, fs, 1, any != 0, true);
+    const bool drop = rd.fell_back || fs.epoch != 1 || rd.definition_changed;
+    if (rd.done_deferred) {
+        send_done(rt, fs, 1, drop, true);
         rd.done_deferred = false;
     }
     auto &plans = sessions(rt).reader_plans;
-    if (any) {
+    if (drop) {
         plans.drop(rd.plan_key, rd.plan);
     } else if (rd.replay != 1) {
         auto plan = std::make_shared<ReaderPlan>();
@@ -969,6 +986,7 @@ void end_reader_session(Runtime &rt, FileSession &fs) {
         plan->writer_ranks = rd.writer_ranks;
         plan->numrecs = fs.header.numrecs();
         plan->defined = rd.defined;
+        plan->own_writer = own_writer(fs).rank;
         plan->batches = std::move(rd.batches_log);
         plans.keep(rd.plan_key, rd.plan, std::move(plan));
     }

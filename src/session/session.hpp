@@ -132,8 +132,8 @@ std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 // changed since FileDefined), so that a reader that has one in the plan's first batch needs no final
 // header: the data itself says the session was replayed. Larger messages leave as soon as their puts
 // complete them (the readers receive them while the writers compute), and their readers, and those
-// that get no data, get the final header from the writer rank of their first data (or the leader):
-// WriterPlan::needs_final. 64 KiB move in about the time a control message takes
+// that get no data, get the final header from their own writer rank (a writer of their data in the
+// plan's first batch, or the leader): WriterPlan::needs_final. 64 KiB move in about the time a control message takes
 // (held back, 256 KiB cost a 16x16x20 LETKF cycle with a core per rank 0.42 -> 0.49-0.55 ms).
 constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16; // the record count (i64), whether the header changed, plan_check
@@ -152,10 +152,10 @@ inline uint64_t ranks_hash(const std::vector<int> &ranks) {
 // The rank of a group that speaks for it to the other component (leader_of(path, size)), spread by
 // the path over the group's ranks so that a rank that reads or writes many files does not speak for
 // every one of them. A reader group's leader takes the FileDefined and gives it to the others (the
-// writer of a session replaying a plan of known readers sends it there alone), says ReaderOpened,
-// and the ReaderDone for all ranks of such a session. In such a session of a file written at no
-// rank's own time (WriterSession::quiet_end) the writer group has a leader too: it makes the stamp,
-// sends the FileDefined and the final header, and takes the readers' ReaderDone; else rank 0 does.
+// writer of a session replaying a plan of known readers sends it there alone) and says ReaderOpened.
+// In such a session of a file written at no rank's own time (WriterSession::quiet_end) the writer
+// group has a leader too: it makes the stamp, sends the FileDefined and the final header, and takes
+// the reader ranks' ReaderDone; else rank 0 does.
 inline int leader_of(const std::string &path, int size) {
     return static_cast<int>(fnv1a(path) % static_cast<uint64_t>(size));
 }
@@ -188,6 +188,10 @@ struct WriterPlan {
     // The reader ranks that get no verdict with their data (kVerdictMax), each with the writer rank
     // that sends it the final header: (reader, writer) component ranks, flat.
     std::vector<int> needs_final;
+    // Every reader rank with its own writer rank, which takes its ReaderDone in a replay (a writer of its
+    // data in the plan's first batch, or the leader; reader.cpp: own_writer), as needs_final: each
+    // writer rank waits for those of its readers.
+    std::vector<int> own_writers;
     struct Order {
         int reader;
         std::vector<match::Piece> pieces; // one data message to `reader`
@@ -211,6 +215,7 @@ struct ReaderPlan {
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
     };
     std::vector<Batch> batches;
+    int own_writer = -1; // the writer rank that takes this rank's ReaderDone in a replay (reader.cpp: own_writer)
     const std::vector<int> &peers() const { return writer_ranks; }
 };
 
@@ -231,9 +236,10 @@ struct ReaderSide {
     bool header_sent = false; // the epoch's final header went to its ranks
     size_t done = 0;          // matcher: its ranks done with the epoch
     // A session replaying a plan of known readers takes the plan's reader ranks as the readers at
-    // once: both sides kept that plan when it was last read (they keep or drop it alike), so its
-    // readers open the file again holding it. They send no ReaderOpened; their leader's ReaderDone
-    // names the readers and the plan, which the matcher checks.
+    // once: both sides kept that plan when it was last read (a reader rank that dropped it said so,
+    // and the writers dropped it too), so its readers open the file again holding it. They send no
+    // ReaderOpened; each reader rank's ReaderDone names its reader ranks and plan, which the writer
+    // leader or the matcher checks.
     bool assumed = false;
     bool opened = false;      // its leader's ReaderOpened came (not for an assumed one)
     bool known() const { return !ranks.empty(); }
@@ -285,6 +291,7 @@ struct WriterSession {
     bool header_changed = false;      // the header changed since FileDefined but for the record count (agreed)
     int64_t final_numrecs = 0;
     std::vector<int> needs_final_log; // matcher: WriterPlan::needs_final of this session (for a new plan)
+    std::vector<int> own_writers_log; // matcher: WriterPlan::own_writers of this session (for a new plan)
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
@@ -379,11 +386,11 @@ struct ReaderSession {
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
     // The writer sent FileDefined to the reader leader alone (leader_of): it replays a plan of known
-    // readers, and takes this session's readers from it. Then no ReaderOpened goes out, and the
-    // ReaderDone of a session with one dtf_transfer is said once for all reader ranks, by their leader
-    // at the close (`done_deferred` until then), with whether any left the plan, the reader ranks and
-    // the plan they hold (which the writer checks there): to the writer leader where the writer has
-    // one (quiet_writer), else to every matcher.
+    // readers, and takes this session's readers from it. Then no ReaderOpened goes out, and each
+    // reader rank's ReaderDone of a session with one dtf_transfer goes at its close (`done_deferred`
+    // until then), with whether it keeps the plan, its reader ranks and the plan it holds (which the
+    // writer checks): to the writer leader where the writer has one (quiet_writer), else to every
+    // matcher.
     bool defined_to_leader = false;
     bool done_deferred = false;
     bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined to the leader, quiet_end
@@ -535,9 +542,10 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
 // written), as PnetCDF reads the file. Collective over the session's ranks, each with its own gets (perhaps
 // none); an independent get (`collective` false) only where the session has one rank.
 int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, bool collective);
-// Reader: ReaderDone of transfer `epoch` to every matcher, for this rank or (`for_all`, the leader)
-// for every reader rank, with whether one left the replayed plan.
-void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool for_all);
+// Reader: this rank's ReaderDone of transfer `epoch`, with whether it left the replayed plan (or
+// drops it), to every matcher; of a replayed session (`replayed`) with its reader ranks and plan, to
+// the writer leader where the writer has one (quiet_writer).
+void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool replayed);
 // Writer sessions (writer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true
 // once the epoch is served); what it waits for (for timeout messages); close: the last epoch is

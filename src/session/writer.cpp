@@ -27,8 +27,8 @@ bool learn_readers(Runtime &rt, WriterSession &ws);
 void send_finish(WriterSession &ws);
 void take_done(Runtime &rt, WriterSession &ws);
 
-// A replayed epoch of a session with a writer leader (WriterSession::leader): the readers' leader
-// says ReaderDone for all of them to the writer leader.
+// A replayed epoch of a session with a writer leader (WriterSession::leader): each reader rank says
+// ReaderDone to its own writer rank (WriterPlan::own_writers), and no matcher takes the others'.
 bool led_epoch(const WriterSession &ws) {
     return ws.replay == 1 && ws.quiet_end && !ws.readers.empty() && ws.readers.front().assumed;
 }
@@ -525,8 +525,8 @@ void collect_metadata(WriterSession &ws) {
 // replay to these readers) and, for messages, its session and path; then the header with the final
 // record count. In a replayed epoch of a plan of known readers whose header did not change, the data
 // messages carry the verdict (held()): it goes only to the readers that have none of them in the
-// plan's first batch, each from the writer rank that sends it its first data (the plan's
-// `needs_final`), so that no rank sends it to every reader.
+// plan's first batch, each from its own writer rank (the plan's `needs_final`), so that no rank
+// sends it to every reader.
 void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed,
                        bool cannot = false) {
     side.header_sent = true;
@@ -566,35 +566,44 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
     if (!led_epoch(ws)) take_done(rt, ws);
 }
 
-// The readers' ReaderDone of the epoch, on a matcher or (led_epoch) the writer leader: once every
-// rank of every reader is done, the epoch ends (send_finish, or end_quietly).
+// The ReaderDones a matcher takes in an epoch: one from every rank of the reader; in a led epoch,
+// those of the reader ranks whose writer rank this rank is (WriterPlan::own_writers).
+size_t expected_done(const WriterSession &ws, const ReaderSide &side) {
+    if (!led_epoch(ws)) return side.ranks.size();
+    const int me = ws.ranks[static_cast<size_t>(ws.rank)];
+    const std::vector<int> &pairs = ws.plan->own_writers; // (reader, writer) component ranks
+    size_t n = 0;
+    for (size_t i = 1; i < pairs.size(); i += 2) n += pairs[i] == me;
+    return n;
+}
+
+// The readers' ReaderDone of the epoch, on a matcher or (led_epoch) on every writer rank, each from
+// the reader ranks it feeds: once every one is done, the epoch ends (send_finish, or end_quietly).
 void take_done(Runtime &rt, WriterSession &ws) {
-    bool any_done = false;
     for (ReaderSide &side : ws.readers) {
         if (!side.known()) continue;
         while (auto done = rt.take(for_session(ws, side.component, MessageKind::ReaderDone, ws.epoch))) {
             PayloadReader r(done->payload, "reader-done");
-            if (r.i32() != 0) ws.drop_plan = true; // a reader did not follow the replayed plan
-            if (r.i32() == 0) { // one reader rank, and whether it would get no verdict with its data (held())
-                ++side.done;
-                const int from = r.i32(); // (-1: its data brings it)
-                if (from >= 0) ws.needs_final_log.insert(ws.needs_final_log.end(), {done->source, from});
-            } else { // the leader, for every reader rank: which ranks, and the plan they hold
+            if (r.i32() != 0) ws.drop_plan = true; // a reader rank did not follow the replayed plan, or drops it
+            ++side.done;
+            if (r.i32() == 0) { // its writer rank in a replay, and whether its data would bring it no verdict
+                const int own = r.i32();
+                if (r.i32() == 0) ws.needs_final_log.insert(ws.needs_final_log.end(), {done->source, own});
+                ws.own_writers_log.insert(ws.own_writers_log.end(), {done->source, own});
+            } else { // a replayed session's: which reader ranks it read with, and the plan it holds
                 const bool same_ranks = static_cast<uint64_t>(r.i64()) == ranks_hash(side.ranks);
                 const int64_t plan = r.i64();
-                if (!same_ranks || plan != side.plan || side.done != 0)
+                if (!same_ranks || plan != side.plan)
                     fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, "
                          "and the writers kept only the values that pattern reads; set replay_io=0 for this file",
                          ws.path.c_str(), ws.session,
                          !same_ranks ? "other reader ranks read it" : "its readers held another plan",
                          ws.plan ? origin(*ws.plan, ws.plan_since).c_str() : "the last session");
-                side.done = side.ranks.size();
             }
-            any_done = true;
         }
     }
-    if (any_done && std::all_of(ws.readers.begin(), ws.readers.end(), [](const ReaderSide &side) {
-            return side.known() && side.done == side.ranks.size();
+    if (!ws.matcher_done && std::all_of(ws.readers.begin(), ws.readers.end(), [&](const ReaderSide &side) {
+            return side.known() && side.done == expected_done(ws, side);
         })) {
         ws.matcher_done = true;
         if (!(ws.replay == 1 && ws.quiet_end)) send_finish(ws); // (else: end_quietly)
@@ -614,6 +623,7 @@ void send_finish(WriterSession &ws) {
     finish.i32(-1); // (orders begin with the reader component)
     finish.i32(ws.drop_plan ? 1 : 0);
     finish.ints(ws.needs_final_log);
+    finish.ints(ws.own_writers_log);
     if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
     if (!ws.ordered_self) ws.finished = true;
 }
@@ -625,7 +635,7 @@ void send_finish(WriterSession &ws) {
 void end_quietly(WriterSession &ws) {
     if (ws.finished || ws.quiet_done) return;
     if (!ws.finish_op) {
-        const bool knows = led_epoch(ws) ? ws.rank == ws.leader : ws.is_matcher(); // (who takes ReaderDone)
+        const bool knows = led_epoch(ws) || ws.is_matcher(); // (who takes ReaderDone)
         if (!ws.finish_due || (knows && !ws.matcher_done)) return;
         const int64_t in[2] = {ws.drop_plan ? 1 : 0, ws.ordered_any ? 1 : 0};
         ws.finish_op = ws.group->allreduce_max(in, ws.finish_result, 2);
@@ -710,7 +720,7 @@ bool step(Runtime &rt, WriterSession &ws) {
                 send_header_final(rt, ws, side, ws.replay == 1 ? ws.plan.get() : nullptr);
     collect_metadata(ws);
     if (ws.is_matcher() && ws.replay >= 0 && ws.meta_expected == 0) serve_requests(rt, ws);
-    if (led_epoch(ws) && ws.rank == ws.leader) take_done(rt, ws);
+    if (led_epoch(ws)) take_done(rt, ws);
     if (ws.replay == 1 && ws.quiet_end) end_quietly(ws);
     while (auto in = ws.local->poll(Tag::Orders, "receiving orders")) {
         PayloadReader r(in->bytes, "orders");
@@ -718,6 +728,7 @@ bool step(Runtime &rt, WriterSession &ws) {
         if (reader < 0) { // finish: whether a reader left the replayed plan, and who needs the final header
             if (r.i32() != 0) ws.drop_plan = true;
             ws.needs_final_log = r.ints(1 << 24);
+            ws.own_writers_log = r.ints(1 << 24);
             ws.finished = true;
             continue;
         }
@@ -987,6 +998,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->defined_header = std::move(ws.defined_header);
     plan->bputs_predicted = ws.bputs_predicted;
     plan->needs_final = std::move(ws.needs_final_log);
+    plan->own_writers = std::move(ws.own_writers_log);
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);

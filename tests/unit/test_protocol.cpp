@@ -226,9 +226,10 @@ Block block_of(int rank, int ranks, MPI_Offset shift) {
     return Block{{0, first}, {kRows, last - first}};
 }
 
-// A reader's gets on an open file: two nonblocking gets (one block in two halves of rows) and one
-// blocking get of a single element, then dtf_transfer; every value checked.
-void read_values(Runtime &rt, int ncid, int rank, int ranks, int cycle, MPI_Offset shift = 0, const char *name = "t") {
+// A reader's gets on an open file: two nonblocking gets (one block in two halves of rows) and, unless
+// `one_batch`, one blocking get of a single element, then dtf_transfer; every value checked.
+void read_values(Runtime &rt, int ncid, int rank, int ranks, int cycle, MPI_Offset shift = 0, const char *name = "t",
+                 bool one_batch = false) {
     int varid = -1;
     CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, name, &varid) == NC_NOERR);
     const Block b = block_of(rank, ranks, shift);
@@ -244,11 +245,13 @@ void read_values(Runtime &rt, int ncid, int rank, int ranks, int cycle, MPI_Offs
     int statuses[2] = {-1, -1};
     CHECK(call(rt, DTF_FN_ncmpi_wait_all, ncid, 2, static_cast<int *>(reqs), static_cast<int *>(statuses)) == NC_NOERR);
     CHECK(statuses[0] == NC_NOERR && statuses[1] == NC_NOERR);
-    double one = -1;
-    MPI_Offset at[2] = {kRows - 1 - rank, static_cast<MPI_Offset>(rank)}, ones[2] = {1, 1};
-    CHECK(call(rt, DTF_FN_ncmpi_get_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(at),
-               static_cast<const MPI_Offset *>(ones), &one) == NC_NOERR);
-    CHECK(one == value(cycle, at[0], at[1]));
+    if (!one_batch) {
+        double one = -1;
+        MPI_Offset at[2] = {kRows - 1 - rank, static_cast<MPI_Offset>(rank)}, ones[2] = {1, 1};
+        CHECK(call(rt, DTF_FN_ncmpi_get_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(at),
+                   static_cast<const MPI_Offset *>(ones), &one) == NC_NOERR);
+        CHECK(one == value(cycle, at[0], at[1]));
+    }
     size_t wrong = 0;
     for (MPI_Offset i = 0; i < b.count[0]; ++i)
         for (MPI_Offset j = 0; j < b.count[1]; ++j)
@@ -319,8 +322,8 @@ void test_replayed_cycles() {
 
 // replay_io=1 where the writers take the plan's readers at once (the file's path per cycle from
 // `named`): from the cycle after `first_replayed` a cycle costs one FileDefined (writer leader to
-// reader leader, the header left out) and one ReaderDone (reader leader to writer leader): no
-// ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
+// reader leader, the header left out) and a ReaderDone from each reader rank to its own writer rank:
+// no ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
 // no finish (a collective). Every value checked.
 void check_replayed_control(const std::function<std::string(int)> &named, int first_replayed) {
     World w({2, 3});
@@ -351,7 +354,7 @@ void check_replayed_control(const std::function<std::string(int)> &named, int fi
     CHECK(writer[kind(MessageKind::ReadPlan)] == 0);
     CHECK(reader[kind(MessageKind::ReaderOpened)] == 0);
     CHECK(reader[kind(MessageKind::ReadRequest)] == 0);
-    CHECK(reader[kind(MessageKind::ReaderDone)] == 4);
+    CHECK(reader[kind(MessageKind::ReaderDone)] == 4 * 3);
     long replayed = 0;
     for (int r = 0; r < 3; ++r) replayed += w.rt(kReader, r).stats().batches_replayed;
     CHECK(replayed == (last - 1) * 3 * 2); // every batch of the cycles after the first
@@ -457,6 +460,32 @@ void test_replay_pattern_changes() {
     // Cycles 2 and 4 replayed (3 ranks x 2 batches each); 3 (the writers changed) and 6 (the
     // readers changed in 5) are matched; in 5 every reader's first batch differs from the plan.
     CHECK(replayed == 6 + 6);
+    CHECK(w.all_used());
+}
+
+// One reader rank alone leaves a replayed plan of the file's very path in cycle 3 (it reads the first
+// of the plan's two batches only: what the writers pushed for the other is taken into scratch). No
+// reader rank waits for the others at its close: that rank's ReaderDone says it drops the plan, so
+// the writers drop theirs, and cycle 4 is matched again on every rank (had they replayed it, that
+// rank, holding no plan, would fail); cycle 5 replays the new plan. Every value checked.
+void test_one_reader_leaves() {
+    World w({2, 3});
+    const std::string path = "/run/replayed.nc";
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 5; ++cycle) {
+            if (c == kWriter) {
+                write_cycle(w, rt, r, 2, path, cycle);
+                continue;
+            }
+            const int ncid = open(w, rt, r, path);
+            read_values(rt, ncid, r, 3, cycle, 0, "t", cycle == 3 && r == 1);
+            CHECK(call(rt, DTF_FN_ncmpi_close, ncid) == NC_NOERR);
+        }
+    });
+    long matched = 0, replayed = 0;
+    for (int r = 0; r < 3; ++r) matched += w.rt(kReader, r).stats().batches_matched, replayed += w.rt(kReader, r).stats().batches_replayed;
+    CHECK(matched == 2 * 3 * 2);           // cycles 1 and 4
+    CHECK(replayed == 3 * 2 + 5 + 3 * 2); // cycles 2, 3 (rank 1: one batch) and 5
     CHECK(w.all_used());
 }
 
@@ -742,6 +771,7 @@ int main() {
     test_replayed_same_file();
     test_replayed_cycle_names();
     test_replay_pattern_changes();
+    test_one_reader_leaves();
     test_replayed_bputs();
     test_header_changes();
     test_two_files_in_flight();
