@@ -13,7 +13,10 @@ alternation. They do not count waiting in the kernel, cache misses or what MPI's
 cost in the kernel; bench/letkf.py times the same runs.
 
   callcost.py BUILD [--grid 16 16 20] [--members 1] [--px 1] [--cycles 20] [--modes transfer-replay,mpi-raw]
-              [--out DIR] [--md FILE]
+              [--calls original] [--out DIR] [--md FILE]
+
+--calls original: the original DTF's benchmark's calls (letkf_io --calls original; its config sections
+too: bench/letkf.ini).
 
 Needs valgrind. Prints a table per role; --md writes them as a markdown section.
 """
@@ -34,6 +37,8 @@ def run(build, role, mode, cycles, a):
     cg = os.path.join(out, f"cg.{role}.{mode}.{cycles}")
     args = ["--members", a.members, "--px", a.px, "--py", 1, "--grid", *a.grid, "--reps", 1, "--cycles", cycles,
             "--dir", out, "--config", a.config, "--modes", mode, "--verify", 0]
+    if a.calls:
+        args += ["--calls", a.calls]
     args = [str(x) for x in args]
     exe = os.path.join(build, "bench", "letkf_io")
     ranks = str(a.members * a.px)
@@ -113,6 +118,7 @@ def main():
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--modes", default="transfer-replay,mpi-raw")
     ap.add_argument("--roles", default="model,assim")
+    ap.add_argument("--calls", default=None, help="letkf_io --calls (original: the original DTF's benchmark's calls)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--md", default=None)
     a = ap.parse_args()

@@ -319,9 +319,9 @@ def small_trace(out, samples, meta):
              "divided by the cores: the table's CPU column), and every round of a collective waits for ranks that "
              "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
              "a replayed file costs a writer rank 4 allreduces (at `wait_all`, `dtf_transfer`, close and the "
-             "replayed epoch's end) and a reader rank a broadcast and an allreduce, "
+             "replayed epoch's end) and a reader rank a broadcast (at the open; its close waits for no other rank), "
              "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name "
-             "sends its data and 2 control messages."] + blocks + call_cost(out))
+             "sends its data, its FileDefined and a ReaderDone per reader rank."] + blocks + call_cost(out))
 
 
 def call_cost(out):

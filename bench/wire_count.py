@@ -90,9 +90,10 @@ def main():
             "communicator each set of ranks keeps; a cycle creates no communicator. Inside MPI: the benchmark "
             "program's own barrier per cycle. mpi-raw: the same pattern's data by plain MPI. Most of dtf's messages "
             "at 16 members are its collectives over the assimilation's 16 ranks, which open every file together: "
-            "per file and replayed cycle, a reader's broadcast at the open and allreduce at the close, and for the "
-            "analysis it writes back, a writer's allreduces at `dtf_transfer`, at the close and at the session's "
-            "end (each a binomial tree over 16 ranks, 2 x 15 messages).", "",
+            "per file and replayed cycle, a reader's broadcast at the open (a binomial tree over 16 ranks, 15 "
+            "messages; the close makes none: each reader rank's ReaderDone goes to its writer rank), and for the "
+            "analysis it writes back, a writer's allreduces at `wait_all`, at `dtf_transfer`, at the close and at "
+            "the session's end (each a binomial tree over 16 ranks, 2 x 15 messages).", "",
             "| members | dtf's own | inside MPI | dtf, all | busiest process | mpi-raw | its busiest | "
             "all / mpi-raw | busiest / mpi-raw's |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]))
         print(f"wrote {a.md}")

@@ -166,6 +166,13 @@ void copy_name(const std::string &name, char *out) {
 
 Header::Header(int format) : format_(valid_format(format) ? format : NC_FORMAT_CLASSIC) { changed(); }
 
+const Header::Defs Header::kNoDefs;
+
+Header::Defs &Header::mut() {
+    if (defs_.use_count() != 1) defs_ = std::make_shared<Defs>(d());
+    return const_cast<Defs &>(*defs_); // (made non-const, by make_shared<Defs>)
+}
+
 void Header::changed() {
     static std::atomic<uint64_t> last{0}; // (unique in the process: headers are made on several threads)
     revision_ = ++last;
@@ -198,7 +205,7 @@ int Header::enddef(int64_t h_minfree, int64_t v_align, int64_t v_minfree, int64_
     // else 512; the variables' and the record section's 4, or r_align; all rounded up to 4.
     if (align_.header == 0) {
         int64_t fixed = 0;
-        for (size_t v = 0; v < vars_.size(); ++v)
+        for (size_t v = 0; v < d().vars.size(); ++v)
             if (!is_record_var(static_cast<int>(v))) fixed = wrap_add(fixed, var_len(static_cast<int>(v)));
         align_.header = hints_.header              ? hints_.header
                         : v_align > 0              ? v_align
@@ -224,7 +231,7 @@ int Header::redef() {
     if (read_only_) return NC_EPERM;
     if (define_mode_) return NC_EINDEFINE;
     define_mode_ = true;
-    old_nvars_ = static_cast<int>(vars_.size());
+    old_nvars_ = static_cast<int>(d().vars.size());
     old_layout_ = layout_;
     has_old_ = true;
     indep_mode_ = false;
@@ -266,19 +273,19 @@ int64_t atts_size(const std::vector<Att> &atts, int format) {
 
 // The size of one variable (one record of a record variable) in the file, rounded up to 4 bytes.
 int64_t Header::var_len(int varid) const {
-    const Var &v = vars_[varid];
+    const Var &v = d().vars[varid];
     int64_t n = type_size(v.type);
     for (size_t i = is_record_var(varid) ? 1 : 0; i < v.dimids.size(); ++i)
-        n *= dims_[v.dimids[i]].len;
+        n *= d().dims[v.dimids[i]].len;
     return round4(n);
 }
 
 int64_t Header::header_size() const {
     const int64_t cs = count_size(format_);
     int64_t n = 4 + cs + 4 + cs; // magic, numrecs, dimension list tag and count
-    for (const Dim &d : dims_) n += name_size(d.name, format_) + cs;
-    n += atts_size(gatts_, format_) + 4 + cs;
-    for (const Var &v : vars_) {
+    for (const Dim &d : d().dims) n += name_size(d.name, format_) + cs;
+    n += atts_size(d().gatts, format_) + 4 + cs;
+    for (const Var &v : d().vars) {
         n += name_size(v.name, format_) + cs + cs * static_cast<int64_t>(v.dimids.size());
         n += atts_size(v.atts, format_) + 4 + cs + (format_ == NC_FORMAT_CLASSIC ? 4 : 8);
     }
@@ -292,16 +299,16 @@ int64_t Header::header_size() const {
 // 32-bit signed.
 int Header::compute_layout(const Layout *old, int64_t h_minfree, int64_t v_minfree, Layout *out) const {
     auto rndup = [](int64_t x, int64_t a) { return static_cast<int64_t>((static_cast<uint64_t>(x) + a - 1) / a * a); };
-    out->begin.assign(vars_.size(), 0);
-    int64_t end = vars_.empty() ? header_size() : rndup(wrap_add(header_size(), h_minfree), align_.header);
+    out->begin.assign(d().vars.size(), 0);
+    int64_t end = d().vars.empty() ? header_size() : rndup(wrap_add(header_size(), h_minfree), align_.header);
     if (old) end = std::max(end, old->extent);
     // Each pass moves along the old layout's variables of its kind (their begins never move down).
     std::vector<int64_t> old_fixed, old_record;
-    for (size_t i = 0; old && i < old->begin.size() && i < vars_.size(); ++i)
+    for (size_t i = 0; old && i < old->begin.size() && i < d().vars.size(); ++i)
         (is_record_var(static_cast<int>(i)) ? old_record : old_fixed).push_back(old->begin[i]);
     int first_fixed = -1;
     size_t j = 0;
-    for (size_t i = 0; i < vars_.size(); ++i) {
+    for (size_t i = 0; i < d().vars.size(); ++i) {
         const int id = static_cast<int>(i);
         if (is_record_var(id)) continue;
         if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
@@ -321,7 +328,7 @@ int Header::compute_layout(const Layout *old, int64_t h_minfree, int64_t v_minfr
     j = 0;
     int nrec = 0, last = -1;
     out->recsize = 0;
-    for (size_t i = 0; i < vars_.size(); ++i) {
+    for (size_t i = 0; i < d().vars.size(); ++i) {
         const int id = static_cast<int>(i);
         if (!is_record_var(id)) continue;
         if (format_ == NC_FORMAT_CLASSIC && end > NC_MAX_INT) return NC_EVARSIZE;
@@ -333,9 +340,9 @@ int Header::compute_layout(const Layout *old, int64_t h_minfree, int64_t v_minfr
         last = id;
     }
     if (nrec == 1) { // a single record variable is not padded
-        const Var &v = vars_[last];
+        const Var &v = d().vars[last];
         out->recsize = type_size(v.type);
-        for (size_t i = 1; i < v.dimids.size(); ++i) out->recsize *= dims_[v.dimids[i]].len;
+        for (size_t i = 1; i < v.dimids.size(); ++i) out->recsize *= d().dims[v.dimids[i]].len;
     }
     return NC_NOERR;
 }
@@ -356,7 +363,7 @@ int Header::inq_varoffset(int varid, int64_t *offset) const {
 
 int64_t Header::file_size() const {
     int64_t fixed_end = layout_.extent, records = -1;
-    for (size_t i = 0; i < layout_.begin.size() && i < vars_.size(); ++i) {
+    for (size_t i = 0; i < layout_.begin.size() && i < d().vars.size(); ++i) {
         const int id = static_cast<int>(i);
         if (is_record_var(id))
             records = records < 0 ? layout_.begin[i] : std::min(records, layout_.begin[i]);
@@ -396,17 +403,17 @@ std::vector<char> Header::file_header() const {
     const char magic[4] = {'C', 'D', 'F', static_cast<char>(cdf5 ? 5 : format_ == NC_FORMAT_CDF2 ? 2 : 1)};
     out.insert(out.end(), magic, magic + 4);
     count(static_cast<uint64_t>(numrecs_));
-    be(dims_.empty() ? 0 : 0x0A, 4); // NC_DIMENSION, or ABSENT
-    count(dims_.size());
-    for (const Dim &d : dims_) {
+    be(d().dims.empty() ? 0 : 0x0A, 4); // NC_DIMENSION, or ABSENT
+    count(d().dims.size());
+    for (const Dim &d : d().dims) {
         name(d.name);
         count(static_cast<uint64_t>(d.len));
     }
-    atts(gatts_);
-    be(vars_.empty() ? 0 : 0x0B, 4); // NC_VARIABLE, or ABSENT
-    count(vars_.size());
-    for (size_t i = 0; i < vars_.size(); ++i) {
-        const Var &v = vars_[i];
+    atts(d().gatts);
+    be(d().vars.empty() ? 0 : 0x0B, 4); // NC_VARIABLE, or ABSENT
+    count(d().vars.size());
+    for (size_t i = 0; i < d().vars.size(); ++i) {
+        const Var &v = d().vars[i];
         name(v.name);
         count(v.dimids.size());
         for (int id : v.dimids) count(static_cast<uint64_t>(id));
@@ -427,10 +434,10 @@ int Header::check_vlens() const {
     if (format_ == NC_FORMAT_CDF5) return NC_NOERR;
     const int64_t vlen_max = max_dim_len(format_);
     auto too_large = [&](int varid) {
-        const Var &v = vars_[varid];
+        const Var &v = d().vars[varid];
         int64_t prod = type_size(v.type);
         for (size_t i = is_record_var(varid) ? 1 : 0; i < v.dimids.size(); ++i) {
-            const int64_t len = dims_[v.dimids[i]].len;
+            const int64_t len = d().dims[v.dimids[i]].len;
             if (len == 0) continue;
             if (len > vlen_max / prod) return true;
             prod *= len;
@@ -442,7 +449,7 @@ int Header::check_vlens() const {
     auto scan = [&](bool record, int *large, bool *last) {
         *large = 0;
         *last = false;
-        for (int i = 0; i < static_cast<int>(vars_.size()); ++i) {
+        for (int i = 0; i < static_cast<int>(d().vars.size()); ++i) {
             if (is_record_var(i) != record) continue;
             *last = too_large(i);
             *large += *last;
@@ -463,32 +470,32 @@ int Header::check_vlens() const {
 // Dimensions and variables
 
 int Header::find_dim(const std::string &name) const {
-    for (size_t i = 0; i < dims_.size(); ++i)
-        if (dims_[i].name == name) return static_cast<int>(i);
+    for (size_t i = 0; i < d().dims.size(); ++i)
+        if (d().dims[i].name == name) return static_cast<int>(i);
     return -1;
 }
 
 int Header::find_var(const std::string &name) const {
-    const auto it = var_ids_.find(name);
-    return it == var_ids_.end() ? -1 : it->second;
+    const auto it = d().var_ids.find(name);
+    return it == d().var_ids.end() ? -1 : it->second;
 }
 
 int Header::unlimdimid() const {
-    for (size_t i = 0; i < dims_.size(); ++i)
-        if (dims_[i].len == NC_UNLIMITED) return static_cast<int>(i);
+    for (size_t i = 0; i < d().dims.size(); ++i)
+        if (d().dims[i].len == NC_UNLIMITED) return static_cast<int>(i);
     return -1;
 }
 
 bool Header::is_record_var(int varid) const {
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return false;
-    const Var &v = vars_[varid];
-    return !v.dimids.empty() && dims_[v.dimids[0]].len == NC_UNLIMITED;
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return false;
+    const Var &v = d().vars[varid];
+    return !v.dimids.empty() && d().dims[v.dimids[0]].len == NC_UNLIMITED;
 }
 
 std::vector<int64_t> Header::shape(int varid) const {
     std::vector<int64_t> s;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return s;
-    s.resize(vars_[varid].dimids.size());
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return s;
+    s.resize(d().vars[varid].dimids.size());
     for (size_t i = 0; i < s.size(); ++i) s[i] = shape_len(varid, i);
     return s;
 }
@@ -505,21 +512,21 @@ int Header::def_dim(const char *name, int64_t len, int *idp) {
     std::string n;
     if (int err = checked_name(name, &n)) return err;
     if (int err = check_def_dim(n, len)) return err;
-    dims_.push_back({std::move(n), len});
-    if (idp != nullptr) *idp = static_cast<int>(dims_.size()) - 1;
+    mut().dims.push_back({std::move(n), len});
+    if (idp != nullptr) *idp = static_cast<int>(d().dims.size()) - 1;
     return NC_NOERR;
 }
 
 int Header::check_def_var(nc_type type, int ndims, const int *dimids) const {
     if (ndims > 0 && dimids == nullptr) return NC_EINVAL;
     for (int i = 0; i < ndims; ++i)
-        if (dimids[i] < 0 || dimids[i] >= static_cast<int>(dims_.size())) return NC_EBADDIM;
+        if (dimids[i] < 0 || dimids[i] >= static_cast<int>(d().dims.size())) return NC_EBADDIM;
     for (int i = 1; i < ndims; ++i)
-        if (dims_[dimids[i]].len == NC_UNLIMITED) return NC_EUNLIMPOS;
+        if (d().dims[dimids[i]].len == NC_UNLIMITED) return NC_EUNLIMPOS;
     // The size in bytes (of one record) must fit in 64 bits.
     int64_t size = type_size(type);
     for (int i = 0; i < ndims; ++i) {
-        const int64_t len = dims_[dimids[i]].len;
+        const int64_t len = d().dims[dimids[i]].len;
         if (len == NC_UNLIMITED) continue;
         if (size > std::numeric_limits<int64_t>::max() / len) return NC_EVARSIZE;
         size *= len;
@@ -542,9 +549,9 @@ int Header::def_var(const char *name, nc_type type, int ndims, const int *dimids
     v.type = type;
     v.dimids.assign(dimids, dimids + ndims);
     v.no_fill = fill_mode_ == NC_NOFILL;
-    var_ids_.emplace(v.name, static_cast<int>(vars_.size()));
-    vars_.push_back(std::move(v));
-    if (varidp != nullptr) *varidp = static_cast<int>(vars_.size()) - 1;
+    mut().var_ids.emplace(v.name, static_cast<int>(mut().vars.size()));
+    mut().vars.push_back(std::move(v));
+    if (varidp != nullptr) *varidp = static_cast<int>(d().vars.size()) - 1;
     return NC_NOERR;
 }
 
@@ -553,11 +560,11 @@ int Header::rename_dim(int dimid, const char *newname) {
     if (read_only_) return NC_EPERM;
     std::string n;
     if (int err = checked_name(newname, &n)) return err;
-    if (dimid < 0 || dimid >= static_cast<int>(dims_.size())) return NC_EBADDIM;
+    if (dimid < 0 || dimid >= static_cast<int>(d().dims.size())) return NC_EBADDIM;
     const int other = find_dim(n);
     if (other >= 0 && other != dimid) return NC_ENAMEINUSE; // (its own name is fine, unlike vars)
-    if (!define_mode_ && n.size() > dims_[dimid].name.size()) return NC_ENOTINDEFINE;
-    dims_[dimid].name = std::move(n);
+    if (!define_mode_ && n.size() > d().dims[dimid].name.size()) return NC_ENOTINDEFINE;
+    mut().dims[dimid].name = std::move(n);
     return NC_NOERR;
 }
 
@@ -565,14 +572,14 @@ int Header::rename_var(int varid, const char *newname) {
     changed();
     if (read_only_) return NC_EPERM;
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
     std::string n;
     if (int err = checked_name(newname, &n)) return err;
     if (find_var(n) >= 0) return NC_ENAMEINUSE;
-    if (!define_mode_ && n.size() > vars_[varid].name.size()) return NC_ENOTINDEFINE;
-    var_ids_.erase(vars_[varid].name);
-    var_ids_.emplace(n, varid);
-    vars_[varid].name = std::move(n);
+    if (!define_mode_ && n.size() > d().vars[varid].name.size()) return NC_ENOTINDEFINE;
+    mut().var_ids.erase(mut().vars[varid].name);
+    mut().var_ids.emplace(n, varid);
+    mut().vars[varid].name = std::move(n);
     return NC_NOERR;
 }
 
@@ -580,13 +587,14 @@ int Header::rename_var(int varid, const char *newname) {
 // Attributes
 
 std::vector<Att> *Header::atts_of(int varid) {
-    if (varid == NC_GLOBAL) return &gatts_;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return nullptr;
-    return &vars_[varid].atts;
+    if (!static_cast<const Header *>(this)->atts_of(varid)) return nullptr;
+    return varid == NC_GLOBAL ? &mut().gatts : &mut().vars[static_cast<size_t>(varid)].atts;
 }
 
 const std::vector<Att> *Header::atts_of(int varid) const {
-    return const_cast<Header *>(this)->atts_of(varid);
+    if (varid == NC_GLOBAL) return &d().gatts;
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return nullptr;
+    return &d().vars[static_cast<size_t>(varid)].atts;
 }
 
 // The index of attribute `name` of variable `varid`: NC_ENOTVAR, NC_EBADNAME, NC_ENOTATT.
@@ -616,7 +624,7 @@ int Header::check_put_att(int varid, const std::string &name, nc_type type, int6
     if ((memtype == NC_CHAR) != (type == NC_CHAR)) return NC_ECHAR;
     if (len < 0 || (len > 0 && values == nullptr)) return NC_EINVAL;
     if (varid != NC_GLOBAL && name == _FillValue) {
-        if (type != vars_[varid].type) return NC_EBADTYPE;
+        if (type != d().vars[varid].type) return NC_EBADTYPE;
         if (len != 1) return NC_EINVAL;
         if (define_mode_ && varid < old_nvars_) return NC_ELATEFILL;
     }
@@ -759,7 +767,7 @@ int Header::set_fill(int fillmode, int *old_modep) {
     if (fillmode != NC_FILL && fillmode != NC_NOFILL) return NC_EINVAL;
     if (old_modep != nullptr) *old_modep = fill_mode_;
     fill_mode_ = fillmode;
-    for (Var &v : vars_) v.no_fill = fillmode == NC_NOFILL; // overrides def_var_fill
+    for (Var &v : mut().vars) v.no_fill = fillmode == NC_NOFILL; // overrides def_var_fill
     return NC_NOERR;
 }
 
@@ -767,8 +775,8 @@ int Header::def_var_fill(int varid, int no_fill, const void *fill_value) {
     changed();
     if (!define_mode_) return NC_ENOTINDEFINE; // (a read-only file is never in define mode)
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
-    Var &v = vars_[varid];
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
+    Var &v = mut().vars[varid];
     v.no_fill = no_fill != 0;
     if (v.no_fill || fill_value == nullptr) return NC_NOERR;
     // As PnetCDF: the mode is set even when the value is refused (NC_ELATEFILL).
@@ -777,8 +785,8 @@ int Header::def_var_fill(int varid, int no_fill, const void *fill_value) {
 
 int Header::inq_var_fill(int varid, int *no_fill, void *fill_value) const {
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
-    const Var &v = vars_[varid];
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
+    const Var &v = d().vars[varid];
     if (no_fill != nullptr) *no_fill = v.no_fill ? 1 : 0;
     if (fill_value == nullptr) return NC_NOERR;
     const int i = att_index(v.atts, _FillValue);
@@ -792,11 +800,11 @@ int Header::inq_var_fill(int varid, int *no_fill, void *fill_value) const {
 
 std::vector<Header::Region> Header::enddef_fills() const {
     std::vector<Region> fills;
-    for (int v = old_nvars_; v < static_cast<int>(vars_.size()); ++v) {
-        if (vars_[static_cast<size_t>(v)].no_fill) continue;
+    for (int v = old_nvars_; v < static_cast<int>(d().vars.size()); ++v) {
+        if (d().vars[static_cast<size_t>(v)].no_fill) continue;
         const bool record = is_record_var(v);
         if (record && numrecs_ == 0) continue;
-        Region f{v, std::vector<int64_t>(vars_[static_cast<size_t>(v)].dimids.size(), 0), shape(v)};
+        Region f{v, std::vector<int64_t>(d().vars[static_cast<size_t>(v)].dimids.size(), 0), shape(v)};
         if (record) f.count[0] = numrecs_;
         if (std::find(f.count.begin(), f.count.end(), 0) == f.count.end()) fills.push_back(std::move(f));
     }
@@ -804,8 +812,8 @@ std::vector<Header::Region> Header::enddef_fills() const {
 }
 
 bool Header::fills_records() const {
-    for (int v = old_nvars_; has_old_ && v < static_cast<int>(vars_.size()); ++v)
-        if (!vars_[static_cast<size_t>(v)].no_fill && is_record_var(v)) return true;
+    for (int v = old_nvars_; has_old_ && v < static_cast<int>(d().vars.size()); ++v)
+        if (!d().vars[static_cast<size_t>(v)].no_fill && is_record_var(v)) return true;
     return false;
 }
 
@@ -813,10 +821,10 @@ int Header::fill_rec(int varid, int64_t recno, Region *fill) {
     if (read_only_) return NC_EPERM;
     if (define_mode_) return NC_EINDEFINE;
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
     if (!is_record_var(varid)) return NC_ENOTRECVAR;
     if (indep_mode_) return NC_EINDEP;
-    const Var &v = vars_[static_cast<size_t>(varid)];
+    const Var &v = d().vars[static_cast<size_t>(varid)];
     if (v.no_fill && att_index(v.atts, _FillValue) < 0) return NC_ENOTFILL;
     if (recno < 0) return NC_EINVALCOORDS;
     numrecs_ = std::max(numrecs_, recno + 1);
@@ -861,10 +869,10 @@ void linear_boxes(int varid, const std::vector<int64_t> &prefix, const std::vect
 
 int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t>> &runs, std::vector<Region> *out,
                          int64_t *numrecs) const {
-    const nc_type type = vars_[static_cast<size_t>(varid)].type;
+    const nc_type type = d().vars[static_cast<size_t>(varid)].type;
     const int64_t es = type_size(type), base = layout_.begin[static_cast<size_t>(varid)];
     int64_t begin_rec = -1; // the first record variable's begin
-    for (size_t v = 0; v < vars_.size(); ++v)
+    for (size_t v = 0; v < d().vars.size(); ++v)
         if (is_record_var(static_cast<int>(v)) && (begin_rec < 0 || layout_.begin[v] < begin_rec))
             begin_rec = layout_.begin[v];
     int64_t true_ub = 0;
@@ -874,18 +882,18 @@ int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t
             // The variable (and record) holding byte `at`, the element there, and how far it goes on.
             int found = -1;
             int64_t rec = -1, start = 0, limit = 0; // element index in the variable (or record), bytes left there
-            for (size_t v = 0; v < vars_.size() && found < 0; ++v) {
+            for (size_t v = 0; v < d().vars.size() && found < 0; ++v) {
                 const int id = static_cast<int>(v);
                 int64_t slab = es;
-                for (size_t i = is_record_var(id) ? 1 : 0; i < vars_[v].dimids.size(); ++i)
-                    slab *= dims_[static_cast<size_t>(vars_[v].dimids[i])].len;
+                for (size_t i = is_record_var(id) ? 1 : 0; i < d().vars[v].dimids.size(); ++i)
+                    slab *= d().dims[static_cast<size_t>(d().vars[v].dimids[i])].len;
                 int64_t from = layout_.begin[v], r = -1;
                 if (is_record_var(id)) {
                     if (at < begin_rec || layout_.recsize <= 0) continue;
                     r = (at - begin_rec) / layout_.recsize;
                     from += r * layout_.recsize;
                 }
-                if (at < from || at >= from + slab || vars_[v].type != type) continue;
+                if (at < from || at >= from + slab || d().vars[v].type != type) continue;
                 if ((at - from) % es != 0) return NC_EINVAL;
                 found = id, rec = r, start = (at - from) / es, limit = from + slab - at;
             }
@@ -912,9 +920,9 @@ int Header::vard_regions(int varid, const std::vector<std::pair<int64_t, int64_t
 // Inquiries
 
 int Header::inq(int *ndims, int *nvars, int *ngatts, int *unlimdimidp) const {
-    if (ndims != nullptr) *ndims = static_cast<int>(dims_.size());
-    if (nvars != nullptr) *nvars = static_cast<int>(vars_.size());
-    if (ngatts != nullptr) *ngatts = static_cast<int>(gatts_.size());
+    if (ndims != nullptr) *ndims = static_cast<int>(d().dims.size());
+    if (nvars != nullptr) *nvars = static_cast<int>(d().vars.size());
+    if (ngatts != nullptr) *ngatts = static_cast<int>(d().gatts.size());
     if (unlimdimidp != nullptr) *unlimdimidp = unlimdimid();
     return NC_NOERR;
 }
@@ -926,7 +934,7 @@ int Header::inq_format(int *format) const {
 
 int Header::inq_num_rec_vars(int *nvars) const {
     int n = 0;
-    for (size_t i = 0; i < vars_.size(); ++i) n += is_record_var(static_cast<int>(i));
+    for (size_t i = 0; i < d().vars.size(); ++i) n += is_record_var(static_cast<int>(i));
     if (nvars != nullptr) *nvars = n;
     return NC_NOERR;
 }
@@ -934,14 +942,14 @@ int Header::inq_num_rec_vars(int *nvars) const {
 int Header::inq_num_fix_vars(int *nvars) const {
     int rec = 0;
     inq_num_rec_vars(&rec);
-    if (nvars != nullptr) *nvars = static_cast<int>(vars_.size()) - rec;
+    if (nvars != nullptr) *nvars = static_cast<int>(d().vars.size()) - rec;
     return NC_NOERR;
 }
 
 int Header::inq_dim(int dimid, char *name, int64_t *len) const {
-    if (dimid < 0 || dimid >= static_cast<int>(dims_.size())) return NC_EBADDIM;
-    copy_name(dims_[dimid].name, name);
-    if (len != nullptr) *len = dims_[dimid].len == NC_UNLIMITED ? numrecs_ : dims_[dimid].len;
+    if (dimid < 0 || dimid >= static_cast<int>(d().dims.size())) return NC_EBADDIM;
+    copy_name(d().dims[dimid].name, name);
+    if (len != nullptr) *len = d().dims[dimid].len == NC_UNLIMITED ? numrecs_ : d().dims[dimid].len;
     return NC_NOERR;
 }
 
@@ -957,8 +965,8 @@ int Header::inq_dimid(const char *name, int *idp) const {
 int Header::inq_var(int varid, char *name, nc_type *type, int *ndims, int *dimids,
                     int *natts) const {
     if (varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (varid < 0 || varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
-    const Var &v = vars_[varid];
+    if (varid < 0 || varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
+    const Var &v = d().vars[varid];
     copy_name(v.name, name);
     if (type != nullptr) *type = v.type;
     if (ndims != nullptr) *ndims = static_cast<int>(v.dimids.size());
@@ -994,10 +1002,10 @@ int Header::check_access(const Access &a) const {
         if (!a.collective && !indep_mode_) return NC_ENOTINDEP;
     }
     if (a.varid == NC_GLOBAL) return NC_EGLOBAL;
-    if (a.varid < 0 || a.varid >= static_cast<int>(vars_.size())) return NC_ENOTVAR;
-    const nc_type type = vars_[a.varid].type;
+    if (a.varid < 0 || a.varid >= static_cast<int>(d().vars.size())) return NC_ENOTVAR;
+    const nc_type type = d().vars[a.varid].type;
     if (a.memtype != NC_NAT && (a.memtype == NC_CHAR) != (type == NC_CHAR)) return NC_ECHAR;
-    if (a.api == Api::var || vars_[a.varid].dimids.empty()) return NC_NOERR;
+    if (a.api == Api::var || d().vars[a.varid].dimids.empty()) return NC_NOERR;
     if (a.start == nullptr) return NC_EINVALCOORDS; // (not NC_ENULLSTART)
     if (a.api != Api::var1 && a.count == nullptr) return NC_EEDGE; // (not NC_ENULLCOUNT)
     return check_start_count(a);
@@ -1007,7 +1015,7 @@ int Header::check_access(const Access &a) const {
 // dimension length is allowed when nothing is accessed along it. The record dimension bounds
 // reads (numrecs) but not writes.
 int Header::check_start_count(const Access &a) const {
-    const size_t nd = vars_[a.varid].dimids.size();
+    const size_t nd = d().vars[a.varid].dimids.size();
     auto len = [&](size_t i) { return shape_len(a.varid, i); };
     const bool var1 = a.api == Api::var1;
     const bool strided = a.stride != nullptr && (a.api == Api::vars || a.api == Api::varm);
@@ -1157,17 +1165,17 @@ std::string att_difference(const std::string &owner, const std::vector<Att> &a, 
 
 std::string Header::difference(const Header &later) const {
     const Header &b = later;
-    for (size_t i = 0; i < std::max(dims_.size(), b.dims_.size()); ++i) {
-        if (i >= dims_.size()) return dtf::format("dimension '%s' added", b.dims_[i].name.c_str());
-        if (i >= b.dims_.size()) return dtf::format("dimension '%s' gone", dims_[i].name.c_str());
-        if (dims_[i].name != b.dims_[i].name)
-            return dtf::format("dimension '%s' renamed to '%s'", dims_[i].name.c_str(), b.dims_[i].name.c_str());
+    for (size_t i = 0; i < std::max(d().dims.size(), b.d().dims.size()); ++i) {
+        if (i >= d().dims.size()) return dtf::format("dimension '%s' added", b.d().dims[i].name.c_str());
+        if (i >= b.d().dims.size()) return dtf::format("dimension '%s' gone", d().dims[i].name.c_str());
+        if (d().dims[i].name != b.d().dims[i].name)
+            return dtf::format("dimension '%s' renamed to '%s'", d().dims[i].name.c_str(), b.d().dims[i].name.c_str());
     }
-    if (std::string d = att_difference("global", gatts_, b.gatts_); !d.empty()) return d;
-    for (size_t i = 0; i < std::max(vars_.size(), b.vars_.size()); ++i) {
-        if (i >= vars_.size()) return dtf::format("variable '%s' added", b.vars_[i].name.c_str());
-        if (i >= b.vars_.size()) return dtf::format("variable '%s' gone", vars_[i].name.c_str());
-        const Var &x = vars_[i], &y = b.vars_[i];
+    if (std::string diff = att_difference("global", d().gatts, b.d().gatts); !diff.empty()) return diff;
+    for (size_t i = 0; i < std::max(d().vars.size(), b.d().vars.size()); ++i) {
+        if (i >= d().vars.size()) return dtf::format("variable '%s' added", b.d().vars[i].name.c_str());
+        if (i >= b.d().vars.size()) return dtf::format("variable '%s' gone", d().vars[i].name.c_str());
+        const Var &x = d().vars[i], &y = b.d().vars[i];
         if (x.name != y.name) return dtf::format("variable '%s' renamed to '%s'", x.name.c_str(), y.name.c_str());
         if (x.type != y.type || x.dimids != y.dimids)
             return dtf::format("variable '%s' defined otherwise", x.name.c_str());
@@ -1191,14 +1199,14 @@ std::vector<char> Header::encode() const {
     w.u32(kVersion);    // [4, 8)
     w.u32(static_cast<uint32_t>(format_)); // [8, 12)
     w.u64(static_cast<uint64_t>(numrecs_)); // [kNumrecsAt, kNumrecsEnd)
-    w.u32(static_cast<uint32_t>(dims_.size()));
-    for (const Dim &d : dims_) {
+    w.u32(static_cast<uint32_t>(d().dims.size()));
+    for (const Dim &d : d().dims) {
         w.str(d.name);
         w.u64(static_cast<uint64_t>(d.len));
     }
-    w.atts(gatts_);
-    w.u32(static_cast<uint32_t>(vars_.size()));
-    for (const Var &v : vars_) {
+    w.atts(d().gatts);
+    w.u32(static_cast<uint32_t>(d().vars.size()));
+    for (const Var &v : d().vars) {
         w.str(v.name);
         w.u32(static_cast<uint32_t>(v.type));
         w.u32(static_cast<uint32_t>(v.dimids.size()));
@@ -1255,17 +1263,17 @@ int Header::decode(const char *data, size_t size, Header *out) {
     Header h;
     if (!r.i32(&format) || !valid_format(format) || !r.i64(&h.numrecs_) || h.numrecs_ < 0) return NC_EINVAL;
     h.format_ = format;
-    if (!read_dims(r, format, &h.dims_) || !read_atts(r, &h.gatts_)) return NC_EINVAL;
+    if (!read_dims(r, format, &h.mut().dims) || !read_atts(r, &h.mut().gatts)) return NC_EINVAL;
     uint32_t nvars;
     if (!r.count(&nvars, 14)) return NC_EINVAL;
     for (uint32_t i = 0; i < nvars; ++i) {
         Var v;
-        if (!read_var(r, format, h.var_ids_, &v)) return NC_EINVAL;
+        if (!read_var(r, format, h.d().var_ids, &v)) return NC_EINVAL;
         // (dimension ids, the unlimited one first only, the size within 64 bits: as def_var)
         if (h.check_def_var(v.type, static_cast<int>(v.dimids.size()), v.dimids.data()) != NC_NOERR)
             return NC_EINVAL;
-        h.var_ids_.emplace(v.name, static_cast<int>(h.vars_.size()));
-        h.vars_.push_back(std::move(v));
+        h.mut().var_ids.emplace(v.name, static_cast<int>(h.mut().vars.size()));
+        h.mut().vars.push_back(std::move(v));
     }
     uint32_t nbegins;
     if (!r.count(&nbegins, 8) || nbegins > nvars) return NC_EINVAL;
@@ -1275,7 +1283,7 @@ int Header::decode(const char *data, size_t size, Header *out) {
         if (!r.i64(&b) || b < 0) return NC_EINVAL;
     if (r.left() != 0) return NC_EINVAL;
     h.define_mode_ = false;
-    h.old_nvars_ = static_cast<int>(h.vars_.size());
+    h.old_nvars_ = static_cast<int>(h.d().vars.size());
     // What ncmpi_open takes from the begins (ncmpio_NC_begins on a header read): the record section
     // at the first record variable, or at the end of the last fixed-size one; nothing without variables.
     int first_rec = -1, nrec = 0;
@@ -1293,9 +1301,9 @@ int Header::decode(const char *data, size_t size, Header *out) {
     if (first_rec >= 0) {
         l.begin_rec = l.begin[static_cast<size_t>(first_rec)];
         if (nrec == 1) {
-            const Var &v = h.vars_[static_cast<size_t>(first_rec)];
+            const Var &v = h.d().vars[static_cast<size_t>(first_rec)];
             l.recsize = type_size(v.type);
-            for (size_t i = 1; i < v.dimids.size(); ++i) l.recsize *= h.dims_[static_cast<size_t>(v.dimids[i])].len;
+            for (size_t i = 1; i < v.dimids.size(); ++i) l.recsize *= h.d().dims[static_cast<size_t>(v.dimids[i])].len;
         }
     }
     if (l.extent == 0) l.extent = l.begin_rec;

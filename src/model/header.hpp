@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -202,16 +203,16 @@ public:
 
     // ---- direct views for the runtime (ids are indices)
     int format() const { return format_; }
-    const std::vector<Dim> &dims() const { return dims_; }
-    const std::vector<Var> &vars() const { return vars_; }
-    const std::vector<Att> &global_atts() const { return gatts_; }
+    const std::vector<Dim> &dims() const { return d().dims; }
+    const std::vector<Var> &vars() const { return d().vars; }
+    const std::vector<Att> &global_atts() const { return d().gatts; }
     int unlimdimid() const;
     bool is_record_var(int varid) const;
     // Shape with numrecs() as the record dimension's length; empty for a scalar or a bad varid.
     std::vector<int64_t> shape(int varid) const;
     // Its length along dimension i of a valid varid (no vector: asked at every put and get).
     int64_t shape_len(int varid, size_t i) const {
-        const Dim &d = dims_[static_cast<size_t>(vars_[static_cast<size_t>(varid)].dimids[i])];
+        const Dim &d = dims()[static_cast<size_t>(vars()[static_cast<size_t>(varid)].dimids[i])];
         return d.len == NC_UNLIMITED ? numrecs_ : d.len;
     }
 
@@ -272,12 +273,21 @@ private:
     bool has_old_ = false;
     Layout old_layout_;
     Alignment hints_, align_; // given (0: not), and in use since the first enddef
-    std::vector<Dim> dims_;
-    std::vector<Var> vars_;
-    // Variable ids by name (find_var): a file of n variables is defined or decoded in O(n), not
-    // O(n^2) name comparisons (143 variables: about 10,000 of them per file and cycle).
-    std::unordered_map<std::string, int> var_ids_;
-    std::vector<Att> gatts_;
+    // The definitions, shared by the copies of a header until one of them changes them (mut()): a
+    // reader's open copies the header of its session's definition or plan, and the copy of a file of
+    // 143 variables cost more than the rest of a replayed cycle's calls on it.
+    struct Defs {
+        std::vector<Dim> dims;
+        std::vector<Var> vars;
+        // Variable ids by name (find_var): a file of n variables is defined or decoded in O(n), not
+        // O(n^2) name comparisons (143 variables: about 10,000 of them per file and cycle).
+        std::unordered_map<std::string, int> var_ids;
+        std::vector<Att> gatts;
+    };
+    const Defs &d() const { return defs_ ? *defs_ : kNoDefs; } // (none in a header moved from)
+    Defs &mut(); // this header's own definitions, to change (copied first if another header shares them)
+    static const Defs kNoDefs;
+    std::shared_ptr<const Defs> defs_ = std::make_shared<Defs>();
     uint64_t revision_ = 0; // (the constructor gives a new one)
 };
 
