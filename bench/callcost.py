@@ -44,14 +44,17 @@ def run(build, role, mode, cycles, a):
     ranks = str(a.members * a.px)
     cmd = [os.path.join(build, "bin", "dtfrun"), "-c", a.config, "--timeout", "300", "--walltime", "900", "--mpmd"]
     for r in ("model", "assim"):
-        wrap = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}"] if r == role else []
+        # (a file per rank, named by its world rank: several ranks must not write one file)
+        wrap = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}.%q{{OMPI_COMM_WORLD_RANK}}"] \
+            if r == role else []
         cmd += ["--name", r, "-n", ranks, *wrap, exe, "--role", r, *args, "--csv", os.path.join(out, f"{r}.csv")]
         if r == "model":
             cmd.append(":")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=960)
     if p.returncode != 0:
         sys.exit(f"callcost.py: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return cg
+    first = min(int(f.rsplit(".", 1)[1]) for f in os.listdir(out) if f.startswith(os.path.basename(cg) + "."))
+    return f"{cg}.{first}"  # the role's rank 0
 
 
 def functions(cg):
