@@ -274,8 +274,9 @@ private:
     Layout old_layout_;
     Alignment hints_, align_; // given (0: not), and in use since the first enddef
     // The definitions, shared by the copies of a header until one of them changes them (mut()): a
-    // reader's open copies the header of its session's definition or plan, and the copy of a file of
-    // 143 variables cost more than the rest of a replayed cycle's calls on it.
+    // reader's open copies the header of its session's definition or plan, and copying and freeing
+    // those of files of 89 and 143 variables cost a quarter of a replayed cycle's instructions on an
+    // assimilation rank of the original DTF's pattern (bench/callcost.py --calls original).
     struct Defs {
         std::vector<Dim> dims;
         std::vector<Var> vars;

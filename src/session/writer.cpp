@@ -566,8 +566,8 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
     if (!led_epoch(ws)) take_done(rt, ws);
 }
 
-// The ReaderDones a matcher takes in an epoch: one from every rank of the reader; in a led epoch,
-// those of the reader ranks whose writer rank this rank is (WriterPlan::own_writers).
+// The ReaderDones this rank takes from reader `side` in an epoch: as a matcher, one from every reader
+// rank; in a led epoch, those of the reader ranks whose own writer rank it is (WriterPlan::own_writers).
 size_t expected_done(const WriterSession &ws, const ReaderSide &side) {
     if (!led_epoch(ws)) return side.ranks.size();
     const int me = ws.ranks[static_cast<size_t>(ws.rank)];
