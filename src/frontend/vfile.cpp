@@ -208,12 +208,13 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
 
 namespace {
 
-// What rank `leader` of the file's group finds by `find` (which may wait), given to every rank of the
-// group, or its failure, thrown on every rank. The leader reports a failure before the others hear of
-// it: a program that aborts when its first rank fails (an MPI_Abort on another rank) must not take
+// What the reader group's leader (leader_of) finds by `find` (which may wait), given to every rank of
+// the group, or its failure, thrown on every rank. The leader reports a failure before the others hear
+// of it: a program that aborts when its first rank fails (an MPI_Abort on another rank) must not take
 // the reason with it.
-std::vector<char> from_leader(Runtime &rt, const VirtualFile &f, int leader, const std::string &context,
+std::vector<char> from_leader(Runtime &rt, const VirtualFile &f, const std::string &context,
                               const std::function<std::vector<char>()> &find) {
+    const int leader = leader_of(f.path, f.size);
     std::vector<char> got;
     if (f.rank == leader) {
         PayloadWriter w;
@@ -245,7 +246,7 @@ Definition await_definition(Runtime &rt, VirtualFile &f) {
     const int peer = f.peer;
     const std::string &peer_name = rt.config().component_name(peer);
     const std::string context = format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session);
-    return read_definition(from_leader(rt, f, leader_of(f.path, f.size), context, [&] {
+    return read_definition(from_leader(rt, f, context, [&] {
         return rt.wait_message([&](const Message &m) { return is_definition(m, f.path, f.session); }, [&] {
             return format("%s waited for component '%s' to define it and begin writing it (its first put, "
                           "dtf_transfer or close)%s", context.c_str(), peer_name.c_str(),
@@ -332,7 +333,7 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
     const VirtualFile &f = *probe;
     const std::string context = format("MPI_File_open of '%s' (transfer mode: a look at its header before "
                                        "ncmpi_open, session %d)", path.c_str(), f.session);
-    return from_leader(rt, f, leader_of(path, f.size), context, [&] {
+    return from_leader(rt, f, context, [&] {
         auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
         const PathCounters *c = rt.find_counters(path);
         const Message *m = writer ? nullptr : defined();

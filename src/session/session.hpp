@@ -132,9 +132,9 @@ std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 // changed since FileDefined), so that a reader that has one in the plan's first batch needs no final
 // header: the data itself says the session was replayed. Larger messages leave as soon as their puts
 // complete them (the readers receive them while the writers compute), and their readers, and those
-// that get no data, get the final header from their own writer rank (a writer of their data in the
-// plan's first batch, or the leader): WriterPlan::needs_final. 64 KiB move in about the time a control message takes
-// (held back, 256 KiB cost a 16x16x20 LETKF cycle with a core per rank 0.42 -> 0.49-0.55 ms).
+// that get no data, get the final header from their own writer rank (WriterPlan::own_writers). 64 KiB
+// move in about the time a control message takes (held back, 256 KiB cost a 16x16x20 LETKF cycle
+// with a core per rank 0.42 -> 0.49-0.55 ms).
 constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16; // the record count (i64), whether the header changed, plan_check
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
@@ -185,12 +185,10 @@ struct WriterPlan {
     // the order of the requests: WriterSession::bputs_predicted): the sessions that replay it pack a
     // bput's values at the call (pack_ahead).
     mutable bool bputs_predicted = false; // (cleared by a replaying session whose bputs did not)
-    // The reader ranks that get no verdict with their data (kVerdictMax), each with the writer rank
-    // that sends it the final header: (reader, writer) component ranks, flat.
-    std::vector<int> needs_final;
-    // Every reader rank with its own writer rank, which takes its ReaderDone in a replay (a writer of its
-    // data in the plan's first batch, or the leader; reader.cpp: own_writer), as needs_final: each
-    // writer rank waits for those of its readers.
+    // Every reader rank with its own writer rank (a writer of its data in the plan's first batch, or
+    // the leader; reader.cpp: own_writer) and whether it gets no verdict with its data (kVerdictMax):
+    // (reader, writer, no verdict) triples, component ranks, flat. In a replay the writer rank takes the
+    // reader rank's ReaderDone, and sends it the final header if it gets no verdict.
     std::vector<int> own_writers;
     struct Order {
         int reader;
@@ -234,12 +232,12 @@ struct ReaderSide {
     std::vector<int> ranks;   // component ranks of its file communicator, once its root said (ReaderOpened)
     int64_t plan = 0;         // stamp of the replay plan its root holds (ReaderOpened)
     bool header_sent = false; // the epoch's final header went to its ranks
-    size_t done = 0;          // matcher: its ranks done with the epoch
+    size_t done = 0;          // its ranks done with the epoch (on a matcher; in a led epoch, those this rank feeds)
     // A session replaying a plan of known readers takes the plan's reader ranks as the readers at
     // once: both sides kept that plan when it was last read (a reader rank that dropped it said so,
     // and the writers dropped it too), so its readers open the file again holding it. They send no
-    // ReaderOpened; each reader rank's ReaderDone names its reader ranks and plan, which the writer
-    // leader or the matcher checks.
+    // ReaderOpened; each reader rank's ReaderDone names its reader ranks and plan, which its own writer
+    // rank or the matcher checks.
     bool assumed = false;
     bool opened = false;      // its leader's ReaderOpened came (not for an assumed one)
     bool known() const { return !ranks.empty(); }
@@ -290,8 +288,8 @@ struct WriterSession {
     bool final_as_defined = false;
     bool header_changed = false;      // the header changed since FileDefined but for the record count (agreed)
     int64_t final_numrecs = 0;
-    std::vector<int> needs_final_log; // matcher: WriterPlan::needs_final of this session (for a new plan)
     std::vector<int> own_writers_log; // matcher: WriterPlan::own_writers of this session (for a new plan)
+    size_t own_readers = 0;           // the reader ranks whose own writer rank this is in the plan (led epochs)
     int meta_expected = 0;            // matcher: work group members whose metadata is still missing
     bool finished = false;            // the matcher said every reader rank of every reader is done
     bool ordered_self = false;        // matcher: it sent itself orders this epoch (its finish follows them)
@@ -389,7 +387,7 @@ struct ReaderSession {
     // readers, and takes this session's readers from it. Then no ReaderOpened goes out, and each
     // reader rank's ReaderDone of a session with one dtf_transfer goes at its close (`done_deferred`
     // until then), with whether it keeps the plan, its reader ranks and the plan it holds (which the
-    // writer checks): to the writer leader where the writer has one (quiet_writer), else to every
+    // writer checks): to its own writer rank where the writer has a leader (quiet_writer), else to every
     // matcher.
     bool defined_to_leader = false;
     bool done_deferred = false;
@@ -544,7 +542,7 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
 int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, bool collective);
 // Reader: this rank's ReaderDone of transfer `epoch`, with whether it left the replayed plan (or
 // drops it), to every matcher; of a replayed session (`replayed`) with its reader ranks and plan, to
-// the writer leader where the writer has one (quiet_writer).
+// its own writer rank where the writer has a leader (quiet_writer).
 void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool replayed);
 // Writer sessions (writer.cpp): open one for a new writer file; start serving an epoch (after the
 // record count was agreed; the runtime steps it from then on); advance it without blocking (true

@@ -176,6 +176,9 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
             side.plan = ws->plan->stamp;
             side.assumed = true;
             if (ws->quiet_end) ws->leader = leader_of(fs.path, fs.size);
+            const std::vector<int> &own = ws->plan->own_writers; // (reader, writer, no verdict) triples
+            const int me = fs.ranks[static_cast<size_t>(fs.rank)];
+            for (size_t i = 1; i < own.size(); i += 3) ws->own_readers += own[i] == me;
         }
         if (ws->plan) {
             ws->plan_since = ++ws->plan->found;
@@ -525,8 +528,8 @@ void collect_metadata(WriterSession &ws) {
 // replay to these readers) and, for messages, its session and path; then the header with the final
 // record count. In a replayed epoch of a plan of known readers whose header did not change, the data
 // messages carry the verdict (held()): it goes only to the readers that have none of them in the
-// plan's first batch, each from its own writer rank (the plan's `needs_final`), so that no rank
-// sends it to every reader.
+// plan's first batch, each from its own writer rank (WriterPlan::own_writers), so that no rank sends
+// it to every reader.
 void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const WriterPlan *replayed,
                        bool cannot = false) {
     side.header_sent = true;
@@ -534,9 +537,9 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
     const int me = ws.ranks[static_cast<size_t>(ws.rank)];
     std::vector<int> to;
     if (verdicts) {
-        const std::vector<int> &pairs = replayed->needs_final; // (reader, writer) component ranks
-        for (size_t i = 0; i + 1 < pairs.size(); i += 2)
-            if (pairs[i + 1] == me) to.push_back(pairs[i]);
+        const std::vector<int> &own = replayed->own_writers; // (reader, writer, no verdict) triples
+        for (size_t i = 0; i + 2 < own.size(); i += 3)
+            if (own[i + 1] == me && own[i + 2]) to.push_back(own[i]);
     } else if (ws.rank == ws.leader) {
         to = side.ranks;
     }
@@ -569,12 +572,7 @@ void serve_requests(Runtime &rt, WriterSession &ws) {
 // The ReaderDones this rank takes from reader `side` in an epoch: as a matcher, one from every reader
 // rank; in a led epoch, those of the reader ranks whose own writer rank it is (WriterPlan::own_writers).
 size_t expected_done(const WriterSession &ws, const ReaderSide &side) {
-    if (!led_epoch(ws)) return side.ranks.size();
-    const int me = ws.ranks[static_cast<size_t>(ws.rank)];
-    const std::vector<int> &pairs = ws.plan->own_writers; // (reader, writer) component ranks
-    size_t n = 0;
-    for (size_t i = 1; i < pairs.size(); i += 2) n += pairs[i] == me;
-    return n;
+    return led_epoch(ws) ? ws.own_readers : side.ranks.size();
 }
 
 // The readers' ReaderDone of the epoch, on a matcher or (led_epoch) on every writer rank, each from
@@ -587,9 +585,8 @@ void take_done(Runtime &rt, WriterSession &ws) {
             if (r.i32() != 0) ws.drop_plan = true; // a reader rank did not follow the replayed plan, or drops it
             ++side.done;
             if (r.i32() == 0) { // its writer rank in a replay, and whether its data would bring it no verdict
-                const int own = r.i32();
-                if (r.i32() == 0) ws.needs_final_log.insert(ws.needs_final_log.end(), {done->source, own});
-                ws.own_writers_log.insert(ws.own_writers_log.end(), {done->source, own});
+                const int own = r.i32(), no_verdict = r.i32() == 0;
+                ws.own_writers_log.insert(ws.own_writers_log.end(), {done->source, own, no_verdict});
             } else { // a replayed session's: which reader ranks it read with, and the plan it holds
                 const bool same_ranks = static_cast<uint64_t>(r.i64()) == ranks_hash(side.ranks);
                 const int64_t plan = r.i64();
@@ -622,7 +619,6 @@ void send_finish(WriterSession &ws) {
     PayloadWriter finish;
     finish.i32(-1); // (orders begin with the reader component)
     finish.i32(ws.drop_plan ? 1 : 0);
-    finish.ints(ws.needs_final_log);
     finish.ints(ws.own_writers_log);
     if (!group.empty()) ws.sends.push_back(ws.local->send(group, Tag::Orders, finish.take(), "sending finish"));
     if (!ws.ordered_self) ws.finished = true;
@@ -727,7 +723,6 @@ bool step(Runtime &rt, WriterSession &ws) {
         const int reader = r.i32();
         if (reader < 0) { // finish: whether a reader left the replayed plan, and who needs the final header
             if (r.i32() != 0) ws.drop_plan = true;
-            ws.needs_final_log = r.ints(1 << 24);
             ws.own_writers_log = r.ints(1 << 24);
             ws.finished = true;
             continue;
@@ -997,7 +992,6 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->reader_ranks = ws.readers.front().ranks; // a recorded session has one reader
     plan->defined_header = std::move(ws.defined_header);
     plan->bputs_predicted = ws.bputs_predicted;
-    plan->needs_final = std::move(ws.needs_final_log);
     plan->own_writers = std::move(ws.own_writers_log);
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
