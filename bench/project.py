@@ -14,11 +14,10 @@ reverse):
   transfer-replay, a cycle that replays the plan of its very path (every cycle after the second):
     data: one message per (writer, reader) pair whose blocks meet (the same pairs as raw MPI), with
           the writers' 16-byte verdict at the end of those of at most 64 KiB;
-    FileDefined (writer leader -> reader leader), leaders spread by the path's hash (leader_of, the
-          same FNV-1a as dtf's);
-    ReaderDone from each reader rank to its own writer rank: of the writers of its data (in rank
-          order), the one the path's hash picks (the writer leader if it gets no data);
-    HeaderFinal to each reader rank none of whose messages carries the verdict, from its own writer.
+    per reader rank, with its own writer rank: of the writers of its data (in rank order), the one the
+          path's hash picks (leader_of, the same FNV-1a as dtf's; the writer leader if it gets no
+          data): a FileDefined from it, a ReaderDone to it, and a HeaderFinal from it if none of the
+          reader rank's messages carries the verdict.
   transfer, every cycle matched (also the first cycle of replay, which records the plans):
     FileDefined from the writer's rank 0 to every rank of the reader component; ReaderOpened from the
     reader leader to every writer rank; write metadata from every writer rank to its matcher (one per
@@ -30,12 +29,13 @@ reverse):
 Counts are those of dtf_counters_read: point-to-point messages, each counted at both ends, a rank's
 messages to itself included. dtf's collectives (point-to-point messages on a kept communicator's
 collective tag, which dtf_counters_read does not count) are counted apart: per replayed file a
-writer rank takes part in 4 allreduces (wait_all's, the numrecs agreement at dtf_transfer, the
-close's "written since", the epoch's end; 3 in a matched session, whose epoch ends with the
-matcher's finish) and a reader rank in a broadcast (the open; and with replay_io=0 a barrier at the
-close), each over the file's ranks if it has several; the model counts 2 log2(g) messages for the busiest rank of
-an allreduce over g ranks (every rank's in recursive doubling, the root's in the binomial reduce and
-broadcast dtf uses beyond 4 ranks) and up to log2(g) + 1 for a broadcast (binomial tree). Bytes: the
+writer rank takes part in 3 allreduces (the numrecs agreement at dtf_transfer, the close's "written
+since", the epoch's end; wait_all's record count comes from the plan, which was replayed before; 3 in a
+matched session too: wait_all's, dtf_transfer's and the close's, whose epoch ends with the matcher's
+finish) and a reader rank in none (its open waits for its own FileDefined; with replay_io=0 a barrier
+at the close), each over the file's ranks if it has several; the model counts 2 log2(g) messages for
+the busiest rank of an allreduce over g ranks (every rank's in recursive doubling, the root's in the
+binomial reduce and broadcast dtf uses beyond 4 ranks). Bytes: the
 data, the verdicts, and the control messages at their mean size measured (replay: about 110 bytes;
 transfer: the mean of the growth sweep's transfer runs, headers, requests and plans included).
 Matching (transfer only, the first cycle; later cycles reuse the last session's result, or replay
@@ -166,17 +166,14 @@ def allreduce_msgs(g):
     return 2 * math.ceil(math.log2(g)) if g > 1 else 0
 
 
-def bcast_msgs(g):
-    return math.ceil(math.log2(g)) + 1 if g > 1 else 0
-
-
 def collectives(n, writers, readers, writer_allreduces, reader_close=True):
-    """The messages of a file's collectives (dtf's own): the writer ranks' allreduces, the reader
-    ranks' broadcast (open) and, with replay_io=0, barrier (close)."""
+    """The messages of a file's collectives (dtf's own): the writer ranks' allreduces and, with
+    replay_io=0, the reader ranks' barrier at the close (their open makes none)."""
     for c, r in writers:
         n.coll[c][r] += writer_allreduces * allreduce_msgs(len(writers))
-    for c, r in readers:
-        n.coll[c][r] += bcast_msgs(len(readers)) + (allreduce_msgs(len(readers)) if reader_close else 0)
+    if reader_close:
+        for c, r in readers:
+            n.coll[c][r] += allreduce_msgs(len(readers))
 
 
 def files(p, directory, suffix):
@@ -207,8 +204,7 @@ def file_pairs(p, kind):
 def replay_cycle(p, directory):
     n = Counts(p)
     for path, kind, writers, readers, _, _ in files(p, directory, "r"):
-        wl, rl = writers[leader_of(path, len(writers))], readers[leader_of(path, len(readers))]
-        n.send(wl, rl, REPLAY_CONTROL_BYTES)  # FileDefined
+        wl = writers[leader_of(path, len(writers))]
         verdict = {}
         fed_by = {}
         for (w, r), nbytes in sorted(file_pairs(p, kind).items()):
@@ -218,10 +214,11 @@ def replay_cycle(p, directory):
             fed_by.setdefault(r, []).append(w)
         for r in range(len(readers)):
             own = writers[fed_by[r][leader_of(path, len(fed_by[r]))]] if r in fed_by else wl
+            n.send(own, readers[r], REPLAY_CONTROL_BYTES)  # FileDefined
             n.send(readers[r], own, REPLAY_CONTROL_BYTES)  # ReaderDone
             if not verdict.get(r):  # HeaderFinal
                 n.send(own, readers[r], REPLAY_CONTROL_BYTES)
-        collectives(n, writers, readers, 4, reader_close=False)
+        collectives(n, writers, readers, 3, reader_close=False)
     return n
 
 

@@ -318,10 +318,11 @@ def small_trace(out, samples, meta):
              "calls take longer as the ranks share the cores (a cycle there takes about the CPU time of all ranks "
              "divided by the cores: the table's CPU column), and every round of a collective waits for ranks that "
              "are not running: PnetCDF's open, close and `dtf_transfer` are collective over the file's ranks, and "
-             "a replayed file costs a writer rank 4 allreduces (at `wait_all`, `dtf_transfer`, close and the "
-             "replayed epoch's end) and a reader rank a broadcast (at the open; its close waits for no other rank), "
-             "where mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name "
-             "sends its data, its FileDefined and a ReaderDone per reader rank."] + blocks + call_cost(out))
+             "a replayed file costs a writer rank 3 allreduces (at `dtf_transfer`, close and the replayed "
+             "epoch's end; the record counts of its `wait_all`s and collective puts come from the plan) and a "
+             "reader rank none (its open waits for its own FileDefined, its close for no other rank), where "
+             "mpi-raw does none. What dtf sends costs little of it: a replayed cycle of a file of one name sends "
+             "its data, and a FileDefined and a ReaderDone per reader rank."] + blocks + call_cost(out))
 
 
 def call_cost(out):
@@ -337,8 +338,8 @@ def call_cost(out):
             "mpi-raw makes no PnetCDF call: its cycle packs and sends the blocks the readers need, and unpacks "
             "what comes back. The program's own calls cost dtf the most: it defines 232 variables and puts 232 "
             "blocks per model cycle (each put checked and recorded, its read pieces copied at `ncmpi_wait_all`), "
-            "a reader's open takes the header (over more than one rank its leader broadcasts it, point to point "
-            "on the communicator the ranks keep: no communicator per open), and each writer file encodes its header at `ncmpi_enddef` to compare it with "
+            "a reader's open takes the header (each rank its own copy: no collective, no communicator per "
+            "open), and each writer file encodes its header at `ncmpi_enddef` to compare it with "
             "the plan's (at `dtf_transfer` only if a call changed it since: `Header::revision`):", "", text, "",
             "mpi-raw's model cycle is an order of magnitude below dtf's in instructions: for the 0.8 target at this "
             "size the program's 232 definitions and 232 puts per cycle would have to cost well under 100 "
@@ -439,8 +440,8 @@ def projection(out):
               f"the busiest rank's control messages grow with the readers ({by[(lo, 'transfer')]['control_busiest']} at "
               f"{lo}, {tr['control_busiest']} at {hi} processes). That fan-out is what remains of issue 31's \"no "
               "fan-out from one rank\" in a cycle matched from scratch; a workflow that cycles replays after its "
-              "first cycle. The collectives (a writer rank's 4 allreduces, a reader rank's broadcast per file opened "
-              "with other ranks) grow as log N: each one small and on a tree, dtf's own point-to-point "
+              "first cycle. The collectives (a writer rank's 3 allreduces per file written with other ranks) grow "
+              "as log N: each one small and on a tree, dtf's own point-to-point "
               "messages ([Messages on the wire](#messages-on-the-wire)).", ""]
     return lines
 

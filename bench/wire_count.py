@@ -95,12 +95,12 @@ def main():
             "component, 16x16x4 points per rank, one MPMD launch, runs of 5 and 15 cycles differenced. dtf's own "
             "messages include its collectives over a file's ranks, which are point-to-point messages on a "
             "communicator each set of ranks keeps; a cycle creates no communicator. Inside MPI: the benchmark "
-            "program's own barrier per cycle. mpi-raw: the same pattern's data by plain MPI. Most of dtf's messages "
-            "at 16 members are its collectives over the assimilation's 16 ranks, which open every file together: "
-            "per file and replayed cycle, a reader's broadcast at the open (a binomial tree over 16 ranks, 15 "
-            "messages; the close makes none: each reader rank's ReaderDone goes to its writer rank), and for the "
-            "analysis it writes back, a writer's allreduces at `wait_all`, at `dtf_transfer`, at the close and at "
-            "the session's end (each a binomial tree over 16 ranks, 2 x 15 messages).", "",
+            "program's own barrier per cycle. mpi-raw: the same pattern's data by plain MPI. Besides the data, "
+            "per file and replayed cycle: a FileDefined and a ReaderDone per reader rank, each between it and its "
+            "own writer rank (the assimilation's 16 ranks read each member's two files; a reader's open and "
+            "close make no collective), and for the analysis the assimilation writes back, its writer ranks' "
+            "allreduces at `dtf_transfer`, at the close and at the session's end (each a binomial tree over 16 "
+            "ranks, 2 x 15 messages; `wait_all`'s record count comes from the plan).", "",
             "| members | dtf's own | inside MPI | dtf, all | busiest process | mpi-raw | its busiest | "
             "all / mpi-raw | busiest / mpi-raw's |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]))
         print(f"wrote {a.md}")

@@ -410,16 +410,12 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
 
 // The writer's igets on its own file (read_own) that a wait completes: ncmpi_wait_all (`all`) is
 // collective, though only some ranks may have gets: the ranks agree whether any has (and on the
-// record count, as PnetCDF's collective calls do); ncmpi_wait is independent.
+// record count, as PnetCDF's collective calls do: agree_records); ncmpi_wait is independent.
 int own_gets(Runtime &rt, VirtualFile &vf, const std::vector<ReadRecord *> &batch, bool all) {
     if (!all || vf.size == 1) return batch.empty() ? NC_NOERR : read_own(rt, vf, batch, all);
-    {
-        int64_t agreed[2] = {batch.empty() ? 0 : 1, vf.header.numrecs()};
-        rt.allreduce_max(*vf.group, agreed, 2,
-                         format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session));
-        vf.header.set_numrecs(agreed[1]);
-        if (!agreed[0]) return NC_NOERR;
-    }
+    if (!agree_records(rt, vf, !batch.empty(),
+                       format("ncmpi_wait_all on '%s' (session %d)", vf.path.c_str(), vf.session)))
+        return NC_NOERR;
     return read_own(rt, vf, batch, true);
 }
 

@@ -238,24 +238,23 @@ std::vector<char> from_leader(Runtime &rt, const VirtualFile &f, const std::stri
     return status.bytes();
 }
 
-// The reader leader waits for the writer's FileDefined of the session and gives it to the other ranks
-// (with its failure, if it failed): the writer sends it to the leader alone when the session replays
-// a plan of known readers (ReaderSide::assumed); else every rank got a copy too, which it drops.
+// Each reader rank waits for the writer's FileDefined of the session, which came to every rank of the
+// reader component, or, where the session replays a plan of known readers (ReaderSide::assumed), to each
+// reader rank from its own writer rank: no collective.
 Definition await_definition(Runtime &rt, VirtualFile &f) {
     const config::FileRule &rule = *f.rule;
     const int peer = f.peer;
     const std::string &peer_name = rt.config().component_name(peer);
     const std::string context = format("ncmpi_open of '%s' (transfer mode, session %d)", f.path.c_str(), f.session);
-    return read_definition(from_leader(rt, f, context, [&] {
-        return rt.wait_message([&](const Message &m) { return is_definition(m, f.path, f.session); }, [&] {
+    return read_definition(
+        rt.wait_message([&](const Message &m) { return is_definition(m, f.path, f.session); }, [&] {
             return format("%s waited for component '%s' to define it and begin writing it (its first put, "
                           "dtf_transfer or close)%s", context.c_str(), peer_name.c_str(),
                           rule.replay_io ? " (with replay_io=1 the definition of a file whose last session was "
-                                           "replayed or recorded goes to one reader rank of that session only: if "
-                                           "other ranks open it now, set replay_io=0)"
+                                           "replayed or recorded goes to the reader ranks of that session only: "
+                                           "if other ranks open it now, set replay_io=0)"
                                          : "");
-        }, peer).payload;
-    }));
+        }, peer).payload);
 }
 
 // The header FileDefined carried (read-only), or the one of the replay plan it names.
@@ -282,7 +281,8 @@ void take_definition(Runtime &rt, VirtualFile &f, const Definition &d) {
 // writer wrote the session to the file system instead already (fallback=: read there), or it replays
 // a plan of known readers, whose readers its ranks took (ReaderSide::assumed).
 void say_opened(Runtime &rt, const VirtualFile &f) {
-    if (f.rank != leader_of(f.path, f.size) || f.reader.defined_to_leader || rt.written(f.reader.writer_stamp)) return;
+    if (f.rank != leader_of(f.path, f.size) || f.reader.defined_by_own_writer || rt.written(f.reader.writer_stamp))
+        return;
     PayloadWriter p;
     p.ints(f.ranks);
     p.i64(f.reader.plan ? f.reader.plan->stamp : 0); // the replay plan this side holds
@@ -305,10 +305,8 @@ int vfile_open(Runtime &rt, const std::string &path, const config::FileRule &rul
     f.reader.writer_ranks = std::move(d.writer_ranks);
     f.reader.matchers = std::move(d.matchers);
     f.inherited = d.inherited;
-    if (d.to_all && f.rank != leader_of(f.path, f.size))
-        rt.drop_definition(f.path, f.session, f.peer, f.reader.writer_stamp);
-    f.reader.defined_to_leader = !d.to_all;
-    f.reader.quiet_writer = f.reader.defined_to_leader && !rule.persist && !rule.falls_back();
+    f.reader.defined_by_own_writer = !d.to_all;
+    f.reader.quiet_writer = f.reader.defined_by_own_writer && !rule.persist && !rule.falls_back();
     if (rule.replay_io) { // the plan of the most similar file read from the same writer ranks
         f.reader.plan_key = plan_key(path, f.ranks);
         f.reader.plan = reader_plan(rt, path, f.ranks, f.reader.writer_ranks);
@@ -686,7 +684,12 @@ int inquiry_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
         char *name = fn == DTF_FN_ncmpi_inq_dimlen ? nullptr : arg<char *>(args, 2);
         MPI_Offset *len = fn == DTF_FN_ncmpi_inq_dim ? arg<MPI_Offset *>(args, 3)
                           : fn == DTF_FN_ncmpi_inq_dimlen ? arg<MPI_Offset *>(args, 2) : nullptr;
-        return h.inq_dim(dimid, name, reinterpret_cast<int64_t *>(len));
+        const int rc = h.inq_dim(dimid, name, reinterpret_cast<int64_t *>(len));
+        if (rc == NC_NOERR && writer && len && dimid == h.unlimdimid() && !vf.ws->guesses.empty()) {
+            vf.ws->guess_seen = true; // (a count taken from the replay plan: checked at dtf_transfer)
+            *len = std::max<MPI_Offset>(*len, vf.ws->guessed_numrecs);
+        }
+        return rc;
     }
     case DTF_FN_ncmpi_inq_att:
         return h.inq_att(arg<int>(args, 1), arg<const char *>(args, 2), arg<nc_type *>(args, 3),
@@ -775,6 +778,27 @@ bool collective_call(int fn) {
     }
 }
 
+// Whether PnetCDF agrees on the record count over the writer ranks after call `fn`, which returned
+// `rc` (ncmpi_wait_all agrees in own_gets): a collective put of a record variable (also where it failed
+// on this rank only: PnetCDF's other ranks go on with it), ncmpi_sync, ncmpi_sync_numrecs,
+// ncmpi_end_indep_data and ncmpi_fill_var_rec once they succeeded.
+bool syncs_records(const VirtualFile &vf, int fn, void **args, int rc) {
+    if (vf.size == 1 || vf.header.unlimdimid() < 0) return false;
+    switch (fn) {
+    case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_sync_numrecs: case DTF_FN_ncmpi_end_indep_data:
+    case DTF_FN_ncmpi_fill_var_rec:
+        return rc == NC_NOERR;
+    default: break;
+    }
+    const struct dtf_pnc_info *in = dtf_pnc_info(fn);
+    if (in->kind == DTF_PNC_KIND_NONE || in->dir != DTF_PNC_DIR_PUT || in->mode != DTF_PNC_MODE_COLL) return false;
+    switch (rc) { // (failed alike on every rank: the call's mode or arguments, before any collective)
+    case NC_EINDEFINE: case NC_EINDEP: case NC_EPERM: case NC_ENOTVAR: case NC_EBADID: return false;
+    default: break;
+    }
+    return in->multi || vf.header.is_record_var(arg<int>(args, in->varid)); // (mput: a wait_all inside)
+}
+
 // The dtf_timers phase of a call on a virtual file (the phases entered inside it take their share).
 phase::Phase phase_of(int fn) {
     switch (fn) {
@@ -795,7 +819,14 @@ int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args);
 int vfile_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     phase::Scope timer(phase_of(fn));
     if (vf.writer && collective_call(fn)) ++vf.ws->seq; // (the writes it makes take effect after the others)
-    if (vf.writer || fn == DTF_FN_ncmpi_close || fn == DTF_FN_ncmpi_abort) return dispatch(rt, vf, fn, args);
+    if (fn == DTF_FN_ncmpi_close || fn == DTF_FN_ncmpi_abort) return dispatch(rt, vf, fn, args); // (vf is gone)
+    if (vf.writer) {
+        const int rc = dispatch(rt, vf, fn, args);
+        if (syncs_records(vf, fn, args, rc))
+            agree_records(rt, vf, false, format("%s on '%s' (session %d)", dtf_pnc_name(fn), vf.path.c_str(),
+                                                vf.session));
+        return rc;
+    }
     // A reader's call looks at the header; once the definition it looked at turned out not to be the
     // file's (final_definition), the calls fail saying so (the one that learned it once it is done;
     // the close once the file is closed, if no call said so before).

@@ -153,14 +153,4 @@ int64_t header_final_stamp(const Message &m) {
     return PayloadReader(m.payload, "header-final").i64();
 }
 
-int64_t defined_stamp(const Message &m) {
-    try {
-        PayloadReader r(m.payload, "file-defined");
-        withdrawn_sessions(r);
-        return r.i64();
-    } catch (const Error &) {
-        return 0;
-    }
-}
-
 } // namespace dtf::runtime

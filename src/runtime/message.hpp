@@ -4,7 +4,7 @@
 //
 //   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
 //   transfer mode  FileDefined   writer root -> every reader-component rank (replaying a plan of known
-//                                readers: writer leader -> the reader leader alone): the sessions it
+//                                readers: each writer rank -> its own reader ranks): the sessions it
 //                                withdraws, stamp, header (or "the plan's") + writer ranks + matchers
 //                  ReaderOpened  reader leader -> every writer-file rank (not when replaying a plan of
 //                                known readers): the reader ranks of the session, the replay plan they
@@ -141,8 +141,6 @@ private:
 void write_withdrawn(PayloadWriter &p, const std::vector<std::pair<std::string, int>> &sessions);
 // The stamp of the writer session a HeaderFinal is about (its payload's first item; 0 if malformed).
 int64_t header_final_stamp(const Message &m);
-// The stamp of the writer session a FileDefined defines (after its withdrawals; 0 if malformed).
-int64_t defined_stamp(const Message &m);
 std::vector<std::pair<std::string, int>> withdrawn_sessions(PayloadReader &r);
 
 } // namespace dtf::runtime

@@ -703,13 +703,6 @@ std::string Runtime::disk_key(int writer, int reader, const std::string &path, i
                   static_cast<unsigned long long>(fnv1a(path)), n);
 }
 
-namespace {
-bool is_definition(const Message &m, const std::tuple<std::string, int, int, int64_t> &which) {
-    return m.kind == MessageKind::FileDefined && m.path == std::get<0>(which) && m.session == std::get<1>(which) &&
-           m.from_component == std::get<2>(which) && defined_stamp(m) == std::get<3>(which);
-}
-} // namespace
-
 void Runtime::apply(Message &&m) {
     ++stats_.notices_received;
     if (trace::on())
@@ -750,12 +743,6 @@ void Runtime::apply(Message &&m) {
         return;
     }
     if (m.kind == MessageKind::FileDefined) apply_withdrawals(m); // (sent after those it withdraws)
-    if (m.kind == MessageKind::FileDefined)
-        for (auto it = dropping_.begin(); it != dropping_.end(); ++it)
-            if (is_definition(m, *it)) {
-                dropping_.erase(it);
-                return;
-            }
     if (session_closed(m)) return; // e.g. the final header of a file read without needing the record count
     if (m.kind == MessageKind::FileDefined && writes_unread_session(m.path, m.session)) return contest(m);
     inbox_.push_back(std::move(m));
@@ -834,16 +821,6 @@ void Runtime::forget_finished(const std::string &path) {
 void Runtime::discard_closed_sessions() {
     for (auto it = inbox_.begin(); it != inbox_.end();)
         it = session_closed(*it) ? inbox_.erase(it) : it + 1;
-}
-
-void Runtime::drop_definition(const std::string &path, int session, int writer, int64_t stamp) {
-    const auto which = std::make_tuple(path, session, writer, stamp);
-    for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
-        if (is_definition(*it, which)) {
-            inbox_.erase(it);
-            return;
-        }
-    dropping_.push_back(which);
 }
 
 std::optional<Message> Runtime::take(const std::function<bool(const Message &)> &match) {

@@ -206,9 +206,6 @@ public:
     bool progress();
     // Drop queued messages about sessions this rank has closed (call after closing one).
     void discard_closed_sessions();
-    // This rank has the FileDefined of session `session` of `path`, stamped `stamp`, from the root of
-    // its reader group: drop its own copy of it from `writer`, now or when it comes.
-    void drop_definition(const std::string &path, int session, int writer, int64_t stamp);
     // Remove and return the first queued message for which match() holds, if any.
     std::optional<Message> take(const std::function<bool(const Message &)> &match);
     // The same message left in the queue (a look that takes nothing: probe.cpp); nullptr if none.
@@ -380,8 +377,6 @@ private:
     int cores_ = 1;        // of this node
     int node_ranks_ = 1;   // ranks of this component and of the connected ones on this node
     std::deque<Message> inbox_;
-    std::vector<std::tuple<std::string, int, int, int64_t>>
-        dropping_; // drop_definition: (path, session, writer, stamp)
     Stats stats_;
     BufferPool buffers_;
     std::vector<std::vector<char>> orphans_; // keep_until_finalize (destroyed after the queue below)

@@ -240,8 +240,8 @@ std::map<int, size_t> message_sizes(const FileSession &fs, const std::vector<mat
 }
 
 // Whether a replayed data message of `n` bytes ends with the writers' verdict (kVerdictMax): in a
-// session the writer defined to the reader leader alone.
-bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_to_leader && carries_verdict(n); }
+// session each reader rank's own writer rank defined.
+bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_by_own_writer && carries_verdict(n); }
 
 // The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
 // the writers of its data in that batch, picked by the path (so that the reader ranks of a file fed by
@@ -497,7 +497,7 @@ void wait_header_final(Runtime &rt, FileSession &fs) {
     if (rd.header_final) return;
     if (rd.ahead) return decide(rt, fs, rd.ahead.get());
     // Before the batch's gets came: where the plan's next batch brings the verdict, receive it now.
-    if (!rd.prefetched && rd.defined_to_leader)
+    if (!rd.prefetched && rd.defined_by_own_writer)
         if (const ReaderPlan *plan = undecided_plan(fs)) rd.prefetched = prefetch(rt, fs, *plan);
     decide(rt, fs, rd.prefetched.get());
     if (rd.replay == 0) drop_posted(rt, fs, rd.prefetched); // (nothing comes for it)
@@ -931,7 +931,7 @@ int reader_transfer(Runtime &rt, FileSession &fs) {
         send_done(rt, fs, 1, true, true);
         rd.done_deferred = false;
     }
-    if (rd.defined_to_leader && fs.epoch == 1 && rd.replay == 1)
+    if (rd.defined_by_own_writer && fs.epoch == 1 && rd.replay == 1)
         rd.done_deferred = true; // said at the close, once this rank knows whether it keeps the plan
     else send_done(rt, fs, fs.epoch, rd.fell_back, false);
     rd.done_sent = true;

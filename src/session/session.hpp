@@ -168,6 +168,13 @@ template <class Plan> inline std::string origin(const Plan &plan, int since) {
                   since == 1 ? "" : "s");
 }
 
+// A record-count agreement of the writer ranks (agree_records): the count they agreed on, and whether
+// any of them got from the file in that call.
+struct RecordAgreement {
+    int64_t numrecs = 0;
+    bool gets = false;
+};
+
 struct WriterPlan {
     int64_t stamp = 0;              // the writer session it was recorded in (WriterSession::stamp)
     std::string path;               // and that session's path and number (for messages)
@@ -185,6 +192,14 @@ struct WriterPlan {
     // the order of the requests: WriterSession::bputs_predicted): the sessions that replay it pack a
     // bput's values at the call (pack_ahead).
     mutable bool bputs_predicted = false; // (cleared by a replaying session whose bputs did not)
+    // The record-count agreements before the first dtf_transfer, in order; once a session replayed the
+    // plan (`repeated`), the next ones take those without gets from it instead of agreeing (agree_records).
+    std::vector<RecordAgreement> agreements;
+    mutable bool repeated = false;
+    // The stamp of the next session that replays it for known readers (ReaderSide::assumed), reserved by
+    // the leader of the last one and agreed in its numrecs allreduce: every writer rank knows it at the
+    // create, so that each one defines the file to its own reader ranks and pushes data before dtf_transfer.
+    mutable int64_t next_stamp = 0;
     // Every reader rank with its own writer rank (a writer of its data in the plan's first batch, or
     // the leader; reader.cpp: own_writer) and whether it gets no verdict with its data (kVerdictMax):
     // (reader, writer, no verdict) triples, component ranks, flat. In a replay the writer rank takes the
@@ -328,6 +343,19 @@ struct WriterSession {
     bool closed = false;                     // the file was closed
     bool bputs_predicted = true;             // every bput so far took effect where its call predicted
     bool stamp_known = false;                // the root's stamp is known here (from ReaderOpened or the agreement)
+    // The record-count agreements before the first dtf_transfer (for a new plan), and those taken from
+    // the plan instead (agree_records): which one, the plan's count, this rank's own count then; the
+    // largest count taken so, which the program sees where the header's own is smaller, and whether it
+    // asked for it (checked in agree_numrecs).
+    std::vector<RecordAgreement> agreements;
+    struct Guess {
+        size_t agreement;
+        int64_t planned, own;
+    };
+    std::vector<Guess> guesses;
+    bool guess_seen = false;
+    int64_t guessed_numrecs = 0;
+    int64_t next_stamp = 0; // WriterPlan::next_stamp of the plan this session keeps or records (agreed)
     // Replay at put time: while the puts are the plan's, only the pieces the plan says are read are
     // copied, straight into the plan's data messages (`pushed`, one per order); the rest of the
     // values are not kept. A put that differs after that makes the session fail at dtf_transfer.
@@ -383,15 +411,15 @@ struct ReaderSession {
     uint64_t next_read_id = 1;     // ids of the read requests sent to matchers
     int batches = 0;
     bool done_sent = false; // ReaderDone sent for the current epoch
-    // The writer sent FileDefined to the reader leader alone (leader_of): it replays a plan of known
-    // readers, and takes this session's readers from it. Then no ReaderOpened goes out, and each
+    // Each writer rank sent FileDefined to the reader ranks whose own writer rank it is: it replays a plan
+    // of known readers, and takes this session's readers from it. Then no ReaderOpened goes out, and each
     // reader rank's ReaderDone of a session with one dtf_transfer goes at its close (`done_deferred`
     // until then), with whether it keeps the plan, its reader ranks and the plan it holds (which the
     // writer checks): to its own writer rank where the writer has a leader (quiet_writer), else to every
     // matcher.
-    bool defined_to_leader = false;
+    bool defined_by_own_writer = false;
     bool done_deferred = false;
-    bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined to the leader, quiet_end
+    bool quiet_writer = false; // the writer has a leader (WriterSession::leader): defined_by_own_writer, quiet_end
     // fallback=: the writer wrote the session to the file system instead of sending it; this rank
     // reads its gets there (the file opened on MPI_COMM_SELF as file_ncid; reader.cpp)
     bool from_file = false;
@@ -540,6 +568,14 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
 // written), as PnetCDF reads the file. Collective over the session's ranks, each with its own gets (perhaps
 // none); an independent get (`collective` false) only where the session has one rank.
 int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, bool collective);
+// Writer: PnetCDF's agreement on the record count at a collective call (ncmpi_wait_all, a collective
+// put of a record variable, ncmpi_sync, ncmpi_sync_numrecs, ncmpi_end_indep_data, ncmpi_fill_var_rec):
+// every writer rank takes the largest count; `gets`: this rank gets from the file in the call. Returns
+// whether any rank does. Before the first dtf_transfer of a session that replays a plan which repeated
+// before, an agreement the plan made without gets is taken from it instead: no collective (a get there
+// fails, since the other ranks do not join it); agree_numrecs checks the counts taken so, and fails
+// the session if one was wrong and the program asked for it (inquiry_call: FileSession::ws->guess_seen).
+bool agree_records(Runtime &rt, FileSession &fs, bool gets, const std::string &context);
 // Reader: this rank's ReaderDone of transfer `epoch`, with whether it left the replayed plan (or
 // drops it), to every matcher; of a replayed session (`replayed`) with its reader ranks and plan, to
 // its own writer rank where the writer has a leader (quiet_writer).

@@ -70,19 +70,33 @@ void note_definition(Runtime &rt, const FileSession &fs) {
 // FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and enddef for
 // each definition as netCDF4-python does, and the readers must see the header as it is when the data begins),
 // or at its dtf_transfer or close where the last session of the file's pattern changed its definition after
-// its first put (Sessions::late_definitions): to every rank of each reader component, since the writer does
-// not know which ranks will open the file (the readers' ReaderOpened tells; the others drop theirs when
-// withdrawn); to the leader of the plan's readers alone when the session replays a plan of known readers
-// (ReaderSide::assumed), whose open spreads it to the others; then the header is left out when it is the one
-// that plan's session had, which the readers kept with it.
+// its first put (Sessions::late_definitions): from the root to every rank of each reader component, since the
+// writer does not know which ranks will open the file (the readers' ReaderOpened tells; the others drop
+// theirs when withdrawn); when the session replays a plan of known readers (ReaderSide::assumed), from each
+// writer rank to the reader ranks whose own writer rank it is (WriterPlan::own_writers), with the header
+// left out when it is the one that plan's session had, which the readers kept with it.
 void announce_definition(Runtime &rt, FileSession &fs) {
     if (fs.defined_sent) return;
     fs.defined_sent = true;
     WriterSession &ws = *fs.ws;
-    // (Every rank of a session that may record a plan keeps the header, which the plan keeps: the
-    // leader of a session replaying it compares its own with it.)
-    if (fs.rank != ws.leader) {
-        if (ws.record && !ws.readers.empty() && !ws.readers.front().assumed) ws.defined_header = fs.header.encode();
+    // (A replayed session has one reader; an output file has none.)
+    const ReaderSide *assumed = ws.readers.empty() || !ws.readers.front().assumed ? nullptr : &ws.readers.front();
+    ws.defined_to_all = !assumed;
+    std::vector<int> to; // assumed: the reader ranks (component ranks) this rank defines the file to
+    if (assumed) {
+        const std::vector<int> &own = ws.plan->own_writers; // (reader, writer, no verdict) triples
+        const int me = fs.ranks[static_cast<size_t>(fs.rank)];
+        for (int reader : assumed->ranks) {
+            bool listed = false, mine = false;
+            for (size_t i = 0; i + 2 < own.size(); i += 3)
+                if (own[i] == reader) listed = true, mine = own[i + 1] == me;
+            if (mine || (!listed && fs.rank == ws.leader)) to.push_back(reader); // (the leader: any not listed)
+        }
+    }
+    // (Every rank of a session that may record a plan keeps the header, which the plan keeps: a session
+    // replaying it compares its own with it.)
+    if (fs.rank != ws.leader && to.empty()) { // (the leader keeps the header for the numrecs agreement)
+        if (ws.record && !ws.readers.empty() && !assumed) ws.defined_header = fs.header.encode();
         return;
     }
     std::vector<int> matchers;
@@ -91,30 +105,45 @@ void announce_definition(Runtime &rt, FileSession &fs) {
     const std::vector<char> header = fs.header.encode();
     ws.defined_header = header;
     ws.defined_revision = fs.header.revision();
-    // (A replayed session has one reader; an output file has none.)
-    const ReaderSide *assumed = ws.readers.empty() || !ws.readers.front().assumed ? nullptr : &ws.readers.front();
-    ws.defined_to_all = !assumed;
+    const bool same = assumed && ws.plan->defined_header == header;
     for (int reader : fs.peers) {
-        PayloadWriter p;
-        write_withdrawn(p,
-                        ws.defined_to_all ? rt.take_withdrawals(reader) : std::vector<std::pair<std::string, int>>{});
-        p.i64(ws.stamp);
-        p.i32(ws.defined_to_all ? 1 : 0);
-        const bool same = !ws.defined_to_all && ws.plan->defined_header == header;
-        p.i32(same ? 1 : 0);
-        if (same) p.i64(ws.plan->stamp);
-        else p.bytes(header);
-        p.ints(fs.ranks);
-        p.ints(matchers);
-        p.i32(fs.inherited);
-        Message m{MessageKind::FileDefined, 0, fs.session, 0, fs.path, p.take()};
-        if (ws.defined_to_all) rt.notify(reader, std::move(m));
+        auto defined = [&] {
+            PayloadWriter p;
+            write_withdrawn(p, assumed ? std::vector<std::pair<std::string, int>>{} : rt.take_withdrawals(reader));
+            p.i64(ws.stamp);
+            p.i32(assumed ? 0 : 1);
+            p.i32(same ? 1 : 0);
+            if (same) p.i64(ws.plan->stamp);
+            else p.bytes(header);
+            p.ints(fs.ranks);
+            p.ints(matchers);
+            p.i32(fs.inherited);
+            return Message{MessageKind::FileDefined, 0, fs.session, 0, fs.path, p.take()};
+        };
+        if (!assumed) rt.notify(reader, defined());
         else
-            rt.send(reader,
-                    assumed->ranks[static_cast<size_t>(leader_of(fs.path, static_cast<int>(assumed->ranks.size())))],
-                    std::move(m));
+            for (int r : to) rt.send(reader, r, defined());
     }
 }
+
+namespace {
+
+// The leader makes the stamp; the other ranks learn it from the numrecs agreement at the first
+// dtf_transfer, or, since it names the tag of the data messages they may send before (replay_io=1),
+// from the readers' ReaderOpened, which confirms the plan those messages need (the readers have it
+// from FileDefined). A replay of known readers takes the stamp the last session of the plan reserved
+// (WriterPlan::next_stamp): every rank knows it at once.
+void take_stamp(Runtime &rt, WriterSession &ws, int rank) {
+    if (!ws.readers.empty() && ws.readers.front().assumed && ws.plan->next_stamp != 0) {
+        ws.stamp = ws.plan->next_stamp;
+        ws.stamp_known = true;
+        return;
+    }
+    if (rank == ws.leader) ws.stamp = rt.new_stamp();
+    ws.stamp_known = rank == ws.leader;
+}
+
+} // namespace
 
 WriterSession::~WriterSession() {
     if (pool)
@@ -189,12 +218,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
                                                       : " (a similar name: until the readers confirm it)");
         }
     }
-    // The leader makes the stamp; the other ranks learn it from the numrecs agreement at the first
-    // dtf_transfer, or, since it names the tag of the data messages they may send before
-    // (replay_io=1), from the readers' ReaderOpened, which confirms the plan those messages need (the
-    // readers have it from FileDefined).
-    if (fs.rank == ws->leader) ws->stamp = rt.new_stamp();
-    ws->stamp_known = fs.rank == ws->leader;
+    take_stamp(rt, *ws, fs.rank);
     return ws;
 }
 
@@ -803,32 +827,74 @@ void finish_epoch(Runtime &rt, WriterSession &ws, bool until_delivered = false) 
     }
 }
 
+// The session fails with `what`: the readers' waits end now, saying why (not after DTF_TIMEOUT).
+[[noreturn]] void fail_session(Runtime &rt, FileSession &fs, const std::string &what, bool quiet) {
+    WriterSession &ws = *fs.ws;
+    const Error failed(DTF_ERR_UNSUPPORTED, what, quiet);
+    if (fs.rank == ws.leader) {
+        PayloadWriter p;
+        p.i64(ws.stamp);
+        p.str(format("writer rank %d: %s", fs.rank, failed.what()));
+        const std::vector<char> payload = p.take();
+        for (const ReaderSide &side : ws.readers)
+            if (!rt.lost(side.component))
+                rt.notify(side.component, Message{MessageKind::SessionFailed, 0, fs.session, 0, fs.path, payload});
+    }
+    throw failed;
+}
+
 // The largest record written by any writer rank: the unlimited dimension's length; and whether
-// every writer rank's writes are those of the path's replay plan.
+// every writer rank's writes are those of the path's replay plan. Also the record counts taken from
+// the plan (agree_records): each one's true value, and whether one was wrong where the program asked.
 void agree_numrecs(Runtime &rt, FileSession &fs) {
     WriterSession &ws = *fs.ws;
     // [3]: the root's stamp, which the other ranks learn here if no ReaderOpened brought it before;
     // [4], [5]: the plan's stamp and its negation (every rank holds the same plan if they agree)
     // [6]: whether the header changed since FileDefined but for the record count (the root's view)
+    // [7]: whether the program asked for a record count taken from the plan; [8]: the stamp the leader
+    // reserves for the next session of the plan (WriterPlan::next_stamp); then each count's true value
     const int64_t plan_stamp = ws.plan ? ws.plan->stamp : 0;
-    int64_t mine[7] = {fs.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0}, all[7];
+    const int64_t reserved = ws.record && fs.rank == ws.leader ? rt.new_stamp() : 0;
+    std::vector<int64_t> all = {fs.header.numrecs(), 0, 0, ws.stamp, plan_stamp, -plan_stamp, 0, ws.guess_seen,
+                                reserved};
     if (fs.rank == ws.leader && fs.header.revision() != ws.defined_revision) // (else unchanged: no encoding)
-        mine[6] = !model::Header::same_but_numrecs(fs.header.encode(), ws.defined_header);
+        all[6] = !model::Header::same_but_numrecs(fs.header.encode(), ws.defined_header);
     for (const auto &w : ws.writes) {
         if (!fs.header.is_record_var(w.meta.varid) || w.meta.box.size() == 0) continue;
         const auto &b = w.meta.box;
-        mine[0] = std::max<int64_t>(mine[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
+        all[0] = std::max<int64_t>(all[0], b.start[0] + (b.count[0] - 1) * b.stride[0] + 1);
     }
     bool same = ws.plan && ws.epoch == 0 && ws.ranks == ws.plan->ranks && ws.writes.size() == ws.plan->writes.size();
     for (size_t i = 0; same && i < ws.writes.size(); ++i) same = ws.writes[i].meta == ws.plan->writes[i];
-    mine[1] = same && ws.packing != Packing::Broken ? 0 : 1;
-    mine[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
-    std::copy(mine, mine + 7, all);
-    rt.allreduce_max(*fs.group, all, 7, format("dtf_transfer of '%s' (session %d)", fs.path.c_str(), fs.session));
+    const bool mine = !same || ws.packing == Packing::Broken; // this rank's puts left the plan
+    all[1] = mine;
+    all[2] = ws.packing == Packing::Packing || ws.packing == Packing::Broken;
+    for (const auto &g : ws.guesses) all.push_back(g.own);
+    rt.allreduce_max(*fs.group, all.data(), static_cast<int>(all.size()),
+                     format("dtf_transfer of '%s' (session %d)", fs.path.c_str(), fs.session));
     fs.header.set_numrecs(all[0]);
     ws.header_changed = all[6] != 0;
     ws.stamp = all[3];
     ws.stamp_known = true;
+    ws.next_stamp = all[8];
+    const std::vector<WriterSession::Guess> guesses = std::move(ws.guesses);
+    ws.guesses.clear();
+    ws.guess_seen = false;
+    ws.guessed_numrecs = 0;
+    for (size_t i = 0; i < guesses.size(); ++i) {
+        const WriterSession::Guess &g = guesses[i];
+        const int64_t truth = all[9 + i];
+        ws.agreements[g.agreement].numrecs = truth;
+        if (truth != g.planned && all[7])
+            fail_session(rt, fs, format("'%s' (session %d): a record count this session took from %s, whose pattern "
+                                        "it replays (replay_io=1, %s:%d), was %lld at its collective call %zu, where "
+                                        "the writer ranks had written %lld records, and the program asked for it "
+                                        "since: set replay_io=0 for this file", fs.path.c_str(), fs.session,
+                                        origin(*ws.plan, ws.plan_since).c_str(), rt.config().path.c_str(),
+                                        fs.rule->line, static_cast<long long>(g.planned), g.agreement + 1,
+                                        static_cast<long long>(truth)),
+                         fs.rank != ws.leader);
+    }
     const bool differ = all[1] != 0 || all[4] != -all[5];
     ws.replay_candidate = ws.plan && !differ;
     if (ws.plan && differ && all[2] != 0) { // some values were dropped, yet the pattern changed
@@ -836,24 +902,13 @@ void agree_numrecs(Runtime &rt, FileSession &fs) {
         sessions(rt).writer_plans.drop(ws.plan_key, ws.plan);
         const std::string what =
             !ws.broken.empty() ? ws.broken
-            : mine[1]          ? format("the puts of writer rank %d differ from those of %s", fs.rank, replayed.c_str())
+            : mine             ? format("the puts of writer rank %d differ from those of %s", fs.rank, replayed.c_str())
                                : format("another writer rank's puts differ from those of %s", replayed.c_str());
-        const Error failed(DTF_ERR_UNSUPPORTED,
-                           format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays "
-                                  "(replay_io=1, %s:%d); the values were kept only where that pattern reads them, so "
-                                  "the session cannot be matched again: set replay_io=0 for this file",
-                                  fs.path.c_str(), fs.session, what.c_str(), rt.config().path.c_str(), fs.rule->line),
-                           !mine[1]);
-        if (fs.rank == ws.leader) { // the readers' waits end now, saying why (not after DTF_TIMEOUT)
-            PayloadWriter p;
-            p.i64(ws.stamp);
-            p.str(format("writer rank %d: %s", fs.rank, failed.what()));
-            const std::vector<char> payload = p.take();
-            for (const ReaderSide &side : ws.readers)
-                if (!rt.lost(side.component))
-                    rt.notify(side.component, Message{MessageKind::SessionFailed, 0, fs.session, 0, fs.path, payload});
-        }
-        throw failed;
+        fail_session(rt, fs, format("dtf_transfer of '%s' (session %d): %s, whose transfer pattern it replays "
+                                    "(replay_io=1, %s:%d); the values were kept only where that pattern reads them, "
+                                    "so the session cannot be matched again: set replay_io=0 for this file",
+                                    fs.path.c_str(), fs.session, what.c_str(), rt.config().path.c_str(), fs.rule->line),
+                     !mine);
     }
 }
 
@@ -981,6 +1036,8 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     }
     if (ws.replay == 1) { // every reader followed the plan: it holds
         if (ws.path != ws.plan->path) ws.plan->followed = true;
+        ws.plan->repeated = true;
+        ws.plan->next_stamp = ws.next_stamp;
         if (!ws.bputs_predicted) ws.plan->bputs_predicted = false;
         return;
     }
@@ -993,6 +1050,8 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->defined_header = std::move(ws.defined_header);
     plan->bputs_predicted = ws.bputs_predicted;
     plan->own_writers = std::move(ws.own_writers_log);
+    plan->agreements = std::move(ws.agreements);
+    plan->next_stamp = ws.next_stamp;
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
     plan->orders = std::move(ws.orders_log);
@@ -1010,6 +1069,34 @@ int writer_transfer(Runtime &rt, FileSession &fs) {
         if (!give_up_readers(rt, fs, e)) throw;
         return NC_NOERR;
     }
+}
+
+bool agree_records(Runtime &rt, FileSession &fs, bool gets, const std::string &context) {
+    WriterSession &ws = *fs.ws;
+    const size_t k = ws.agreements.size();
+    const WriterPlan *plan = ws.plan.get();
+    const bool first_epoch = ws.epoch == 0; // (a plan's session has one dtf_transfer)
+    // (a plan of this very path, or of a series named after the cycle whose readers followed it: not one
+    // of a similar name that another program may write)
+    const bool trusted = plan && plan->repeated && (ws.plan_exact || plan->followed);
+    if (first_epoch && trusted && k < plan->agreements.size() && !plan->agreements[k].gets) {
+        const int64_t planned = plan->agreements[k].numrecs;
+        ws.agreements.push_back(plan->agreements[k]);
+        ws.guesses.push_back(WriterSession::Guess{k, planned, fs.header.numrecs()}); // (alike on every rank)
+        ws.guessed_numrecs = std::max(ws.guessed_numrecs, planned); // (the header keeps this rank's own count)
+        if (gets)
+            fail(DTF_ERR_UNSUPPORTED, "%s: this rank gets from the file it writes, where the writer ranks of %s, "
+                 "whose pattern this session replays (replay_io=1, %s:%d), got nothing, so the others do not join "
+                 "the get: set replay_io=0 for this file", context.c_str(), origin(*plan, ws.plan_since).c_str(),
+                 rt.config().path.c_str(), fs.rule->line);
+        return false;
+    }
+    int64_t agreed[2] = {gets ? 1 : 0, fs.header.numrecs()};
+    rt.allreduce_max(*fs.group, agreed, 2, context);
+    fs.header.set_numrecs(agreed[1]);
+    ws.guessed_numrecs = 0; // (agreed since)
+    if (first_epoch) ws.agreements.push_back(RecordAgreement{agreed[1], agreed[0] != 0});
+    return agreed[0] != 0;
 }
 
 } // namespace dtf::runtime

@@ -18,8 +18,9 @@ header item and value it saw (section `file case.<K>.nc` of its dump).
   dtf      the same programs under dtf (dtfrun --preload: the zero-change mode) with
            filename="case.%.nc", writer="writer", readers="reader", mode= transfer and/or file, as two
            jobs and/or in one launch (--mpmd): one launch for all cases.
-Each case's reader sections are compared per rank with the oracle's, byte for byte; in file mode each
-file with the oracle's too (tests/lib/ncfiles.compare); in transfer mode no file may reach the disk.
+Each case's reader sections (and the writer's: the record counts its ranks saw) are compared per rank
+with the oracle's, byte for byte; in file mode each file with the oracle's too (tests/lib/ncfiles.compare);
+in transfer mode no file may reach the disk.
 A case is
   same      every dump and file equal;
   silent    a difference while every call succeeded, in the writer and in the reader: FAILS the test;
@@ -256,7 +257,11 @@ def judge(args, oracle, run, mode, cases):
                            bad[0] + (f"\n    dtf said: {said[0][:600]}" if said else ""))
             continue
         diff = None
-        for r in range(args.N):
+        for r in range(args.M):  # the record counts the writer's ranks saw
+            if run.writer[k][r] != oracle.writer[k][r]:
+                diff = f"writer rank {r}, {first_difference(oracle.writer[k][r], run.writer[k][r])}"
+                break
+        for r in range(args.N if diff is None else 0):
             if run.reader[k][r] != oracle.reader[k][r]:
                 diff = f"reader rank {r}, {first_difference(oracle.reader[k][r], run.reader[k][r])}"
                 break

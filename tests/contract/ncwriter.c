@@ -8,7 +8,7 @@
  * usage: ncwriter OUT PROGRAM...    (a directory stands for its prog.<K>.txt, in the order of K)
  *
  * Each rank writes OUT.<rank>: a line "case K" per program, then one line per call of that rank that
- * failed ("op N (LINE): CODE: message") and "end K". Values: element i of the buffer of the put of line N
+ * failed ("op N (LINE): CODE: message") or `records` operation ("records N: COUNT"), and "end K". Values: element i of the buffer of the put of line N
  * by rank R in case K is (K % 100) * 100000 + N * 1000 + R * 100 + i % 100 (so 1204307: case 12, line
  * 43, rank 0, element 7), reduced to the variable's range for the small types (see value()).
  * NCW_INJECT=K:N:R:I adds 1 to element I of rank R's buffer of line N in case K (to show that the
@@ -431,6 +431,12 @@ static void run(const char *path) {
             NEED(2);
             int v = varid(ncid, tok[1]);
             if (v >= 0) ok(ncmpi_fill_var_rec(ncid, v, atoll(tok[2])), op);
+        } else if (!strcmp(op, "records")) { /* what PnetCDF agreed on, or this rank's own count */
+            int unlim = -1;
+            MPI_Offset n = -1;
+            if (ok(ncmpi_inq_unlimdim(ncid, &unlim), "inq_unlimdim") && unlim >= 0 &&
+                ok(ncmpi_inq_dimlen(ncid, unlim, &n), "inq_dimlen"))
+                fprintf(out, "records %d: %lld\n", line_no, (long long)n);
         } else if (!strcmp(op, "flush")) {
             ok(ncmpi_flush(ncid), op);
         } else if (!strcmp(op, "barrier")) {

@@ -22,6 +22,7 @@ numbers the lines from 1, and every put's values say which line and rank wrote t
   wait_all [ids]                  collective: NC_REQ_ALL, or the list of the rank's pending ids
   wait R1,R2                      independent ncmpi_wait by those ranks of all their pending requests
   fill_var_rec VAR REC
+  records                         every rank writes the record count it sees (ncmpi_inq_dimlen) into its dump
 
 What the generator keeps defined (PnetCDF leaves the rest undefined, so there is no oracle for it): a
 phase ends at each collective call of the file (a collective put, wait_all, end_indep, fill_var_rec,
@@ -69,6 +70,7 @@ FEATURES = {
     "records": "the unlimited dimension and record variables",
     "scalar": "0-D variables",
     "flush": "ncmpi_flush",
+    "count": "every rank asking for the record count after a collective call (`records`)",
 }
 
 CDF2_TYPES = ["byte", "char", "short", "int", "float", "double"]
@@ -95,6 +97,7 @@ class Var:
 class Gen:
     def __init__(self, seed, case, ranks, avoid):
         self.rng = random.Random(f"{seed}:{case}:{ranks}")
+        self.count_rng = random.Random(f"{seed}:{case}:{ranks}:count")  # (the programs' other choices unchanged)
         self.case, self.ranks, self.avoid = case, ranks, set(avoid)
         self.lines = [f"case {case}"]
         self.dims = []          # [name, length or None (unlimited)]
@@ -199,6 +202,9 @@ class Gen:
             self.phase[r] = set()
         if barrier:
             self.emit("barrier")
+        if (self.on("count") and self.mode != "define" and any(d[1] is None for d in self.dims)
+                and self.count_rng.random() < 0.5):
+            self.emit("records")
 
     def record(self, line, rank, vid, order):
         """A write completes: its elements' last writer (for NCW_INJECT) and the phase's writes."""

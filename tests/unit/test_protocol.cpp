@@ -321,10 +321,10 @@ void test_replayed_cycles() {
 }
 
 // replay_io=1 where the writers take the plan's readers at once (the file's path per cycle from
-// `named`): from the cycle after `first_replayed` a cycle costs one FileDefined (writer leader to
-// reader leader, the header left out) and a ReaderDone from each reader rank to its own writer rank:
-// no ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and
-// no finish (a collective). Every value checked.
+// `named`): from the cycle after `first_replayed` a cycle costs a FileDefined to each reader rank from
+// its own writer rank (the header left out) and a ReaderDone from each reader rank back: no
+// ReaderOpened, no request or plan, no final header (the data carries the writers' verdict), and no
+// finish (a collective). Every value checked.
 void check_replayed_control(const std::function<std::string(int)> &named, int first_replayed) {
     World w({2, 3});
     using Counts = std::array<long, kMessageKindLast + 1>;
@@ -349,7 +349,7 @@ void check_replayed_control(const std::function<std::string(int)> &named, int fi
     Counts writer = sent(kWriter, 2), reader = sent(kReader, 3);
     for (size_t k = 0; k < writer.size(); ++k) writer[k] -= writer1[k], reader[k] -= reader1[k];
     auto kind = [](MessageKind k) { return static_cast<size_t>(k); };
-    CHECK(writer[kind(MessageKind::FileDefined)] == 4);
+    CHECK(writer[kind(MessageKind::FileDefined)] == 4 * 3);
     CHECK(writer[kind(MessageKind::HeaderFinal)] == 0);
     CHECK(writer[kind(MessageKind::ReadPlan)] == 0);
     CHECK(reader[kind(MessageKind::ReaderOpened)] == 0);
@@ -487,6 +487,109 @@ void test_one_reader_leaves() {
     CHECK(matched == 2 * 3 * 2);           // cycles 1 and 4
     CHECK(replayed == 3 * 2 + 5 + 3 * 2); // cycles 2, 3 (rank 1: one batch) and 5
     CHECK(w.all_used());
+}
+
+// What the writers of a record variable do in cycle 5 of record_cycles() (the first four: the same).
+enum class Cycle5 { Same, RecordsMoveAsked, RecordsMove, OwnGet };
+
+// 2 writer ranks each put one record of `r(t, x)` with put_vara_double_all (rank r: record r), ask the
+// record count, complete nothing with wait_all, dtf_transfer and close; 3 reader ranks read every
+// record. PnetCDF agrees on the count at the put and the wait_all: 2 on both writer ranks, every
+// cycle. From cycle 3 (the plan of cycle 1 replayed in cycle 2) the writers take those counts from
+// the plan, with no collective, and dtf_transfer checks them. In cycle 5 `change`: rank 1 writes
+// record 2 instead (the count was 3 there; asked: the session fails at dtf_transfer, saying so; not
+// asked: it fails as any put that leaves a plan whose values were packed at the call), or rank 0 gets
+// from its own file in the wait_all (that wait fails: the other rank does not join the get). Returns
+// the errors of cycle 5 (writers, readers).
+std::vector<std::string> record_cycles(Cycle5 change) {
+    World w({2, 3});
+    const std::string path = "/run/replayed.records.nc";
+    std::vector<std::string> errors(2 + 3);
+    w.run([&](int c, int r, Runtime &rt) {
+        for (int cycle = 1; cycle <= 5; ++cycle) {
+            const bool moved = cycle == 5 && (change == Cycle5::RecordsMove || change == Cycle5::RecordsMoveAsked);
+            const MPI_Offset numrecs = moved ? 3 : 2;
+            std::string &error = errors[static_cast<size_t>(c == kWriter ? r : 2 + r)];
+            if (c != kWriter) {
+                const int ncid = open(w, rt, r, path);
+                try {
+                    int varid = -1, t = -1;
+                    MPI_Offset n = -1;
+                    CHECK(call(rt, DTF_FN_ncmpi_inq_varid, ncid, "r", &varid) == NC_NOERR);
+                    CHECK(call(rt, DTF_FN_ncmpi_inq_dimid, ncid, "t", &t) == NC_NOERR);
+                    CHECK(call(rt, DTF_FN_ncmpi_inq_dimlen, ncid, t, &n) == NC_NOERR && n == numrecs);
+                    std::vector<double> got(static_cast<size_t>(numrecs * kCols), -1);
+                    MPI_Offset start[2] = {0, 0}, count[2] = {numrecs, kCols};
+                    CHECK(call(rt, DTF_FN_ncmpi_get_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(start),
+                               static_cast<const MPI_Offset *>(count), got.data()) == NC_NOERR);
+                    for (MPI_Offset i = 0; i < numrecs; ++i) // record 1 stays unwritten when rank 1 moves: zeros
+                        for (MPI_Offset j = 0; j < kCols; ++j)
+                            CHECK(got[static_cast<size_t>(i * kCols + j)] == (moved && i == 1 ? 0 : value(cycle, i, j)));
+                    CHECK(transfer(rt, ncid) == NC_NOERR);
+                } catch (const Error &e) {
+                    if (cycle == 5) error = e.what();
+                    else CHECK(!"a reader failed before cycle 5");
+                }
+                try {
+                    call(rt, DTF_FN_ncmpi_close, ncid);
+                } catch (const Error &) {
+                }
+                continue;
+            }
+            const int ncid = create(w, rt, r, path);
+            int dims[2], varid = -1;
+            call(rt, DTF_FN_ncmpi_def_dim, ncid, "t", MPI_Offset{NC_UNLIMITED}, &dims[0]);
+            call(rt, DTF_FN_ncmpi_def_dim, ncid, "x", kCols, &dims[1]);
+            call(rt, DTF_FN_ncmpi_def_var, ncid, "r", NC_DOUBLE, 2, static_cast<const int *>(dims), &varid);
+            CHECK(call(rt, DTF_FN_ncmpi_enddef, ncid) == NC_NOERR);
+            const MPI_Offset record = moved && r == 1 ? 2 : r;
+            std::vector<double> row;
+            for (MPI_Offset j = 0; j < kCols; ++j) row.push_back(value(cycle, record, j));
+            MPI_Offset start[2] = {record, 0}, count[2] = {1, kCols};
+            CHECK(call(rt, DTF_FN_ncmpi_put_vara_double_all, ncid, varid, static_cast<const MPI_Offset *>(start),
+                       static_cast<const MPI_Offset *>(count), static_cast<const double *>(row.data())) == NC_NOERR);
+            if (!(cycle == 5 && change == Cycle5::RecordsMove)) {
+                MPI_Offset n = -1;
+                CHECK(call(rt, DTF_FN_ncmpi_inq_dimlen, ncid, dims[0], &n) == NC_NOERR);
+                CHECK(n == (moved && r == 0 ? 2 : numrecs)); // (moved: rank 0 sees the plan's 2, found wrong later)
+            }
+            std::vector<double> own(static_cast<size_t>(kCols), -1);
+            int req = NC_REQ_NULL;
+            if (cycle == 5 && change == Cycle5::OwnGet && r == 0)
+                CHECK(call(rt, DTF_FN_ncmpi_iget_vara_double, ncid, varid, static_cast<const MPI_Offset *>(start),
+                           static_cast<const MPI_Offset *>(count), own.data(), &req) == NC_NOERR);
+            try {
+                CHECK(call(rt, DTF_FN_ncmpi_wait_all, ncid, NC_REQ_ALL, static_cast<int *>(nullptr),
+                           static_cast<int *>(nullptr)) == NC_NOERR);
+                CHECK(transfer(rt, ncid) == NC_NOERR);
+            } catch (const Error &e) {
+                if (cycle == 5) error = e.what();
+                else CHECK(!"a writer failed before cycle 5");
+                if (change == Cycle5::OwnGet) CHECK(transfer(rt, ncid) == NC_NOERR); // (the program goes on)
+            }
+            try {
+                call(rt, DTF_FN_ncmpi_close, ncid);
+            } catch (const Error &) {
+            }
+        }
+    });
+    if (change == Cycle5::Same || change == Cycle5::OwnGet) CHECK(w.all_used()); // (a failed session: not all)
+    return errors;
+}
+
+void test_replayed_record_counts() {
+    for (const std::string &e : record_cycles(Cycle5::Same)) CHECK(e.empty());
+    for (const std::string &e : record_cycles(Cycle5::RecordsMove)) // (refused as any moved put of a packed replay)
+        CHECK(e.find("differ from those of") != std::string::npos && e.find("record count") == std::string::npos);
+    std::vector<std::string> errors = record_cycles(Cycle5::RecordsMoveAsked);
+    for (size_t i = 0; i < 2; ++i) // (the readers fail too: the moved put already told them)
+        CHECK(errors[i].find("a record count this session took from") != std::string::npos &&
+              errors[i].find("was 2 at its collective call 1, where the writer ranks had written 3 records") !=
+                  std::string::npos);
+    for (size_t i = 2; i < errors.size(); ++i) CHECK(!errors[i].empty());
+    errors = record_cycles(Cycle5::OwnGet);
+    CHECK(errors[0].find("this rank gets from the file it writes") != std::string::npos);
+    for (size_t i = 1; i < errors.size(); ++i) CHECK(errors[i].empty());
 }
 
 // A writer of bputs under replay (the original DTF's benchmark writes most of its analysis so): each
@@ -773,6 +876,7 @@ int main() {
     test_replay_pattern_changes();
     test_one_reader_leaves();
     test_replayed_bputs();
+    test_replayed_record_counts();
     test_header_changes();
     test_two_files_in_flight();
     test_missing_writer_times_out();
