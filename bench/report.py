@@ -519,9 +519,9 @@ def protocol_targets(samples, meta, verdict):
             ok = m[0] / raw[0] <= 1.3 and m[1] / raw[1] <= 2 and m[2] / raw[2] <= 1.1
             rows.append([f"messages, replay, {top.members} members: dtf / mpi-raw <= 1.3x (all ranks), <= 2x (busiest "
                          "rank); bytes <= 1.1x", f"{m[0] / raw[0]:.1f}x, {m[1] / raw[1]:.1f}x; {m[2] / raw[2]:.2f}x",
-                         "met" if ok else "not met (dtf's counters: a ReaderDone per reader rank, in place of the "
-                         "readers' allreduce at close, whose messages they do not count; every message on the wire: "
-                         "[Messages on the wire](#messages-on-the-wire))"])
+                         "met" if ok else "not met (dtf's counters: a FileDefined and a ReaderDone per reader rank, in place "
+                         "of the readers' broadcast at open and allreduce at close, whose messages they do not count; "
+                         "every message on the wire: [Messages on the wire](#messages-on-the-wire))"])
         k = [plot.growth([(plot.total_ranks(r), (plot.messages(samples, r, mode) or (0, 0, 0))[1]) for r in growth])
              for mode in ("transfer-replay", "mpi-raw")]
         if None not in k:
