@@ -199,6 +199,7 @@ struct WriterPlan {
     // The stamp of the next session that replays it for known readers (ReaderSide::assumed), reserved by
     // the leader of the last one and agreed in its numrecs allreduce: every writer rank knows it at the
     // create, so that each one defines the file to its own reader ranks and pushes data before dtf_transfer.
+    // Taken once (0 then: no session takes the plan's readers as known until one replays it again).
     mutable int64_t next_stamp = 0;
     // Every reader rank with its own writer rank (a writer of its data in the plan's first batch, or
     // the leader; reader.cpp: own_writer) and whether it gets no verdict with its data (kVerdictMax):

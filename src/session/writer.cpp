@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -132,10 +133,10 @@ namespace {
 // dtf_transfer, or, since it names the tag of the data messages they may send before (replay_io=1),
 // from the readers' ReaderOpened, which confirms the plan those messages need (the readers have it
 // from FileDefined). A replay of known readers takes the stamp the last session of the plan reserved
-// (WriterPlan::next_stamp): every rank knows it at once.
+// (WriterPlan::next_stamp), once: every rank knows it at once.
 void take_stamp(Runtime &rt, WriterSession &ws, int rank) {
-    if (!ws.readers.empty() && ws.readers.front().assumed && ws.plan->next_stamp != 0) {
-        ws.stamp = ws.plan->next_stamp;
+    if (!ws.readers.empty() && ws.readers.front().assumed) {
+        ws.stamp = std::exchange(ws.plan->next_stamp, 0); // (the session's end reserves the next one)
         ws.stamp_known = true;
         return;
     }
@@ -199,7 +200,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
         // previous file of a series named after the cycle): the plan's readers are the readers. (The
         // previous session of the pattern has ended on every writer rank when this one starts, so
         // they decide alike.)
-        if (ws->plan && (ws->plan_exact || ws->plan->followed)) {
+        if (ws->plan && (ws->plan_exact || ws->plan->followed) && ws->plan->next_stamp != 0) {
             ReaderSide &side = ws->readers.front(); // (a replayed session has one reader)
             side.ranks = ws->plan->reader_ranks;
             side.plan = ws->plan->stamp;
