@@ -616,7 +616,8 @@ int define_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_redef: return h.redef();
     case DTF_FN_ncmpi_begin_indep_data: return h.begin_indep_data();
     case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();
-    case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_flush: case DTF_FN_ncmpi_sync_numrecs: return NC_NOERR;
+    case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_sync_numrecs: return h.in_define_mode() ? NC_EINDEFINE : NC_NOERR;
+    case DTF_FN_ncmpi_flush: return NC_NOERR; // (also in define mode, as PnetCDF 1.12.3)
     case DTF_FN_ncmpi_set_fill: return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2));
     case DTF_FN_ncmpi_def_var_fill:
         return h.def_var_fill(arg<int>(args, 1), arg<int>(args, 2), arg<const void *>(args, 3));
