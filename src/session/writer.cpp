@@ -34,6 +34,16 @@ bool led_epoch(const WriterSession &ws) {
     return ws.replay == 1 && ws.quiet_end && !ws.readers.empty() && ws.readers.front().assumed;
 }
 
+// The reader ranks (component ranks) whose own writer rank is `me` in `plan` (WriterPlan::own_writers);
+// with `no_verdict`, only those that get no verdict with their data.
+std::vector<int> own_readers_of(const WriterPlan &plan, int me, bool no_verdict = false) {
+    const std::vector<int> &own = plan.own_writers; // (reader, writer, no verdict) triples
+    std::vector<int> out;
+    for (size_t i = 0; i + 2 < own.size(); i += 3)
+        if (own[i + 1] == me && (own[i + 2] || !no_verdict)) out.push_back(own[i]);
+    return out;
+}
+
 // Whether the readers hold the writer's plan (same session, same reader ranks) and this rank knows
 // the session's stamp (the data messages' tag): known once their root's ReaderOpened came, or at
 // once for a plan of known readers (ReaderSide::assumed) once the stamp is known here.
@@ -85,14 +95,16 @@ void announce_definition(Runtime &rt, FileSession &fs) {
     ws.defined_to_all = !assumed;
     std::vector<int> to; // assumed: the reader ranks (component ranks) this rank defines the file to
     if (assumed) {
+        to = own_readers_of(*ws.plan, fs.ranks[static_cast<size_t>(fs.rank)]);
         const std::vector<int> &own = ws.plan->own_writers; // (reader, writer, no verdict) triples
-        const int me = fs.ranks[static_cast<size_t>(fs.rank)];
-        for (int reader : assumed->ranks) {
-            bool listed = false, mine = false;
+        auto listed = [&](int reader) {
             for (size_t i = 0; i + 2 < own.size(); i += 3)
-                if (own[i] == reader) listed = true, mine = own[i + 1] == me;
-            if (mine || (!listed && fs.rank == ws.leader)) to.push_back(reader); // (the leader: any not listed)
-        }
+                if (own[i] == reader) return true;
+            return false;
+        };
+        if (fs.rank == ws.leader) // (the leader: any reader rank the plan gives no own writer rank)
+            for (int reader : assumed->ranks)
+                if (!listed(reader)) to.push_back(reader);
     }
     // (Every rank of a session that may record a plan keeps the header, which the plan keeps: a session
     // replaying it compares its own with it.)
@@ -206,9 +218,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
             side.plan = ws->plan->stamp;
             side.assumed = true;
             if (ws->quiet_end) ws->leader = leader_of(fs.path, fs.size);
-            const std::vector<int> &own = ws->plan->own_writers; // (reader, writer, no verdict) triples
-            const int me = fs.ranks[static_cast<size_t>(fs.rank)];
-            for (size_t i = 1; i < own.size(); i += 3) ws->own_readers += own[i] == me;
+            ws->own_readers = own_readers_of(*ws->plan, fs.ranks[static_cast<size_t>(fs.rank)]).size();
         }
         if (ws->plan) {
             ws->plan_since = ++ws->plan->found;
@@ -559,12 +569,9 @@ void send_header_final(Runtime &rt, WriterSession &ws, ReaderSide &side, const W
                        bool cannot = false) {
     side.header_sent = true;
     const bool verdicts = replayed && side.assumed && !ws.header_changed;
-    const int me = ws.ranks[static_cast<size_t>(ws.rank)];
     std::vector<int> to;
     if (verdicts) {
-        const std::vector<int> &own = replayed->own_writers; // (reader, writer, no verdict) triples
-        for (size_t i = 0; i + 2 < own.size(); i += 3)
-            if (own[i + 1] == me && own[i + 2]) to.push_back(own[i]);
+        to = own_readers_of(*replayed, ws.ranks[static_cast<size_t>(ws.rank)], true);
     } else if (ws.rank == ws.leader) {
         to = side.ranks;
     }
