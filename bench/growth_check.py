@@ -25,7 +25,12 @@ Checks, and exits 1 if one fails:
     per file it reads (each rank waits for its own FileDefined; its close makes none) and at most 3
     per file it writes (allreduces at dtf_transfer, at close and at the replayed epoch's end; the
     record count of wait_all comes from the plan): 3 M. Issue 43's target is 1 per file and side;
-    no communicator is made in a replayed cycle.
+    no communicator is made in a replayed cycle;
+  - the point-to-point messages of those collectives (letkf_io's msg.collective.wire rows), all ranks:
+    at most 3 M allreduces over the M assimilation ranks per cycle, each as many messages as dtf's
+    allreduce sends over M ranks (transport/mpi_group.cpp: 2 (M - 1) over more than 4 ranks);
+  - copies (letkf_io's copies.writing and copies.reading rows): no rank copies more bytes of values
+    besides MPI than one per byte of data it sends, nor than one per byte it receives.
 Counts, not times: the runs are oversubscribed (32 processes at 16 members on this machine's cores).
 """
 import argparse
@@ -41,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def run(build, out, members, cycles):
     """One launch; returns {phase: {component: {cycle: {agg: count}}}} over the cycles, for the phases
-    msg.control, msg.data and msg.collective."""
+    msg.control, msg.data, msg.collective, msg.collective.wire, copies.writing and copies.reading."""
     files = os.path.join(out, f"m{members}")
     shutil.rmtree(files, ignore_errors=True)
     os.makedirs(os.path.join(files, "files"))
@@ -64,7 +69,8 @@ def run(build, out, members, cycles):
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout + proc.stderr)
         sys.exit(f"growth_check: the run with {members} members failed (status {proc.returncode})")
-    counts = {"msg.control": {}, "msg.data": {}, "msg.collective": {}}
+    counts = {p: {} for p in ("msg.control", "msg.data", "msg.collective", "msg.collective.wire", "copies.writing",
+                              "copies.reading")}
     for comp in ("model", "assim"):
         with open(os.path.join(files, f"{comp}.csv")) as f:
             for r in csv.DictReader(f):
@@ -72,6 +78,17 @@ def run(build, out, members, cycles):
                     counts[r["phase"]].setdefault(comp, {}).setdefault(int(r["cycle"]), {})[r["agg"]] = \
                         float(r["seconds"])
     return counts
+
+
+def allreduce_messages(n):
+    """The messages one of dtf's allreduces sends over n ranks (transport/mpi_group.cpp: recursive doubling
+    up to 4 ranks, the ranks beyond a power of two folded in and told; a binomial tree up and down beyond)."""
+    if n <= 1:
+        return 0
+    if n > 4:
+        return 2 * (n - 1)
+    p2 = 1 << (n.bit_length() - 1)
+    return p2 * (p2.bit_length() - 1) + 2 * (n - p2)
 
 
 def main():
@@ -113,6 +130,21 @@ def main():
         if most["assim"] > shared:
             failures.append(f"{m} members: an assimilation rank made {most['assim']:g} collectives in a replayed "
                             f"cycle, more than none per file it reads and 3 per file it writes ({shared})")
+        wire = found["msg.collective.wire"]
+        sent = sum(wire[c][cyc]["mean"] * m for c in wire for cyc in steady) / 2 / len(steady)
+        bound = 3 * m * allreduce_messages(m)
+        print(f"{m} members: messages of collectives per replayed cycle, all ranks: {sent:g} (allowed: {bound})",
+              flush=True)
+        if sent > bound:
+            failures.append(f"{m} members: dtf's collectives sent {sent:g} messages per replayed cycle, more than "
+                            f"3 M allreduces over the assimilation's {m} ranks ({bound})")
+        for side in ("writing", "reading"):
+            copies = found[f"copies.{side}"]
+            worst = max(copies[c][cyc]["max"] for c in copies for cyc in steady)
+            print(f"{m} members: copies {side}, the most per byte of data of one rank: {worst:.3f}", flush=True)
+            if worst > 1.0:
+                failures.append(f"{m} members: a rank copied {worst:.3f} bytes of values {side} per byte of data "
+                                "in a replayed cycle, more than 1")
     lo, hi = min(busiest), max(busiest)
     if hi > lo and busiest[hi] / busiest[lo] > busiest_data[hi] / busiest_data[lo]:
         failures.append(f"the busiest rank's control messages per cycle grew from {busiest[lo]:g} ({lo} members) to "

@@ -49,7 +49,10 @@
  * and received in the cycle (dtf_counters_read; mpi-raw: its own messages, all data), their count in
  * the seconds column (max or mean over the ranks: the busiest rank's, or the mean) and their bytes
  * summed over the ranks in the bytes column; `msg.collective` likewise the collectives dtf made over
- * a file's ranks (transfer modes). And `mark` (agg max, seconds: wall-clock time since the
+ * a file's ranks (transfer modes), `msg.collective.wire` the point-to-point messages those collectives
+ * sent and received, and `copies.writing` / `copies.reading` the bytes of values dtf copied besides
+ * MPI on the rank (bytes column, summed) per byte of data it sent / received (seconds column: 0 on a
+ * rank that sent / received none). And `mark` (agg max, seconds: wall-clock time since the
  * epoch): when the model's compute ended, or when the assimilation held all of the model's output of
  * the cycle; on one node the difference is the hand-off time the compute did not hide.
  */
@@ -184,11 +187,13 @@ static void die(const char *fmt, ...) {
     } while (0)
 
 /* P_MSG, P_MSG + 1: messages (s[]: their count; b[]: their bytes), control and data, sent and received;
- * P_MSG + 2: dtf's collectives (s[]: their count). */
+ * P_MSG + 2: dtf's collectives (s[]: their count); P_MSG + 3: their messages, as P_MSG; P_MSG + 4, 5:
+ * values copied writing / reading (b[]: bytes; s[]: per byte of data sent / received). */
 enum Phase { P_TOTAL, P_OPEN, P_IO, P_TRANSFER, P_CLOSE, P_APP, P_DTF = P_APP, P_MSG = P_APP + DTF_NUM_PHASES,
-             P_ALL = P_MSG + 3 };
+             P_ALL = P_MSG + 6 };
 static const char *const app_phase[P_APP] = {"total", "open", "io", "transfer", "close"};
-static const char *const msg_phase[3] = {"msg.control", "msg.data", "msg.collective"};
+static const char *const msg_phase[6] = {"msg.control",  "msg.data",       "msg.collective", "msg.collective.wire",
+                                         "copies.writing", "copies.reading"};
 
 /* Seconds and bytes of one cycle on this rank, by phase. */
 typedef struct {
@@ -1098,6 +1103,13 @@ int main(int argc, char **argv) {
                     g_cur->s[P_MSG + 1] = (double)(n[DTF_COUNT_DATA_SENT] + n[DTF_COUNT_DATA_RECEIVED]);
                     g_cur->b[P_MSG + 1] = (double)(nb[DTF_COUNT_DATA_SENT] + nb[DTF_COUNT_DATA_RECEIVED]);
                     g_cur->s[P_MSG + 2] = (double)n[DTF_COUNT_COLLECTIVES];
+                    g_cur->s[P_MSG + 3] = (double)(n[DTF_COUNT_COLLECTIVE_SENT] + n[DTF_COUNT_COLLECTIVE_RECEIVED]);
+                    g_cur->b[P_MSG + 3] = (double)(nb[DTF_COUNT_COLLECTIVE_SENT] + nb[DTF_COUNT_COLLECTIVE_RECEIVED]);
+                    g_cur->b[P_MSG + 4] = (double)nb[DTF_COUNT_COPIED_WRITING];
+                    g_cur->b[P_MSG + 5] = (double)nb[DTF_COUNT_COPIED_READING];
+                    if (nb[DTF_COUNT_DATA_SENT]) g_cur->s[P_MSG + 4] = g_cur->b[P_MSG + 4] / (double)nb[DTF_COUNT_DATA_SENT];
+                    if (nb[DTF_COUNT_DATA_RECEIVED])
+                        g_cur->s[P_MSG + 5] = g_cur->b[P_MSG + 5] / (double)nb[DTF_COUNT_DATA_RECEIVED];
                 }
                 if (!c.o.verify) continue;
                 if (model) {

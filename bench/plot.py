@@ -118,6 +118,17 @@ def messages(samples, run, mode):
     return tuple(median([a + b for a, b in zip(*pair)]) for pair in (total, busiest, nbytes))
 
 
+def collective_messages(samples, run, mode):
+    """Median per cycle of the point-to-point messages of dtf's collectives over all ranks (letkf_io's
+    msg.collective.wire rows: each counted at both ends), None without counts."""
+    ranks = {"model": run.model_ranks, "assim": run.assim_ranks}
+    mean = {c: samples.get((run, mode, c, "mean", "msg.collective.wire")) for c in COMPONENTS}
+    if not all(mean.values()):
+        return None
+    cycles = min(len(v) for v in mean.values())
+    return median([sum(mean[c][i][0] * ranks[c] for c in COMPONENTS) for i in range(cycles)])
+
+
 def growth(points):
     """The exponent k of y ~ x^k fitted (least squares in log-log) to (x, y) points; None if fewer than 2."""
     pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y and y > 0]

@@ -28,7 +28,7 @@ reverse):
 
 Counts are those of dtf_counters_read: point-to-point messages, each counted at both ends, a rank's
 messages to itself included. dtf's collectives (point-to-point messages on a kept communicator's
-collective tag, which dtf_counters_read does not count) are counted apart: per replayed file a
+collective tag, which dtf_counters_read counts apart, as DTF_COUNT_COLLECTIVE_*) are counted apart: per replayed file a
 writer rank takes part in 3 allreduces (the numrecs agreement at dtf_transfer, the close's "written
 since", the epoch's end; wait_all's record count comes from the plan, which was replayed before; 3 in a
 matched session too: wait_all's, dtf_transfer's and the close's, whose epoch ends with the matcher's

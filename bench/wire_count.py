@@ -4,7 +4,8 @@ and communicator creation included: Open MPI's pml monitoring (OMPI_MCA_pml_moni
 tells dtf's own messages from those MPI sends inside collectives), over the LETKF pattern (bench/letkf_io,
 MEMBERS members of one rank per component, 16x16x4 points per rank, replay, one MPMD launch). Two runs,
 of 5 and 15 cycles, differenced: what one replayed cycle costs, without dtf_init's connection and the
-first, matched cycle. dtf's own counters (dtf_counters_read) see only the first kind.
+first, matched cycle. dtf's own counters (dtf_counters_read) see only the first kind (its collectives'
+messages apart, as DTF_COUNT_COLLECTIVE_SENT / _RECEIVED).
 
 Then the same for mpi-raw (the same pattern's messages by plain MPI), and the ratios. A run that Open
 MPI 4.1's monitoring component crashes (SIGSEGV in mca_coll_monitoring or mca_pml_monitoring_del_comm

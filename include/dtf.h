@@ -109,19 +109,27 @@ int dtf_timers_read(double *seconds, long long *bytes, int reset);
 /* Name of a phase ("open", "match", ...); NULL when out of range. */
 const char *dtf_phase_name(int phase);
 
-/* Message counters: what dtf's protocol costs in messages and bytes, for benchmarks and tuning. Always
- * on (one atomic add per message). Every point-to-point message dtf sends or receives over MPI counts
- * once: as data (the packed values a writer rank sends a reader rank) or as control (everything
- * else: headers, requests, plans, orders, notices, write metadata). Collectives over a file's ranks
- * (the communicator's duplicate at the first open by those ranks, the allreduces, broadcasts and
- * barriers of opens, dtf_transfer and close; those of a file opened by more than one rank) count
- * as calls, with no bytes. */
+/* Message counters: what dtf's protocol costs in messages and bytes, and how often it copies the values
+ * it moves, for benchmarks and tuning. Always on (one atomic add per message or copy). Every
+ * point-to-point message dtf sends or receives over MPI counts once: as data (the packed values a
+ * writer rank sends a reader rank), as control (headers, requests, plans, orders, notices, write
+ * metadata) or as a message of one of dtf's collectives over a file's ranks (allreduces, broadcasts
+ * and barriers of opens, waits, collective puts, dtf_transfer and close, sent point to point on a
+ * communicator those ranks keep). The collectives also count as calls (with the communicator's
+ * duplicate at the first open by a set of ranks, whose messages inside MPI are not seen), with no
+ * bytes. Copies: the bytes of values dtf itself writes into memory besides MPI (no messages), on a
+ * writer's side (values kept at a put, packed into a message) and on a reader's (a message unpacked,
+ * values converted or scattered into the user's buffer, elements no write covered zeroed or filled). */
 enum dtf_count {
     DTF_COUNT_CONTROL_SENT,
     DTF_COUNT_CONTROL_RECEIVED,
     DTF_COUNT_DATA_SENT,
     DTF_COUNT_DATA_RECEIVED,
     DTF_COUNT_COLLECTIVES,
+    DTF_COUNT_COLLECTIVE_SENT,
+    DTF_COUNT_COLLECTIVE_RECEIVED,
+    DTF_COUNT_COPIED_WRITING,
+    DTF_COUNT_COPIED_READING,
     DTF_NUM_COUNTS
 };
 

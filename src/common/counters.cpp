@@ -8,7 +8,8 @@ std::atomic<int64_t> messages[Count], bytes[Count];
 
 const char *name(int kind) {
     static const char *const names[Count] = {"control sent", "control received", "data sent", "data received",
-                                             "collectives"};
+                                             "collectives", "collective sent", "collective received",
+                                             "copied writing", "copied reading"};
     return kind >= 0 && kind < Count ? names[kind] : nullptr;
 }
 

@@ -23,7 +23,9 @@ module dtf
                                 DTF_PHASE_TRANSFER = 3, DTF_PHASE_WAIT = 4, DTF_PHASE_CLOSE = 5, DTF_NUM_PHASES = 6
   ! Message counts, as DTF_COUNT_* in dtf.h (0-based, as the phases).
   integer, parameter, public :: DTF_COUNT_CONTROL_SENT = 0, DTF_COUNT_CONTROL_RECEIVED = 1, DTF_COUNT_DATA_SENT = 2, &
-                                DTF_COUNT_DATA_RECEIVED = 3, DTF_COUNT_COLLECTIVES = 4, DTF_NUM_COUNTS = 5
+                                DTF_COUNT_DATA_RECEIVED = 3, DTF_COUNT_COLLECTIVES = 4, &
+                                DTF_COUNT_COLLECTIVE_SENT = 5, DTF_COUNT_COLLECTIVE_RECEIVED = 6, &
+                                DTF_COUNT_COPIED_WRITING = 7, DTF_COUNT_COPIED_READING = 8, DTF_NUM_COUNTS = 9
 
   interface
     integer(c_int) function c_dtf_init(config, component) bind(C, name="dtf_init")

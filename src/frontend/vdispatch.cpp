@@ -8,6 +8,7 @@
 #include <iterator>
 #include <type_traits>
 
+#include "common/counters.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/args.hpp"
@@ -180,6 +181,7 @@ void record_values(Runtime &rt, VirtualFile &vf, int varid, const std::vector<ma
         } else {
             w.data = rt.buffers().take(bytes);
             if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+            counters::copied(true, bytes);
             rt.stats().put_bytes_copied += static_cast<long>(bytes);
         }
         phase::add_bytes(phase::Pack, w.data.size());
@@ -258,18 +260,28 @@ int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLay
               const char **values, std::vector<char> *owned) {
     const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
     int rc = NC_NOERR;
-    std::vector<char> scratch;
+    std::vector<char> scratch = layout.contiguous() ? std::vector<char>() : rt.buffers().take(layout.dense_bytes());
     const char *mem = types::gather_view(layout, buf, scratch, &rc);
     if (rc != NC_NOERR) return rc;
-    if (mem != scratch.data() && types::same_representation(layout.memtype, xtype, vf.header.format())) {
+    const bool same = types::same_representation(layout.memtype, xtype, vf.header.format());
+    if (mem != scratch.data() && same) {
         *values = mem; // zero copy: what is kept is copied from here
+        return NC_NOERR;
+    }
+    counters::copied(true, scratch.size());
+    if (same) { // gathered: the copy is the values
+        *owned = std::move(scratch);
+        *values = owned->data();
         return NC_NOERR;
     }
     const size_t n = static_cast<size_t>(layout.nelems), es = types::type_size(xtype);
     *owned = rt.buffers().take(n * es);
     *values = owned->data();
+    counters::copied(true, owned->size());
     const std::vector<char> fill = fill_value(vf.header, varid);
-    return types::convert_put(mem, layout.memtype, owned->data(), xtype, n, fill.data(), vf.header.format());
+    rc = types::convert_put(mem, layout.memtype, owned->data(), xtype, n, fill.data(), vf.header.format());
+    if (!scratch.empty()) rt.buffers().give(std::move(scratch));
+    return rc;
 }
 
 int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
@@ -327,6 +339,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
             } else {
                 w.data = rt.buffers().take(bytes);
                 if (bytes) std::memcpy(w.data.data(), values + offset, bytes);
+                counters::copied(true, bytes);
             }
             offset += bytes;
             before += !box.empty();
@@ -357,8 +370,8 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
 }
 
 // Where a get's `nelems` elements go (r.xtype, r.layout, r.format and r.user_buf set): the user's
-// buffer itself when it holds them densely in the variable's representation (read_batch zeroes what no
-// piece covers), else a zeroed staging buffer (converted and scattered once filled).
+// buffer itself when it holds them densely in the variable's representation, else a staging buffer
+// (converted and scattered once filled). read_batch zeroes what no piece covers, in either.
 void set_destination(Runtime &rt, ReadRecord &r, int64_t nelems) {
     r.direct = r.user_buf && r.layout.contiguous() && types::same_representation(r.layout.memtype, r.xtype, r.format);
     if (r.direct) {
@@ -366,7 +379,6 @@ void set_destination(Runtime &rt, ReadRecord &r, int64_t nelems) {
         return;
     }
     r.staging = rt.buffers().take(static_cast<size_t>(nelems) * types::type_size(r.xtype));
-    std::fill(r.staging.begin(), r.staging.end(), 0); // (a zero-length get has no buffer to memset)
     r.dest = r.staging.data();
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 
+#include "common/counters.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "pnc/args.hpp"
@@ -493,6 +494,7 @@ int suspend(Runtime &rt, VirtualFile &vf) {
                              types::type_size(vf.header.vars()[static_cast<size_t>(w.meta.varid)].type);
             w.data = rt.buffers().take(n);
             std::memcpy(w.data.data(), w.borrowed, n);
+            counters::copied(true, n);
             w.borrowed = nullptr;
         }
     Turn &turn = files(rt).turns[vf.path];

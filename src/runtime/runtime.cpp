@@ -1160,7 +1160,13 @@ void print_counters(MPI_Comm world, const std::string &name, int size) {
     if (rank != 0) return;
     std::string line;
     for (int k = 0; k < counters::Count; ++k) {
-        line += format("%s%s %lld", k ? "; " : "", counters::name(k), sum[k]);
+        const char *sep = k ? "; " : "";
+        if (k == counters::CopiedWriting || k == counters::CopiedReading) { // bytes only
+            line += format("%s%s %lld bytes, busiest rank %lld", sep, counters::name(k), sum[counters::Count + k],
+                           most[counters::Count + k]);
+            continue;
+        }
+        line += format("%s%s %lld", sep, counters::name(k), sum[k]);
         if (k != counters::Collectives) line += format(" (%lld bytes)", sum[counters::Count + k]);
         line += format(", busiest rank %lld", most[k]);
     }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/bytes.hpp"
+#include "common/counters.hpp"
 #include "common/phase.hpp"
 #include "match/wire.hpp"
 #include "runtime/runtime.hpp"
@@ -58,6 +59,7 @@ std::vector<char> gather(Runtime &rt, const FileSession &fs, const std::vector<c
                  context.c_str(), rt.config().path.c_str(), fs.rule->line);
         const size_t es = types::type_size(fs.header.vars()[static_cast<size_t>(w.meta.varid)].type);
         match::copy_region(w.meta.box, const_cast<char *>(w.values()), p->region, at, es, true);
+        counters::copied(true, static_cast<uint64_t>(p->region.size()) * es);
         at += static_cast<size_t>(p->region.size()) * es;
     }
     return bytes;
@@ -105,8 +107,7 @@ place_pieces(const FileSession &fs, const std::vector<ReadRecord *> &batch, cons
              const std::map<int, std::vector<const match::Piece *>> &from,
              const std::map<int, std::vector<char>> &values, const std::vector<const match::Piece *> &fills) {
     for (auto *r : batch)
-        if (r->direct)
-            for (size_t i = 0; i < r->parts.size(); ++i) r->zero_part(i);
+        for (size_t i = 0; i < r->parts.size(); ++i) r->zero_part(i);
     std::vector<std::pair<const match::Piece *, const char *>> order;
     for (const auto &[q, list] : from) {
         const char *src = values.at(q).data();
@@ -122,8 +123,12 @@ place_pieces(const FileSession &fs, const std::vector<ReadRecord *> &batch, cons
         ReadRecord &r = *part_of[p->read_id].first;
         const size_t i = part_of[p->read_id].second, es = types::type_size(r.xtype);
         char *base = r.dest + static_cast<size_t>(r.offsets[i]) * es;
-        if (src) match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
-        else fill_region(r.parts[i].box, base, p->region, fill_value(fs.header, p->varid));
+        if (!src) {
+            fill_region(r.parts[i].box, base, p->region, fill_value(fs.header, p->varid));
+            continue;
+        }
+        match::copy_region(r.parts[i].box, base, p->region, const_cast<char *>(src), es, false);
+        counters::copied(false, static_cast<uint64_t>(p->region.size()) * es);
     }
     return order;
 }

@@ -21,6 +21,7 @@
 
 #include "common/buffers.hpp"
 #include "common/bytes.hpp"
+#include "common/counters.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "match/match.hpp"
@@ -106,14 +107,21 @@ struct ReadRecord {
     int format = 0;             // the file's format (conversion rules differ for CDF-1/2 bytes)
     std::vector<char> staging; // the parts' elements in the variable's type, filled from the pieces
     // Where the parts' elements go: the user's buffer itself when it holds them densely in the
-    // variable's representation (no staging, no conversion; elements no piece covers get `fill`),
-    // else staging.data() (pre-filled, then converted and scattered).
+    // variable's representation (no staging, no conversion), else staging.data() (then converted and
+    // scattered). Elements no piece covers are zeroed there (zero_part), nothing else is pre-filled.
     char *dest = nullptr;
     bool direct = false;
+    // Placed: a batch's messages land straight in the user's buffer through the layout's runs
+    // (types::element_runs), where each element comes from one writer and the representation is the
+    // variable's; staging then goes unused.
+    bool placed = false;
+    std::vector<types::ElementRun> runs;
     // Part i's elements in the destination set to zero (as no write covered them yet).
     void zero_part(size_t i) {
-        const size_t es = types::type_size(xtype);
-        std::memset(dest + static_cast<size_t>(offsets[i]) * es, 0, static_cast<size_t>(parts[i].box.size()) * es);
+        const size_t es = types::type_size(xtype), n = static_cast<size_t>(parts[i].box.size()) * es;
+        if (n == 0) return; // (an empty get may have no buffer)
+        std::memset(dest + static_cast<size_t>(offsets[i]) * es, 0, n);
+        counters::copied(false, n);
     }
 };
 
@@ -542,6 +550,7 @@ std::vector<char> fill_value(const model::Header &h, int varid);
 // `fill` (one element) over the elements of `region` in a buffer laid out as `outer` (a superset).
 inline void fill_region(const match::Box &outer, char *buf, const match::Box &region, const std::vector<char> &fill) {
     const size_t es = fill.size();
+    counters::copied(false, static_cast<uint64_t>(region.size()) * es);
     match::for_each_run(outer, region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
         for (int64_t k = 0; k < len; ++k) std::memcpy(buf + static_cast<size_t>(off + k * step) * es, fill.data(), es);
     });

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/clock.hpp"
+#include "common/counters.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "match/wire.hpp"
@@ -313,6 +314,7 @@ bool pack_write(WriterSession &ws, size_t pos, const match::WriteReq &meta, cons
         match::copy_region(meta.box, const_cast<char *>(values), t.region, ws.pushed[t.order].data() + t.offset, es,
                            true);
         phase::add_bytes(phase::Pack, static_cast<uint64_t>(t.region.size()) * es);
+        counters::copied(true, static_cast<uint64_t>(t.region.size()) * es);
         complete = --ws.missing[t.order] == 0 || complete;
     }
     return complete;
@@ -490,6 +492,7 @@ std::vector<char> gather_pieces(Runtime &rt, WriterSession &ws, const std::vecto
         base += static_cast<size_t>(p.region.size()) * es;
     }
     phase::add_bytes(phase::Pack, bytes.size());
+    counters::copied(true, bytes.size());
     return bytes;
 }
 

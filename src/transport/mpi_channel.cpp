@@ -263,6 +263,7 @@ bool MpiQueue::progress() {
             std::memcpy(s.data, from, s.size);
             from += s.size;
         }
+        if (op.data && !op.scatter.empty()) counters::copied(false, op.size);
     }
     // Drop the completed requests (MPI set them to MPI_REQUEST_NULL), keeping the order of the rest.
     size_t out = 0;

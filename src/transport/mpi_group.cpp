@@ -69,10 +69,12 @@ protected:
     // Starts the next step's messages, the last step's being complete; true when none is left.
     virtual bool step() = 0;
     void send(int to, const void *data, size_t size) {
+        counters::add(counters::CollectiveSent, size);
         requests_.emplace_back();
         check_mpi(MPI_Isend(data, static_cast<int>(size), MPI_BYTE, to, tag_, comm_, &requests_.back()), call_);
     }
     void receive(int from, void *data, size_t size) {
+        counters::add(counters::CollectiveReceived, size);
         requests_.emplace_back();
         check_mpi(MPI_Irecv(data, static_cast<int>(size), MPI_BYTE, from, tag_, comm_, &requests_.back()), call_);
     }
@@ -91,6 +93,7 @@ private:
         if (!flag) return false;
         MPI_Get_count(&status, MPI_BYTE, &size);
         into_->resize(static_cast<size_t>(size));
+        counters::add(counters::CollectiveReceived, static_cast<uint64_t>(size));
         requests_.emplace_back();
         check_mpi(MPI_Imrecv(into_->data(), size, MPI_BYTE, &message, &requests_.back()), call_);
         probing_ = -1;

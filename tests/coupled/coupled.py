@@ -81,7 +81,8 @@ PERSISTED = re.compile(r"\[dtf (\w+)\] stats .*; (\d+) files written \(persist=1
 COUNTED = re.compile(r"\[dtf (\w+)\] messages over \d+ ranks \(dtf_counters_read\): control sent (\d+) \((\d+) bytes\), "
                      r"busiest rank \d+; control received (\d+) \((\d+) bytes\), busiest rank \d+; data sent (\d+) "
                      r"\((\d+) bytes\), busiest rank \d+; data received (\d+) \((\d+) bytes\), busiest rank \d+; "
-                     r"collectives (\d+), busiest rank \d+")
+                     r"collectives (\d+), busiest rank \d+; collective sent (\d+) \((\d+) bytes\), busiest rank \d+; "
+                     r"collective received (\d+) \((\d+) bytes\), busiest rank \d+")
 
 
 DROPPED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) never used; (\d+) definitions of files other ranks read dropped")
@@ -102,12 +103,14 @@ def check_counts(out, components, data_at_least, dropped_at_most=None):
                f"{dropped_at_most} of one cycle: the writer's withdrawals did not reach the readers")
     counts = {m.group(1): [int(x) for x in m.groups()[1:]] for m in COUNTED.finditer(out)}
     expect(sorted(counts) == sorted(components), f"message counters of {sorted(components)} expected: {sorted(counts)}")
-    total = [sum(c[i] for c in counts.values()) for i in range(9)]
+    total = [sum(c[i] for c in counts.values()) for i in range(13)]
     expect(total[0:2] == total[2:4], f"control messages (count, bytes) sent {total[0:2]} but received {total[2:4]}")
     expect(total[4:6] == total[6:8], f"data messages (count, bytes) sent {total[4:6]} but received {total[6:8]}")
+    expect(total[9:11] == total[11:13],
+           f"messages of collectives (count, bytes) sent {total[9:11]} but received {total[11:13]}")
     expect(total[5] >= data_at_least, f"data bytes sent: {total[5]}, less than the {data_at_least} read")
     print(f"counters: {total[0]} control messages ({total[1]} bytes), {total[4]} data messages ({total[5]} bytes), "
-          f"{total[8]} collectives; every one sent was received")
+          f"{total[8]} collectives ({total[9]} messages); every one sent was received")
 
 
 def check_trace(args, trace_dir, ranks):
