@@ -15,7 +15,9 @@ usage: bench/wire_count.py BUILD_DIR [--members N ...] [--md FILE]     (Open MPI
 --md: replace the "Messages on the wire" section of FILE (appended if absent).
 """
 import argparse
+import csv
 import glob
+import statistics
 import os
 import re
 import subprocess
@@ -30,9 +32,23 @@ import mdsection  # noqa: E402
 SENT = re.compile(r"([EI])\s+\d+\s+\d+\s+\d+ bytes\s+(\d+) msgs sent")
 
 
+def counted(prefix, members):
+    """dtf's own counters' messages per cycle over all ranks (letkf_io's msg.control, msg.data and
+    msg.collective.wire rows: each message counted where it was sent and where it was received, so halved),
+    the median over cycles 2 and up."""
+    per_cycle = {}
+    for comp in ("model", "assim"):
+        with open(f"{prefix}.{comp}.csv") as f:
+            for r in csv.DictReader(f):
+                if r["agg"] == "mean" and r["phase"] in ("msg.control", "msg.data", "msg.collective.wire") and \
+                        int(r["cycle"]) >= 2:
+                    per_cycle[r["cycle"]] = per_cycle.get(r["cycle"], 0) + float(r["seconds"]) * members / 2
+    return statistics.median(per_cycle.values()) if per_cycle else 0
+
+
 def run(build, members, cycles, mode):
-    """Messages sent over the run: {'E': dtf's and the program's own, 'I': inside MPI}, and the most one
-    process sent."""
+    """Messages sent over the run: {'E': dtf's and the program's own, 'I': inside MPI}, the most one
+    process sent, and what dtf's own counters counted per cycle (counted())."""
     with tempfile.TemporaryDirectory(prefix="wire_count-") as work:
         os.mkdir(os.path.join(work, "files"))
         os.mkdir(os.path.join(work, "mon"))
@@ -62,7 +78,7 @@ def run(build, members, cycles, mode):
                         total[m.group(1)] += int(m.group(2))
                         mine += int(m.group(2))
             most = max(most, mine)
-        return total, most
+        return total, most, counted(os.path.join(work, "csv"), members)
 
 
 def main():
@@ -74,19 +90,19 @@ def main():
     build = os.path.abspath(a.build)
     print("messages sent per replayed cycle: dtf's own (its collectives included), inside MPI's collectives, "
           "all; the busiest process's; mpi-raw's; dtf / mpi-raw")
-    print("members   own  inside MPI   all  busiest   raw  busiest   all/raw  busiest/raw")
+    print("members   own  counted  inside MPI   all  busiest   raw  busiest   all/raw  busiest/raw")
     rows = []
     for n in a.members:
         per_cycle = {}
         for mode in ("transfer-replay", "mpi-raw"):
-            (t5, m5), (t15, m15) = run(build, n, 5, mode), run(build, n, 15, mode)
-            per_cycle[mode] = ((t15["E"] - t5["E"]) / 10, (t15["I"] - t5["I"]) / 10, (m15 - m5) / 10)
-        own, inside, most = per_cycle["transfer-replay"]
-        raw = sum(per_cycle["mpi-raw"][:2])
+            (t5, m5, _), (t15, m15, c15) = run(build, n, 5, mode), run(build, n, 15, mode)
+            per_cycle[mode] = ((t15["E"] - t5["E"]) / 10, (t15["I"] - t5["I"]) / 10, (m15 - m5) / 10, c15)
+        own, inside, most, mine = per_cycle["transfer-replay"]
+        raw = sum(per_cycle["mpi-raw"][:2])  # (mpi-raw counts only its data in letkf_io's rows)
         raw_most = per_cycle["mpi-raw"][2]
-        print(f"{n:7} {own:5.0f} {inside:11.0f} {own + inside:5.0f} {most:8.1f} {raw:5.0f} {raw_most:8.1f} "
+        print(f"{n:7} {own:5.0f} {mine:8.0f} {inside:11.0f} {own + inside:5.0f} {most:8.1f} {raw:5.0f} {raw_most:8.1f} "
               f"{(own + inside) / raw:8.1f}x {most / raw_most:11.1f}x", flush=True)
-        rows.append(f"| {n} | {own:.0f} | {inside:.0f} | {own + inside:.0f} | {most:.0f} | {raw:.0f} | {raw_most:.0f} | "
+        rows.append(f"| {n} | {own:.0f} | {mine:.0f} | {inside:.0f} | {own + inside:.0f} | {most:.0f} | {raw:.0f} | {raw_most:.0f} | "
                     f"{(own + inside) / raw:.1f}x | {most / raw_most:.1f}x |")
     if a.md:
         mdsection.replace(a.md, "wire_count.py", "\n".join([
@@ -101,9 +117,11 @@ def main():
             "own writer rank (the assimilation's 16 ranks read each member's two files; a reader's open and "
             "close make no collective), and for the analysis the assimilation writes back, its writer ranks' "
             "allreduces at `dtf_transfer`, at the close and at the session's end (each a binomial tree over 16 "
-            "ranks, 2 x 15 messages; `wait_all`'s record count comes from the plan).", "",
-            "| members | dtf's own | inside MPI | dtf, all | busiest process | mpi-raw | its busiest | "
-            "all / mpi-raw | busiest / mpi-raw's |", "|---|---|---|---|---|---|---|---|---|", *rows, ""]))
+            "ranks, 2 x 15 messages; `wait_all`'s record count comes from the plan). dtf's counters: what "
+            "`dtf_counters_read` counted of the same (control, data and its collectives' messages, "
+            "letkf_io's rows), median per cycle: equal to the wire's count of dtf's own messages.", "",
+            "| members | dtf's own | dtf's counters | inside MPI | dtf, all | busiest process | mpi-raw | its busiest | "
+            "all / mpi-raw | busiest / mpi-raw's |", "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]))
         print(f"wrote {a.md}")
 
 

@@ -69,7 +69,7 @@ void writer_put(Runtime &rt, FileSession &fs) {
         ws.first_put = true;
         ws.first_put_revision = fs.header.revision();
     }
-    if (!sessions(rt).late_definitions.count(ws.plan_key)) announce_definition(rt, fs);
+    if (!fs.defined_sent && !sessions(rt).late_definitions.count(ws.plan_key)) announce_definition(rt, fs);
 }
 
 void note_definition(Runtime &rt, const FileSession &fs) {
