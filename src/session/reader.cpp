@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <set>
 
 #include "common/counters.hpp"
 #include "common/log.hpp"
@@ -113,7 +112,6 @@ void switch_to_file(Runtime &rt, FileSession &fs) {
 void read_from_file(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {
     for (auto *r : batch) {
         const size_t es = types::type_size(r->xtype);
-        r->placed = false; // (a batch posted before the fallback may have placed it)
         if (!r->direct && r->staging.empty()) { // (a failed wait kept the first staging: keep_buffers)
             int64_t n = 0;
             for (const auto &part : r->parts) n += part.box.size();
@@ -635,17 +633,6 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
         const size_t es = types::type_size(r.xtype);
         *bytes += static_cast<size_t>(p->region.size()) * es;
         if (ordered) continue;
-        if (r.placed) { // through the layout, into the user's buffer
-            char *user = static_cast<char *>(r.user_buf);
-            const int64_t first = r.offsets[part.index];
-            auto to_user = [&](int64_t at, size_t n) { spans.push_back({user + at, n}); };
-            const match::Box &box = r.parts[part.index].box;
-            match::for_each_run(box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-                if (step == 1) return types::for_each_span(r.runs, es, first + off, len, to_user);
-                for (int64_t i = 0; i < len; ++i) types::for_each_span(r.runs, es, first + off + i * step, 1, to_user);
-            });
-            continue;
-        }
         char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
         match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
             if (step == 1) {
@@ -656,26 +643,6 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
         });
     }
     return spans;
-}
-
-// The gets of `batch` whose values can land straight in the user's buffer (ReadRecord::placed): not
-// direct, in the variable's representation, of a layout of runs (types::element_runs), every element
-// from a data piece (no fill, nothing uncovered), the batch not `ordered`.
-void place(const std::vector<ReadRecord *> &batch, const std::vector<match::Piece> &pieces,
-           const std::vector<PostedBatch::Part> &uncovered, bool ordered) {
-    std::set<const ReadRecord *> not_placed;
-    for (const PostedBatch::Part &u : uncovered) not_placed.insert(u.record);
-    std::set<int> filled;
-    for (const auto &p : pieces)
-        if (p.fill) filled.insert(p.read_id);
-    for (auto *r : batch) {
-        r->placed = false;
-        if (ordered || r->direct || !r->user_buf || not_placed.count(r) ||
-            !types::same_representation(r->layout.memtype, r->xtype, r->format) ||
-            std::any_of(r->parts.begin(), r->parts.end(), [&](const auto &q) { return filled.count(q.id) > 0; }))
-            continue;
-        r->placed = types::element_runs(r->layout, &r->runs);
-    }
 }
 
 // Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
@@ -693,7 +660,6 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
     std::vector<PostedBatch::Part> uncovered;
     if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
     for (const PostedBatch::Part &u : uncovered) u.record->zero_part(u.index);
-    place(batch, pieces, uncovered, ordered);
     out.uncovered.insert(out.uncovered.end(), uncovered.begin(), uncovered.end());
     out.pieces = std::move(pieces);
     out.ordered = ordered;
@@ -879,10 +845,7 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
     for (auto *r : batch) {
         for (const auto &part : r->parts)
             fs.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
-        if (r->direct || r->placed) { // already in place, nothing to convert
-            if (r->placed) rt.buffers().give(std::move(r->staging));
-            continue;
-        }
+        if (r->direct) continue; // already in place, nothing to convert
         counters::copied(false, r->layout.dense_bytes());
         if (types::same_representation(r->xtype, r->layout.memtype, r->format)) { // placed from staging itself
             r->status = types::scatter(r->layout, r->staging.data(), r->user_buf);

@@ -111,11 +111,6 @@ struct ReadRecord {
     // scattered). Elements no piece covers are zeroed there (zero_part), nothing else is pre-filled.
     char *dest = nullptr;
     bool direct = false;
-    // Placed: a batch's messages land straight in the user's buffer through the layout's runs
-    // (types::element_runs), where each element comes from one writer and the representation is the
-    // variable's; staging then goes unused.
-    bool placed = false;
-    std::vector<types::ElementRun> runs;
     // Part i's elements in the destination set to zero (as no write covered them yet).
     void zero_part(size_t i) {
         const size_t es = types::type_size(xtype), n = static_cast<size_t>(parts[i].box.size()) * es;

@@ -80,10 +80,36 @@ int element_type(MPI_Datatype t, MPI_Datatype *elem) {
     return ok ? rc : NC_EUNSPTETYPE;
 }
 
+int64_t size_of(MPI_Datatype t) {
+    int size = 0;
+    MPI_Type_size(t, &size);
+    return size;
+}
+
 // `bytes` at byte `offset` appended to runs `out`, merged with the last run where adjacent.
 void append_run(std::vector<ByteRun> &out, int64_t offset, int64_t bytes) {
     if (!out.empty() && out.back().offset + out.back().bytes == offset) out.back().bytes += bytes;
     else if (bytes > 0) out.push_back(ByteRun{offset, bytes});
+}
+
+// The rows of a subarray type's elements (the ints of MPI_Type_get_contents) in the array's order:
+// f(offset of the row's first element in the array, elements in a row).
+template <class F> void subarray_rows(const int *ints, F f) {
+    const int n = ints[0];
+    const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
+    const bool c_order = ints[1 + 3 * n] == MPI_ORDER_C;
+    std::vector<int64_t> sub(static_cast<size_t>(n)), stride(static_cast<size_t>(n)), idx(static_cast<size_t>(n), 0);
+    int64_t off = 0, s = 1;
+    for (int k = n - 1; k >= 0; --k) { // k counts dimensions slowest first
+        const int d = c_order ? k : n - 1 - k;
+        sub[k] = subsizes[d], stride[k] = s, off += starts[d] * s, s *= sizes[d];
+        if (sub[k] == 0) return;
+    }
+    for (int k = 0; n > 0; off += stride[k]) {
+        f(off, sub[n - 1]);
+        for (k = n - 2; k >= 0 && ++idx[k] == sub[k]; --k) idx[k] = 0, off -= stride[k] * (sub[k] - 1);
+        if (k < 0) return;
+    }
 }
 
 // The runs of datatype `t` placed at byte `base` (flatten()). A block of elements of a predefined
@@ -103,14 +129,14 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
     MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
     const MPI_Datatype old = types[0];
     MPI_Aint lb = 0, ext = 0;
-    int old_size = 0;
-    if (nd > 0) MPI_Type_get_extent(old, &lb, &ext), MPI_Type_size(old, &old_size);
+    if (nd > 0) MPI_Type_get_extent(old, &lb, &ext);
+    const bool dense_old = nd > 0 && is_named(old) && size_of(old) == ext; // a block of them is one run
     int rc = NC_NOERR;
     auto at = [&](MPI_Datatype child, int64_t offset) {
         if (rc == NC_NOERR) rc = flatten_into(child, base + offset, out);
     };
     auto block = [&](int64_t offset, int64_t n) { // n copies of old from offset, one extent apart
-        if (is_named(old) && old_size == ext) return append_run(out, base + offset, n * ext);
+        if (dense_old) return append_run(out, base + offset, n * ext);
         for (int64_t k = 0; k < n; ++k) at(old, offset + k * ext);
     };
     switch (comb) {
@@ -143,25 +169,9 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
                 at(types[static_cast<size_t>(i)], addrs[static_cast<size_t>(i)] + k * cext);
         }
         break;
-    case MPI_COMBINER_SUBARRAY: { // a sub-block of an array of `old`, in the array's order, row by row
-        const int n = ints[0];
-        const int *sizes = &ints[1], *subsizes = &ints[static_cast<size_t>(1 + n)],
-                  *starts = &ints[static_cast<size_t>(1 + 2 * n)];
-        const bool c_order = ints[static_cast<size_t>(1 + 3 * n)] == MPI_ORDER_C;
-        auto dim = [&](int k) { return c_order ? k : n - 1 - k; }; // slowest first
-        int64_t total = 1;
-        for (int k = 0; k < n; ++k) total *= subsizes[k];
-        const int64_t row = n > 0 ? subsizes[dim(n - 1)] : 1;
-        std::vector<int64_t> idx(static_cast<size_t>(n), 0);
-        for (int64_t e = 0; e < total && rc == NC_NOERR; e += row) {
-            int64_t linear = 0;
-            for (int k = 0; k < n; ++k) linear = linear * sizes[dim(k)] + starts[dim(k)] + idx[static_cast<size_t>(k)];
-            block(linear * ext, row);
-            for (int k = n - 2; k >= 0 && ++idx[static_cast<size_t>(k)] == subsizes[dim(k)]; --k)
-                idx[static_cast<size_t>(k)] = 0;
-        }
+    case MPI_COMBINER_SUBARRAY: // a sub-block of an array of `old`, in the array's order, row by row
+        subarray_rows(ints.data(), [&](int64_t offset, int64_t n) { block(offset * ext, n); });
         break;
-    }
     default: rc = NC_EUNSPTETYPE; break;
     }
     for (int i = 0; i < nd; ++i)
@@ -437,33 +447,6 @@ const char *gather_view(const MemLayout &l, const void *user_buf, std::vector<ch
     if (err)
         *err = rc;
     return p;
-}
-
-bool element_runs(const MemLayout &l, std::vector<ElementRun> *runs) {
-    runs->clear();
-    const int64_t es = static_cast<int64_t>(l.elsize), most = l.nelems / kMinElementRun;
-    if (l.contiguous() || es == 0 || (l.buftype != MPI_DATATYPE_NULL && !l.imap.empty())) return false;
-    if (l.buftype == MPI_DATATYPE_NULL) { // imap: rows, if the fastest dimension is dense
-        if (l.imap.back() != 1 || l.nelems / l.count.back() > most) return false;
-        for_each_row(l, [&](MPI_Offset off, MPI_Offset first) { runs->push_back({first, off * es, l.count.back()}); });
-    } else {
-        std::vector<ByteRun> one; // one item of the buftype; item i lies an extent after item i - 1
-        MPI_Datatype elem = MPI_DATATYPE_NULL;
-        MPI_Aint lb = 0, extent = 0;
-        MPI_Type_get_extent(l.buftype, &lb, &extent);
-        if (flatten(l.buftype, &one, &elem) != NC_NOERR || static_cast<int64_t>(one.size()) * l.bufcount > most)
-            return false;
-        int64_t first = 0;
-        for (MPI_Offset i = 0; i < l.bufcount; ++i)
-            for (const ByteRun &b : one) {
-                if (b.bytes % es) return false;
-                runs->push_back({first, b.offset + i * extent, b.bytes / es});
-                first += b.bytes / es;
-            }
-    }
-    for (size_t i = 1; i < runs->size(); ++i) // in increasing order, none overlapping
-        if ((*runs)[i].offset < (*runs)[i - 1].offset + (*runs)[i - 1].n * es) return false;
-    return true;
 }
 
 int scatter(const MemLayout &l, const char *dense, void *user_buf) {

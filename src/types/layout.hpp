@@ -17,7 +17,6 @@
 
 #include <pnetcdf.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -90,26 +89,5 @@ const char *gather_view(const MemLayout &l, const void *user_buf, std::vector<ch
 // Get side: store the dense elements (dense_bytes()) into the user's buffer; memory the layout does
 // not address keeps its contents.
 int scatter(const MemLayout &l, const char *dense, void *user_buf);
-
-// A layout's elements as runs that lie contiguously in the user's buffer: dense elements first ..
-// first + n - 1 at byte `offset` of the buffer (get side: values land there straight from a message).
-struct ElementRun {
-    int64_t first, offset, n;
-};
-constexpr int64_t kMinElementRun = 4; // fewer elements per run on average: scatter() is cheaper
-// The runs of a non-contiguous layout of one stage, in dense order, when they are in increasing
-// order, do not overlap and hold kMinElementRun elements or more on average; false otherwise.
-bool element_runs(const MemLayout &l, std::vector<ElementRun> *runs);
-// f(byte offset in the user's buffer, bytes) over dense elements [first, first + n) of `runs`.
-template <class F> void for_each_span(const std::vector<ElementRun> &runs, size_t es, int64_t first, int64_t n, F f) {
-    auto it = std::upper_bound(runs.begin(), runs.end(), first,
-                               [](int64_t e, const ElementRun &r) { return e < r.first; });
-    for (--it; n > 0; ++it) {
-        const int64_t skip = first - it->first, take = std::min(n, it->n - skip);
-        f(it->offset + skip * static_cast<int64_t>(es), static_cast<size_t>(take) * es);
-        first += take;
-        n -= take;
-    }
-}
 
 } // namespace dtf::types

@@ -407,26 +407,7 @@ static void reset(const LayoutFile &f) {
 }
 
 // Typed varm on the int variable: imap (units of int), buffer of `len` ints, request at user+off.
-// element_runs against scatter: where a layout has runs (`runs`: whether it must), the dense values
-// placed run by run into a buffer like `scattered`'s before (-7 / -9 everywhere) give it byte for byte.
-template <class T>
-static void check_runs(const MemLayout &l, const char *dense, const std::vector<T> &scattered, int off, T init,
-                       bool runs, const char *what) {
-    std::vector<ElementRun> r;
-    const bool has = element_runs(l, &r);
-    CHECK(has == runs, "%s: element_runs %d, expected %d", what, has, runs);
-    if (!has) return;
-    std::vector<T> placed(scattered.size(), init);
-    char *base = reinterpret_cast<char *>(placed.data() + off);
-    for (const ElementRun &e : r) std::memcpy(base + e.offset, dense + e.first * l.elsize, e.n * l.elsize);
-    int64_t n = 0, spans = 0; // for_each_span over all elements covers every run
-    for_each_span(r, l.elsize, 0, l.nelems, [&](int64_t, size_t bytes) { n += bytes, ++spans; });
-    CHECK(placed == scattered && n == l.nelems * static_cast<int64_t>(l.elsize) && spans == int64_t(r.size()),
-          "%s: placed by runs %s", what, placed == scattered ? "equal" : "differs from scatter");
-}
-
-static void check_varm(const LayoutFile &f, const char *what, const MPI_Offset imap[2], int len, int off,
-                       bool runs = false) {
+static void check_varm(const LayoutFile &f, const char *what, const MPI_Offset imap[2], int len, int off) {
     std::vector<int> user(len);
     for (int i = 0; i < len; ++i)
         user[i] = 7 * i - 50;
@@ -442,16 +423,14 @@ static void check_varm(const LayoutFile &f, const char *what, const MPI_Offset i
     // get: PnetCDF's get_varm vs scatter of the region
     std::vector<int> a(len, -7), b(len, -7);
     NC(ncmpi_get_varm_int_all(f.ncid, f.vi, start, cnt, nullptr, imap, a.data() + off));
-    const Bytes values = region<int>(f, f.vi);
-    CHECK(scatter(l, values.data(), b.data() + off) == NC_NOERR && a == b, "varm %s get", what);
-    check_runs<int>(l, values.data(), b, off, -7, runs, what);
+    CHECK(scatter(l, region<int>(f, f.vi).data(), b.data() + off) == NC_NOERR && a == b, "varm %s get", what);
 }
 
 // Flexible API with buftype on the int or double variable; user buffer of `len` elements of the
 // type's element (int or double). imap optional (varm). Put and get compared byte for byte.
 template <class T>
 static void check_flex(const LayoutFile &f, const char *what, int varid, nc_type x, MPI_Offset bufcount,
-                       MPI_Datatype type, int len, const MPI_Offset *imap = nullptr, bool runs = false) {
+                       MPI_Datatype type, int len, const MPI_Offset *imap = nullptr) {
     std::vector<T> user(len);
     for (int i = 0; i < len; ++i)
         user[i] = static_cast<T>(3 * i + 1) * (i % 2 ? 1 : -1);
@@ -483,7 +462,30 @@ static void check_flex(const LayoutFile &f, const char *what, int varid, nc_type
     CHECK(scatter(l, mem.data(), b.data()) == NC_NOERR, "flex %s: scatter", what);
     CHECK(grc == want_grc && a == b, "flex %s get: rc %d/%d, buffers %s", what, grc, want_grc,
           a == b ? "equal" : "differ");
-    check_runs<T>(l, mem.data(), b, 0, T(-9), runs, what);
+}
+
+// flatten() of an int datatype against its type map: the ints MPI_Pack takes from an array holding each
+// int's own index, as runs of consecutive indices (bytes).
+static void check_flatten(const char *what, MPI_Datatype type) {
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(type, &lb, &extent);
+    int size;
+    MPI_Type_size(type, &size);
+    std::vector<int> index(static_cast<size_t>(extent / 4));
+    for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
+    std::vector<int> packed(static_cast<size_t>(size / 4));
+    int pos = 0;
+    MPI_Pack(index.data(), 1, type, packed.data(), size, &pos, MPI_COMM_SELF);
+    std::vector<ByteRun> want, got;
+    for (int i : packed)
+        if (!want.empty() && want.back().offset + want.back().bytes == 4 * int64_t{i}) want.back().bytes += 4;
+        else want.push_back({4 * int64_t{i}, 4});
+    MPI_Datatype elem;
+    const int rc = flatten(type, &got, &elem);
+    CHECK(rc == NC_NOERR && elem == MPI_INT && got.size() == want.size() &&
+              std::equal(got.begin(), got.end(), want.begin(),
+                         [](const ByteRun &x, const ByteRun &y) { return x.offset == y.offset && x.bytes == y.bytes; }),
+          "flatten %s: %zu runs, expected %zu", what, got.size(), want.size());
 }
 
 static void test_layouts() {
@@ -502,8 +504,6 @@ static void test_layouts() {
     check_varm(f, "dense", dense, 12, 0);
     check_varm(f, "transpose", transpose, 12, 0);
     check_varm(f, "gaps", gaps, 27, 0);
-    const MPI_Offset rows[2] = {6, 1}; // rows of 4 with gaps of 2: runs
-    check_varm(f, "rows with gaps", rows, 22, 1, true);
     check_varm(f, "negative", negative, 12, 8);
     check_varm(f, "repeat", repeat, 4, 0);
     check_varm(f, "reversed", reversed, 12, 3);
@@ -531,16 +531,27 @@ static void test_layouts() {
     for (MPI_Datatype *t : {&sub, &dsub, &vec, &idx, &blk, &st, &cont, &cont6, &rvec})
         MPI_Type_commit(t);
 
-    check_flex<int>(f, "subarray with halo", f.vi, NC_INT, 1, sub, 30, nullptr, true);
-    check_flex<int>(f, "vector", f.vi, NC_INT, 1, vec, 16, nullptr, true);
+    MPI_Datatype fsub, sub3; // the same block in Fortran order (first dimension fastest); a 3-D block
+    const int fsizes[2] = {6, 5}, fsubsizes[2] = {4, 3};
+    MPI_Type_create_subarray(2, fsizes, fsubsizes, starts, MPI_ORDER_FORTRAN, MPI_INT, &fsub);
+    const int sizes3[3] = {4, 5, 6}, subsizes3[3] = {2, 3, 4}, starts3[3] = {1, 2, 1};
+    MPI_Type_create_subarray(3, sizes3, subsizes3, starts3, MPI_ORDER_C, MPI_INT, &sub3);
+    for (MPI_Datatype *t : {&fsub, &sub3}) MPI_Type_commit(t);
+    for (const auto &[name, t] : {std::pair<const char *, MPI_Datatype>{"subarray", sub}, {"Fortran subarray", fsub},
+                                  {"3-D subarray", sub3}, {"vector", vec}, {"indexed", idx}, {"struct", st}})
+        check_flatten(name, t);
+    check_flex<int>(f, "Fortran-order subarray with halo", f.vi, NC_INT, 1, fsub, 30);
+    for (MPI_Datatype *t : {&fsub, &sub3}) MPI_Type_free(t);
+    check_flex<int>(f, "subarray with halo", f.vi, NC_INT, 1, sub, 30);
+    check_flex<int>(f, "vector", f.vi, NC_INT, 1, vec, 16);
     check_flex<int>(f, "indexed", f.vi, NC_INT, 1, idx, 21);
     check_flex<int>(f, "indexed block", f.vi, NC_INT, 1, blk, 13);
-    check_flex<int>(f, "struct of ints", f.vi, NC_INT, 1, st, 18, nullptr, true);
+    check_flex<int>(f, "struct of ints", f.vi, NC_INT, 1, st, 18);
     check_flex<int>(f, "contiguous", f.vi, NC_INT, 1, cont, 12);
     check_flex<int>(f, "contiguous x2", f.vi, NC_INT, 2, cont6, 12);
-    check_flex<int>(f, "resized vector x2", f.vi, NC_INT, 2, rvec, 24); // (runs of 3: scatter)
-    check_flex<int>(f, "int subarray into double", f.vd, NC_DOUBLE, 1, sub, 30, nullptr, true);
-    check_flex<double>(f, "double subarray into int", f.vi, NC_INT, 1, dsub, 30, nullptr, true);
+    check_flex<int>(f, "resized vector x2", f.vi, NC_INT, 2, rvec, 24);
+    check_flex<int>(f, "int subarray into double", f.vd, NC_DOUBLE, 1, sub, 30);
+    check_flex<double>(f, "double subarray into int", f.vi, NC_INT, 1, dsub, 30);
     check_flex<double>(f, "bufcount -1 double into int", f.vi, NC_INT, -1, MPI_DOUBLE, 12);
     check_flex<double>(f, "MPI_DATATYPE_NULL", f.vd, NC_DOUBLE, 0, MPI_DATATYPE_NULL, 12);
     check_flex<int>(f, "varm vector + transpose", f.vi, NC_INT, 1, vec, 16, transpose);
