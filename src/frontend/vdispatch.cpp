@@ -254,24 +254,21 @@ void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f) {
 namespace {
 
 // The values of a put of `varid` in the variable's type: the user's memory itself when no conversion
-// is needed and it is laid out densely, else a converted copy (in *owned). Returns the conversion's
+// is needed and it is laid out densely, else a gathered or converted copy (in *owned). Returns the conversion's
 // status (NC_ERANGE included); *values is set unless it is another error.
 int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLayout &layout, const void *buf,
               const char **values, std::vector<char> *owned) {
     const nc_type xtype = vf.header.vars()[static_cast<size_t>(varid)].type;
     int rc = NC_NOERR;
-    std::vector<char> scratch = layout.contiguous() ? std::vector<char>() : rt.buffers().take(layout.dense_bytes());
+    const bool gathered = !layout.contiguous();
+    const bool same = types::same_representation(layout.memtype, xtype, vf.header.format());
+    std::vector<char> scratch = gathered ? rt.buffers().take(layout.dense_bytes()) : std::vector<char>();
     const char *mem = types::gather_view(layout, buf, scratch, &rc);
     if (rc != NC_NOERR) return rc;
-    const bool same = types::same_representation(layout.memtype, xtype, vf.header.format());
-    if (mem != scratch.data() && same) {
-        *values = mem; // zero copy: what is kept is copied from here
-        return NC_NOERR;
-    }
-    counters::copied(true, scratch.size());
-    if (same) { // gathered: the copy is the values
-        *owned = std::move(scratch);
-        *values = owned->data();
+    if (gathered) counters::copied(true, scratch.size());
+    if (same) { // the user's memory itself (what is kept is copied from there), or the gathered copy
+        if (gathered) *owned = std::move(scratch);
+        *values = gathered ? owned->data() : mem;
         return NC_NOERR;
     }
     const size_t n = static_cast<size_t>(layout.nelems), es = types::type_size(xtype);
@@ -280,7 +277,7 @@ int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLay
     counters::copied(true, owned->size());
     const std::vector<char> fill = fill_value(vf.header, varid);
     rc = types::convert_put(mem, layout.memtype, owned->data(), xtype, n, fill.data(), vf.header.format());
-    if (!scratch.empty()) rt.buffers().give(std::move(scratch));
+    if (gathered) rt.buffers().give(std::move(scratch));
     return rc;
 }
 

@@ -118,9 +118,7 @@ int flatten_into(MPI_Datatype t, int64_t base, std::vector<ByteRun> &out) {
     int ni, na, nd, comb;
     MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
     if (comb == MPI_COMBINER_NAMED) {
-        int size = 0;
-        MPI_Type_size(t, &size);
-        append_run(out, base, size);
+        append_run(out, base, size_of(t));
         return NC_NOERR;
     }
     std::vector<int> ints(static_cast<size_t>(ni) + 1);
