@@ -30,7 +30,9 @@ Checks, and exits 1 if one fails:
     at most 3 M allreduces over the M assimilation ranks per cycle, each as many messages as dtf's
     allreduce sends over M ranks (transport/mpi_group.cpp: 2 (M - 1) over more than 4 ranks);
   - copies (letkf_io's copies.writing and copies.reading rows): no rank copies more bytes of values
-    besides MPI than one per byte of data it sends, nor than one per byte it receives.
+    besides MPI than one per byte of data it sends, nor than one per byte it receives; the same in one more
+    launch with the original DTF's calls (letkf_io --calls original, 2 members of 2 ranks split along x:
+    bputs, and gets into halo-padded arrays through an MPI subarray type, each fed by two writer ranks).
 Counts, not times: the runs are oversubscribed (32 processes at 16 members on this machine's cores).
 """
 import argparse
@@ -44,10 +46,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(build, out, members, cycles):
-    """One launch; returns {phase: {component: {cycle: {agg: count}}}} over the cycles, for the phases
+def run(build, out, members, cycles, px=1, calls=None):
+    """One launch (members of px ranks each per component; letkf_io --calls `calls`); returns {phase: {component: {cycle: {agg: count}}}} over the cycles, for the phases
     msg.control, msg.data, msg.collective, msg.collective.wire, copies.writing and copies.reading."""
-    files = os.path.join(out, f"m{members}")
+    files = os.path.join(out, f"m{members}" + (f".{calls}" if calls else ""))
     shutil.rmtree(files, ignore_errors=True)
     os.makedirs(os.path.join(files, "files"))
     ini = os.path.join(files, "letkf.ini")
@@ -55,14 +57,14 @@ def run(build, out, members, cycles):
         text = "".join(line for line in f if not line.startswith("persist=1"))
     with open(ini, "w") as f:
         f.write(text)
-    args = ["--members", members, "--px", 1, "--py", 1, "--grid", 16, 16, 4, "--reps", 1, "--cycles", cycles,
+    args = ["--members", members, "--px", px, "--py", 1, "--grid", 16, 16, 4, "--reps", 1, "--cycles", cycles,
             "--dir", os.path.join(files, "files"), "--config", ini, "--label", "growth", "--modes", "transfer-replay"]
-    args = [str(a) for a in args]
+    args = [str(a) for a in args] + (["--calls", calls] if calls else [])
     exe = os.path.join(build, "bench", "letkf_io")
     cmd = [os.path.join(build, "bin", "dtfrun"), "-c", ini, "--timeout", "60", "--walltime", "240", "--mpmd",
-           "--name", "model", "-n", str(members), exe, "--role", "model", *args,
+           "--name", "model", "-n", str(members * px), exe, "--role", "model", *args,
            "--csv", os.path.join(files, "model.csv"),
-           ":", "--name", "assim", "-n", str(members), exe, "--role", "assim", *args,
+           ":", "--name", "assim", "-n", str(members * px), exe, "--role", "assim", *args,
            "--csv", os.path.join(files, "assim.csv")]
     print("$ " + " ".join(cmd).replace(build, "BUILD"), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -89,6 +91,19 @@ def allreduce_messages(n):
         return 2 * (n - 1)
     p2 = 1 << (n.bit_length() - 1)
     return p2 * (p2.bit_length() - 1) + 2 * (n - p2)
+
+
+def copies_beyond_one(found, steady, what):
+    """Failures where a rank copied more than one byte of values per byte of data on a side in `steady`."""
+    failures = []
+    for side in ("writing", "reading"):
+        copies = found[f"copies.{side}"]
+        worst = max(copies[c][cyc]["max"] for c in copies for cyc in steady)
+        print(f"{what}: copies {side}, the most per byte of data of one rank: {worst:.3f}", flush=True)
+        if worst > 1.0:
+            failures.append(f"{what}: a rank copied {worst:.3f} bytes of values {side} per byte of data in a "
+                            "replayed cycle, more than 1")
+    return failures
 
 
 def main():
@@ -138,13 +153,9 @@ def main():
         if sent > bound:
             failures.append(f"{m} members: dtf's collectives sent {sent:g} messages per replayed cycle, more than "
                             f"3 M allreduces over the assimilation's {m} ranks ({bound})")
-        for side in ("writing", "reading"):
-            copies = found[f"copies.{side}"]
-            worst = max(copies[c][cyc]["max"] for c in copies for cyc in steady)
-            print(f"{m} members: copies {side}, the most per byte of data of one rank: {worst:.3f}", flush=True)
-            if worst > 1.0:
-                failures.append(f"{m} members: a rank copied {worst:.3f} bytes of values {side} per byte of data "
-                                "in a replayed cycle, more than 1")
+        failures += copies_beyond_one(found, steady, f"{m} members")
+    original = run(build, out, 2, a.cycles, px=2, calls="original")
+    failures += copies_beyond_one(original, steady, "the original DTF's calls, 2 members of 2 ranks")
     lo, hi = min(busiest), max(busiest)
     if hi > lo and busiest[hi] / busiest[lo] > busiest_data[hi] / busiest_data[lo]:
         failures.append(f"the busiest rank's control messages per cycle grew from {busiest[lo]:g} ({lo} members) to "

@@ -366,17 +366,19 @@ void explain_rejected_get(Runtime &rt, const VirtualFile &vf, int varid, int rc,
                           ncmpi_strerror(rc)));
 }
 
-// Where a get's `nelems` elements go (r.xtype, r.layout, r.format and r.user_buf set): the user's
-// buffer itself when it holds them densely in the variable's representation, else a staging buffer
-// (converted and scattered once filled). read_batch zeroes what no piece covers, in either.
-void set_destination(Runtime &rt, ReadRecord &r, int64_t nelems) {
-    r.direct = r.user_buf && r.layout.contiguous() && types::same_representation(r.layout.memtype, r.xtype, r.format);
+// Where a get's elements go (r.xtype, r.layout, r.format and r.user_buf set): the user's buffer itself
+// when it holds them densely in the variable's representation, else a staging buffer (converted and
+// scattered once filled), taken when the batch needs it where the layout walks the user's buffer with
+// strides (ReadRecord::strided). read_batch zeroes what no piece covers.
+void set_destination(Runtime &rt, ReadRecord &r) {
+    const bool same = r.user_buf && types::same_representation(r.layout.memtype, r.xtype, r.format);
+    r.direct = same && r.layout.contiguous();
     if (r.direct) {
         r.dest = static_cast<char *>(r.user_buf);
         return;
     }
-    r.staging = rt.buffers().take(static_cast<size_t>(nelems) * types::type_size(r.xtype));
-    r.dest = r.staging.data();
+    if (same) r.strided = types::strided_map(r.layout);
+    if (!r.strided.valid()) r.stage(rt.buffers());
 }
 
 // The record of a get (its parts, where its values go), or PnetCDF's error for it.
@@ -412,7 +414,7 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
     }
     // Elements no writer wrote read as zeros, as in a file PnetCDF wrote (it writes fill values only
     // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces).
-    set_destination(rt, *r, c.nelems);
+    set_destination(rt, *r);
     *out = std::move(r);
     return NC_NOERR;
 }
@@ -685,7 +687,7 @@ int vard_get(Runtime &rt, VirtualFile &vf, const VardTarget &t, types::MemLayout
             r->offsets.push_back(offset);
             offset += t.boxes[i].size();
         }
-        set_destination(rt, *r, t.nelems);
+        set_destination(rt, *r);
         batch.push_back(r.get());
     }
     if (vf.writer) {

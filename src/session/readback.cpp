@@ -199,6 +199,7 @@ int read_own(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batc
     }
     for (auto &[q, list] : from)
         if (q != fs.rank) values[q] = next_from(rt, ws, q, context);
+    for (auto *r : batch) r->stage(rt.buffers());
     const auto placed = place_pieces(fs, batch, part_of, from, values, fills);
     for (auto &[q, bytes] : values) rt.buffers().give(std::move(bytes));
     rt.wait_until([&] { return ws.local->done(sends); },

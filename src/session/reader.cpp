@@ -112,12 +112,8 @@ void switch_to_file(Runtime &rt, FileSession &fs) {
 void read_from_file(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {
     for (auto *r : batch) {
         const size_t es = types::type_size(r->xtype);
-        if (!r->direct && r->staging.empty()) { // (a failed wait kept the first staging: keep_buffers)
-            int64_t n = 0;
-            for (const auto &part : r->parts) n += part.box.size();
-            r->staging = rt.buffers().take(static_cast<size_t>(n) * es);
-            r->dest = r->staging.data();
-        }
+        r->placed = false;
+        r->stage(rt.buffers()); // (a failed wait kept the first staging: keep_buffers)
         for (size_t i = 0; i < r->parts.size(); ++i) {
             const match::Box &b = r->parts[i].box;
             if (b.empty()) continue;
@@ -281,18 +277,35 @@ struct PostedBatch {
     std::vector<match::Piece> pieces;
     std::map<uint64_t, Part> by_id;
     std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`, the data pieces
-    // Pieces that overlap (ordered): each writer's message, received whole, and every piece applied
-    // in the order the writes took effect (apply_ordered); else each message lands in place.
+    // Pieces that overlap (ordered): each writer's message, received whole (`data`), and every piece
+    // applied in the order the writes took effect (apply_messages); else each message lands in place,
+    // except that those with pieces of a placed get are received whole too and applied as they are.
     bool ordered = false;
     std::map<int, std::vector<char>> data;
     std::vector<Ticket> recvs;
     std::vector<Part> uncovered; // parts some of whose elements no piece covers
     // The writers' verdict at the end of the messages that carry one (with_verdict), by writer, with
-    // the receive that brings it.
+    // the receive that brings it: into a buffer of its own, or (none) at the end of the writer's message
+    // received whole into `data`.
     std::map<int, std::pair<Ticket, std::vector<char>>> verdicts;
+    const char *verdict_at(int writer) const {
+        const std::vector<char> &own = verdicts.at(writer).second;
+        return own.empty() ? data.at(writer).data() + data.at(writer).size() - kVerdictBytes : own.data();
+    }
 };
 
 namespace {
+
+// Receive writer `writer`'s message of `n` bytes (with the writers' verdict at its end: `verdict`) whole
+// into a buffer of dtf's (`posted.data`), as one span, so that MPI receives it in place.
+void fetch_whole(Runtime &rt, const FileSession &fs, PostedBatch &posted, int writer, size_t n, bool verdict,
+                 const char *what) {
+    std::vector<char> &buf = posted.data[writer];
+    buf = rt.buffers().take(n + (verdict ? kVerdictBytes : 0));
+    posted.recvs.push_back(rt.peer_link(fs.peer).data->fetch(writer, rt.data_tag(fs.peer, fs.reader.writer_stamp),
+                                                              {{buf.data(), buf.size()}}, what));
+    if (verdict) posted.verdicts[writer].first = posted.recvs.back();
+}
 
 // The writers' verdict of a batch of the replayed plan, once one of its messages that carry one came:
 // the final record count and whether the header changed (then the final header comes too).
@@ -305,7 +318,7 @@ std::optional<Verdict> verdict_of(Runtime &rt, const FileSession &fs, const Post
     transport::Channel &channel = *rt.peer_link(fs.peer).channel;
     for (const auto &[writer, v] : posted.verdicts)
         if (channel.done(v.first)) {
-            ByteReader r(v.second.data(), v.second.size());
+            ByteReader r(posted.verdict_at(writer), kVerdictBytes);
             int64_t numrecs = 0;
             int32_t changed = 0, plan = 0;
             if (!r.i64(&numrecs) || !r.i32(&changed) || !r.i32(&plan) || numrecs < 0)
@@ -331,20 +344,8 @@ std::shared_ptr<PostedBatch> prefetch(Runtime &rt, FileSession &fs, const Reader
     if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(fs, w.second); }))
         return nullptr;
     auto pre = std::make_shared<PostedBatch>();
-    transport::DataPlane &data = *rt.peer_link(fs.peer).data;
-    const Tag tag = rt.data_tag(fs.peer, rd.writer_stamp);
-    for (const auto &[writer, n] : sizes) {
-        std::vector<char> &buf = pre->data[writer];
-        buf = rt.buffers().take(n);
-        std::vector<transport::Span> spans{{buf.data(), n}};
-        if (with_verdict(fs, n)) {
-            auto &v = pre->verdicts[writer].second;
-            v.assign(kVerdictBytes, 0);
-            spans.push_back({v.data(), v.size()});
-        }
-        pre->recvs.push_back(data.fetch(writer, tag, spans, "receiving replayed data"));
-        if (with_verdict(fs, n)) pre->verdicts[writer].first = pre->recvs.back();
-    }
+    for (const auto &[writer, n] : sizes)
+        fetch_whole(rt, fs, *pre, writer, n, with_verdict(fs, n), "receiving replayed data");
     return pre;
 }
 
@@ -555,9 +556,11 @@ void fill_piece(const FileSession &fs, const PostedBatch &posted, const match::P
                 fill_value(fs.header, p.varid));
 }
 
-// An ordered batch's pieces, once every message came: each applied in the order its write took
-// effect (match::applies_before), from its writer's message or (a fill) the fill value.
-void apply_ordered(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
+// The pieces of a batch whose messages came into dtf's buffers, once every one came: each from its
+// writer's message into its get's destination, or straight into the user's buffer where the get is
+// placed; where they overlap (ordered), with the fills, in the order their writes took effect
+// (match::applies_before).
+void apply_messages(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
     std::vector<std::pair<const match::Piece *, const char *>> order; // with where its values are
     for (auto &[writer, buf] : posted.data) {
         phase::add_bytes(phase::Pack, buf.size());
@@ -568,10 +571,12 @@ void apply_ordered(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
             src += static_cast<size_t>(p->region.size()) * types::type_size(r.xtype);
         }
     }
-    for (const auto &p : posted.pieces)
-        if (p.fill) order.emplace_back(&p, nullptr);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
+    if (posted.ordered) {
+        for (const auto &p : posted.pieces)
+            if (p.fill) order.emplace_back(&p, nullptr);
+        std::stable_sort(order.begin(), order.end(),
+                         [](const auto &a, const auto &b) { return match::applies_before(*a.first, *b.first); });
+    }
     for (const auto &[p, src] : order) {
         if (!src) {
             fill_piece(fs, posted, *p);
@@ -580,8 +585,20 @@ void apply_ordered(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
         const PostedBatch::Part part = posted.by_id.at(p->read_id);
         ReadRecord &r = *part.record;
         const size_t es = types::type_size(r.xtype);
-        match::copy_region(r.parts[part.index].box, r.dest + static_cast<size_t>(r.offsets[part.index]) * es, p->region,
-                    const_cast<char *>(src), es, false);
+        const match::Box &box = r.parts[part.index].box;
+        if (r.placed) {
+            const int64_t first = r.offsets[part.index];
+            match::for_each_run(box, p->region, [&](int64_t off, int64_t step, int64_t sub_off, int64_t len) {
+                const char *from = src + static_cast<size_t>(sub_off) * es;
+                if (step == 1) return types::place(r.strided, es, first + off, len, from, r.user_buf);
+                for (int64_t i = 0; i < len; ++i)
+                    types::place(r.strided, es, first + off + i * step, 1, from + static_cast<size_t>(i) * es,
+                                 r.user_buf);
+            });
+        } else {
+            match::copy_region(box, r.dest + static_cast<size_t>(r.offsets[part.index]) * es, p->region,
+                               const_cast<char *>(src), es, false);
+        }
         counters::copied(false, static_cast<uint64_t>(p->region.size()) * es);
     }
     for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
@@ -621,10 +638,10 @@ bool coverage(const std::vector<ReadRecord *> &batch, const std::vector<match::P
 }
 
 // Where the data of one writer's pieces `list` lands, in its message's order: spans over the element
-// runs of the gets' destinations (none when `ordered`: then the message goes to a buffer of dtf's).
+// runs of the gets' destinations (none when `whole`: then the message goes to a buffer of dtf's).
 // `*bytes`: the message's size.
 std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<const match::Piece *> &list,
-                                     bool ordered, size_t *bytes) {
+                                     bool whole, size_t *bytes) {
     std::vector<transport::Span> spans;
     *bytes = 0;
     for (const auto *p : list) {
@@ -632,7 +649,7 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
         const ReadRecord &r = *part.record;
         const size_t es = types::type_size(r.xtype);
         *bytes += static_cast<size_t>(p->region.size()) * es;
-        if (ordered) continue;
+        if (whole) continue;
         char *base = r.dest + static_cast<size_t>(r.offsets[part.index]) * es;
         match::for_each_run(r.parts[part.index].box, p->region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
             if (step == 1) {
@@ -647,24 +664,34 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
 
 // Post the receives of `batch` for `pieces`: one message per writer, received where its pieces go
 // (spans over their element runs, DataPlane::fetch): the user's buffer for a direct get, else the get's
-// staging buffer. Elements no piece covers read as zeros; a fill piece (the writers' fill, for which
-// no values move) gets the variable's fill value here, before any data lands, when it took effect
-// before every data piece of its get. Where pieces overlap otherwise (one element written by several
-// writes), messages go to buffers of dtf's instead and every piece is applied in the order the writes
-// took effect (apply_ordered), so that the last write wins, as in the file, whatever the order the
-// messages arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing
-// but the writers' data is written into the user's buffers before they agreed); false if not.
+// staging buffer; a message with pieces of a placed get (ReadRecord::strided, covered whole by data
+// pieces, no fill) goes to a buffer of dtf's, from which apply_messages puts each piece in place.
+// Elements no piece covers read as zeros; a fill piece (the writers' fill, for which no values move)
+// gets the variable's fill value here, before any data lands, when it took effect before every data
+// piece of its get. Where pieces overlap otherwise (one element written by several writes), messages
+// go to buffers of dtf's too and every piece is applied in the order the writes took effect
+// (apply_messages), so that the last write wins, as in the file, whatever the order the messages
+// arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing but the
+// writers' data is written into the user's buffers before they agreed); false if not.
 bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
                 bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
     if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
+    for (auto *r : batch)
+        for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
+    std::set<const ReadRecord *> staged;
+    for (const PostedBatch::Part &u : uncovered) staged.insert(u.record);
+    for (const auto &p : pieces)
+        if (p.fill) staged.insert(out.by_id.at(p.read_id).record);
+    for (auto *r : batch) {
+        r->placed = r->strided.valid() && staged.count(r) == 0;
+        if (!r->placed) r->stage(rt.buffers());
+    }
     for (const PostedBatch::Part &u : uncovered) u.record->zero_part(u.index);
     out.uncovered.insert(out.uncovered.end(), uncovered.begin(), uncovered.end());
     out.pieces = std::move(pieces);
     out.ordered = ordered;
-    for (auto *r : batch)
-        for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};
     for (const auto &p : out.pieces) {
         if (!p.fill) out.by_writer[p.writer].push_back(&p);
         else if (!ordered) fill_piece(fs, out, p); // (before any data lands)
@@ -673,20 +700,22 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
     const Tag tag = rt.data_tag(fs.peer, fs.reader.writer_stamp);
     for (auto &[writer, list] : out.by_writer) {
         size_t n = 0;
-        std::vector<transport::Span> spans = landing(out, list, ordered, &n);
+        const bool whole = ordered || std::any_of(list.begin(), list.end(), [&](const match::Piece *p) {
+                               return out.by_id.at(p->read_id).record->placed;
+                           });
+        std::vector<transport::Span> spans = landing(out, list, whole, &n);
         phase::add_bytes(phase::Transfer, n);
         if (from) { // (received already: the batch was prefetched)
             out.data[writer] = std::move(from->data.at(writer));
             continue;
         }
-        if (ordered) {
-            std::vector<char> &buf = out.data[writer];
-            buf = rt.buffers().take(n);
-            spans = {{buf.data(), n}};
-        }
         // A batch of the replayed plan (or posted before the writers said whether they replay it):
         // its messages that carry the writers' verdict end with it (with_verdict).
         const bool verdict = replayed && with_verdict(fs, n);
+        if (whole) {
+            fetch_whole(rt, fs, out, writer, n, verdict, "receiving data");
+            continue;
+        }
         if (verdict) {
             auto &v = out.verdicts[writer].second;
             v.assign(kVerdictBytes, 0);
@@ -836,7 +865,7 @@ void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batc
                       posted.by_writer.size(), rt.config().component_name(fs.peer).c_str());
     });
     phase::Scope convert(phase::Pack);
-    if (posted.ordered) apply_ordered(rt, fs, posted);
+    if (!posted.data.empty()) apply_messages(rt, fs, posted);
 }
 
 int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {
@@ -846,6 +875,10 @@ int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
         for (const auto &part : r->parts)
             fs.get_bytes += part.box.size() * static_cast<int64_t>(types::type_size(r->xtype));
         if (r->direct) continue; // already in place, nothing to convert
+        if (r->placed) { // put in place from the messages (apply_messages)
+            rt.buffers().give(std::move(r->staging));
+            continue;
+        }
         counters::copied(false, r->layout.dense_bytes());
         if (types::same_representation(r->xtype, r->layout.memtype, r->format)) { // placed from staging itself
             r->status = types::scatter(r->layout, r->staging.data(), r->user_buf);

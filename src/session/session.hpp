@@ -111,6 +111,18 @@ struct ReadRecord {
     // scattered). Elements no piece covers are zeroed there (zero_part), nothing else is pre-filled.
     char *dest = nullptr;
     bool direct = false;
+    // A buffer the user's layout walks with strides (an MPI subarray type, a varm imap) in the variable's
+    // representation: where data pieces cover the whole get and no fill touches it (`placed`, decided per
+    // batch), each piece goes from the writer's message straight to its places, with no staging at all.
+    types::StridedMap strided;
+    bool placed = false;
+    // Take the staging buffer if it is needed and not taken yet (a strided get takes it only when it
+    // cannot be placed).
+    void stage(BufferPool &pool) {
+        if (direct || !staging.empty()) return;
+        staging = pool.take(static_cast<size_t>(layout.nelems) * types::type_size(xtype));
+        dest = staging.data();
+    }
     // Part i's elements in the destination set to zero (as no write covered them yet).
     void zero_part(size_t i) {
         const size_t es = types::type_size(xtype), n = static_cast<size_t>(parts[i].box.size()) * es;

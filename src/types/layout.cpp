@@ -287,7 +287,107 @@ int gather_into(const MemLayout &l, const void *user_buf, char *out) {
     return NC_NOERR;
 }
 
+// Dimension (count, stride) appended to m as its fastest so far, merged into the one before it where
+// the two are one (adjacent rows); dimensions of count 1 add nothing.
+void add_dim(StridedMap &m, int64_t count, int64_t stride) {
+    if (count == 1) return;
+    if (!m.count.empty() && m.stride.back() == stride * count) {
+        m.count.back() *= count;
+        m.stride.back() = stride;
+        return;
+    }
+    m.count.push_back(count);
+    m.stride.push_back(stride);
+}
+
+// The dimensions of `bufcount` buftypes `t` one extent apart when t is (a dup of) a subarray of
+// elements of `elsize` bytes; false otherwise.
+bool subarray_dims(MPI_Datatype t, size_t elsize, MPI_Offset bufcount, StridedMap &m) {
+    int ni, na, nd, comb;
+    MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+    if (comb == MPI_COMBINER_NAMED) return false;
+    std::vector<int> ints(static_cast<size_t>(ni) + 1);
+    std::vector<MPI_Aint> addrs(static_cast<size_t>(na) + 1);
+    std::vector<MPI_Datatype> types(static_cast<size_t>(nd) + 1);
+    MPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
+    bool ok = false;
+    MPI_Aint lb = 0, ext = 0;
+    if (nd > 0) MPI_Type_get_extent(types[0], &lb, &ext);
+    if (comb == MPI_COMBINER_DUP) {
+        ok = subarray_dims(types[0], elsize, bufcount, m);
+    } else if (comb == MPI_COMBINER_SUBARRAY && is_named(types[0]) && size_of(types[0]) == ext &&
+               static_cast<size_t>(ext) == elsize) {
+        const int n = ints[0];
+        const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
+        const bool c_order = ints[static_cast<size_t>(1 + 3 * n)] == MPI_ORDER_C;
+        int64_t whole = 1;
+        for (int d = 0; d < n; ++d) whole *= sizes[d];
+        add_dim(m, bufcount, whole); // (a subarray's extent is its whole array)
+        for (int k = 0; k < n; ++k) { // slowest first
+            const int d = c_order ? k : n - 1 - k;
+            int64_t stride = 1;
+            for (int j = c_order ? d + 1 : 0; j < (c_order ? n : d); ++j) stride *= sizes[j];
+            m.base += starts[d] * stride;
+            add_dim(m, subsizes[d], stride);
+        }
+        ok = true;
+    }
+    for (int i = 0; i < nd; ++i)
+        if (!is_named(types[static_cast<size_t>(i)])) MPI_Type_free(&types[static_cast<size_t>(i)]);
+    return ok;
+}
+
+// Whether an imap puts every element of the request in a place of its own.
+bool injective(const std::vector<MPI_Offset> &count, const std::vector<MPI_Offset> &imap) {
+    std::vector<std::pair<int64_t, int64_t>> dims; // (|stride|, count), fastest first
+    for (size_t d = 0; d < count.size(); ++d) dims.emplace_back(imap[d] < 0 ? -imap[d] : imap[d], count[d]);
+    std::sort(dims.begin(), dims.end());
+    int64_t reach = 0; // the farthest offset the faster dimensions reach
+    for (const auto &[stride, n] : dims) {
+        if (stride <= reach) return false;
+        reach += stride * (n - 1);
+    }
+    return true;
+}
+
 } // namespace
+
+StridedMap strided_map(const MemLayout &l) {
+    StridedMap m;
+    if (l.nelems <= 0) return m;
+    if (l.buftype != MPI_DATATYPE_NULL && l.imap.empty()) {
+        if (!subarray_dims(l.buftype, l.elsize, l.bufcount, m)) return StridedMap{};
+    } else if (l.buftype == MPI_DATATYPE_NULL && !l.imap.empty() && injective(l.count, l.imap)) {
+        for (size_t d = 0; d < l.count.size(); ++d) add_dim(m, l.count[d], l.imap[d]);
+    } else {
+        return m;
+    }
+    if (m.count.empty()) { // one element
+        m.count.push_back(1);
+        m.stride.push_back(1);
+    }
+    return m;
+}
+
+void place(const StridedMap &m, size_t es, int64_t first, int64_t n, const char *src, void *user_buf) {
+    char *user = static_cast<char *>(user_buf);
+    const size_t nd = m.count.size();
+    const int64_t len = m.count[nd - 1], step = m.stride[nd - 1];
+    int64_t row = first / len, col = first % len;
+    while (n > 0) {
+        int64_t off = m.base;
+        for (size_t d = nd - 1, r = static_cast<size_t>(row); d-- > 0; r /= static_cast<size_t>(m.count[d]))
+            off += static_cast<int64_t>(r % static_cast<size_t>(m.count[d])) * m.stride[d];
+        const int64_t k = std::min(n, len - col);
+        char *dst = user + (off + col * step) * static_cast<int64_t>(es);
+        if (step == 1) std::memcpy(dst, src, static_cast<size_t>(k) * es);
+        else copy_strided(es, dst, step * static_cast<ptrdiff_t>(es), src, static_cast<ptrdiff_t>(es), k);
+        src += static_cast<size_t>(k) * es;
+        n -= k;
+        ++row;
+        col = 0;
+    }
+}
 
 int flatten(MPI_Datatype filetype, std::vector<ByteRun> *runs, MPI_Datatype *elem) {
     *elem = MPI_DATATYPE_NULL;

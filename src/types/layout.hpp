@@ -90,4 +90,21 @@ const char *gather_view(const MemLayout &l, const void *user_buf, std::vector<ch
 // not address keeps its contents.
 int scatter(const MemLayout &l, const char *dense, void *user_buf);
 
+// Where each element of a request goes in the user's buffer when the layout is an array walked with
+// strides: a buftype that is an MPI subarray of its element type (bufcount of them one extent apart,
+// as a model's halo-padded arrays), or an imap alone (varm) that puts no two elements in one place.
+// Then a run of the dense array can be stored from wherever it is (a piece of a writer's message)
+// straight in its places, instead of through a dense copy first (place()).
+struct StridedMap {
+    std::vector<int64_t> count, stride; // slowest dimension first, strides in elements
+    int64_t base = 0;                   // element offset of the request's first element
+    bool valid() const { return !count.empty(); }
+};
+// The map of `l`; not valid() when it has none (contiguous, other datatypes, both stages, an imap
+// that repeats offsets): then scatter() is the way.
+StridedMap strided_map(const MemLayout &l);
+// Store the request's dense elements first .. first + n - 1 (at `src`, es bytes each) in their places
+// in user_buf.
+void place(const StridedMap &m, size_t es, int64_t first, int64_t n, const char *src, void *user_buf);
+
 } // namespace dtf::types

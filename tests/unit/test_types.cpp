@@ -488,6 +488,25 @@ static void check_flatten(const char *what, MPI_Datatype type) {
           "flatten %s: %zu runs, expected %zu", what, got.size(), want.size());
 }
 
+// place() of a request's dense elements (each int its own index), in chunks of every length taken in
+// a scrambled order, against scatter() of them all; `valid`: whether the layout has a strided map.
+static void check_place(const char *what, const MemLayout &l, bool valid) {
+    const StridedMap m = strided_map(l);
+    CHECK(m.valid() == valid, "strided_map %s: %s", what, m.valid() ? "valid" : "not valid");
+    if (!m.valid()) return;
+    std::vector<int> dense(static_cast<size_t>(l.nelems));
+    for (size_t i = 0; i < dense.size(); ++i) dense[i] = static_cast<int>(i);
+    std::vector<int> want(256, -1), got(256, -1); // the user's buffer at [64]: imap offsets may be negative
+    CHECK(scatter(l, reinterpret_cast<const char *>(dense.data()), want.data() + 64) == NC_NOERR, "scatter %s", what);
+    std::vector<std::pair<int64_t, int64_t>> chunks; // (first, n)
+    for (int64_t first = 0, n = 1; first < l.nelems; first += n, n = n % 5 + 1)
+        chunks.emplace_back(first, std::min<int64_t>(n, l.nelems - first));
+    for (size_t i = 0; i < chunks.size(); ++i) std::swap(chunks[i], chunks[(i * 7) % chunks.size()]);
+    for (const auto &[first, n] : chunks)
+        place(m, sizeof(int), first, n, reinterpret_cast<const char *>(dense.data() + first), got.data() + 64);
+    CHECK(got == want, "place %s differs from scatter", what);
+}
+
 static void test_layouts() {
     LayoutFile f;
     int dims[2];
@@ -541,6 +560,37 @@ static void test_layouts() {
                                   {"3-D subarray", sub3}, {"vector", vec}, {"indexed", idx}, {"struct", st}})
         check_flatten(name, t);
     check_flex<int>(f, "Fortran-order subarray with halo", f.vi, NC_INT, 1, fsub, 30);
+    {   // where a get's pieces can be placed straight from the writers' messages
+        const MPI_Offset c3[3] = {2, 3, 4}, m3[3] = {1, 2, 6};
+        struct Case {
+            const char *what;
+            MPI_Offset bufcount;
+            MPI_Datatype type;
+            int64_t nelems;
+            const MPI_Offset *imap, *count;
+            int ndims;
+            bool valid;
+        } cases[] = {{"subarray", 1, sub, NEL, nullptr, nullptr, 0, true},
+                     {"subarray x2", 2, sub, 2 * NEL, nullptr, nullptr, 0, true},
+                     {"Fortran subarray", 1, fsub, NEL, nullptr, nullptr, 0, true},
+                     {"3-D subarray", 1, sub3, 24, nullptr, nullptr, 0, true},
+                     {"varm transpose", -1, MPI_INT, NEL, transpose, cnt, 2, true},
+                     {"varm gaps", -1, MPI_INT, NEL, gaps, cnt, 2, true},
+                     {"varm negative", -1, MPI_INT, NEL, negative, cnt, 2, true},
+                     {"varm reversed", -1, MPI_INT, NEL, reversed, cnt, 2, true},
+                     {"varm 3-D", -1, MPI_INT, 24, m3, c3, 3, true},
+                     {"varm repeat", -1, MPI_INT, NEL, repeat, cnt, 2, false},
+                     {"vector", 1, vec, NEL, nullptr, nullptr, 0, false},
+                     {"subarray + varm", 1, sub, NEL, transpose, cnt, 2, false},
+                     {"contiguous", -1, MPI_INT, NEL, nullptr, nullptr, 0, false}};
+        for (const Case &c : cases) {
+            MemLayout l;
+            CHECK(describe_flexible(c.bufcount, c.type, NC_INT, c.nelems, &l) == NC_NOERR &&
+                      apply_imap(&l, c.ndims, c.count, c.imap) == NC_NOERR,
+                  "place %s: describe", c.what);
+            check_place(c.what, l, c.valid);
+        }
+    }
     for (MPI_Datatype *t : {&fsub, &sub3}) MPI_Type_free(t);
     check_flex<int>(f, "subarray with halo", f.vi, NC_INT, 1, sub, 30);
     check_flex<int>(f, "vector", f.vi, NC_INT, 1, vec, 16);
