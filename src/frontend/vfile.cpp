@@ -166,7 +166,9 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
     const bool has = c && c->header;
     const int closed = c ? c->closed() : 0;
     int64_t lacks[2] = {has ? 0 : 1, has ? 1 : 0}; // whether some rank lacks / has the header
-    rt.allreduce_max(*group, lacks, 2, context);
+    // Opened by the ranks that closed the session whose header this rank keeps (a file read, then written
+    // back): each of them keeps it too, so none lacks it (the cycle of a write-back makes no collective here).
+    if (!has || c->header_ranks != group->component_ranks()) rt.allreduce_max(*group, lacks, 2, context);
     if (lacks[0] && lacks[1])
         fail(DTF_ERR_UNSUPPORTED, "%s: some of the ranks opening it took part in its last session and others did not; "
              "open it with the communicator it was read or written with", context.c_str());
@@ -545,7 +547,10 @@ int close_writer(Runtime &rt, VirtualFile &vf, std::exception_ptr *unserved, std
 void count_closed(Runtime &rt, const VirtualFile &vf, bool abort) {
     PathCounters &c = rt.counters(vf.path);
     ++(vf.writer ? c.my_writes : c.my_reads);
-    if (!abort && c.closed() < vf.rule->num_sessions) c.header = std::make_shared<const model::Header>(vf.header);
+    if (!abort && c.closed() < vf.rule->num_sessions) {
+        c.header = std::make_shared<const model::Header>(vf.header);
+        c.header_ranks = vf.ranks;
+    }
     c.read_stamp = vf.writer ? 0 : vf.reader.writer_stamp;
     if (!vf.writer) c.last_read = vf.reader.writer_stamp;
     ++(vf.writer ? rt.stats().sessions_written : rt.stats().sessions_read);

@@ -83,8 +83,10 @@ struct PathCounters {
     int peer_writes = 0;             // write sessions the other component (the writer) closed (from notices)
     std::map<int, int> peer_reads;   // read sessions each reader component closed (from notices)
     // Transfer mode: the header of the last session this rank closed (with its final record count),
-    // which an ncmpi_open with NC_WRITE continues (vfile.cpp).
+    // which an ncmpi_open with NC_WRITE continues (vfile.cpp), and the component ranks that session was
+    // read or written by (each of them closed it, and keeps the same header).
     std::shared_ptr<const model::Header> header;
+    std::vector<int> header_ranks;
     // persist=1: the stamp of the session this rank read last (0: it wrote the last one), and the
     // sessions of the path their writer has written to the file (MessageKind::Persisted).
     int64_t read_stamp = 0;
