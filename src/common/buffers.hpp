@@ -1,8 +1,10 @@
 // Byte buffers recycled across sessions. A cyclic workflow moves the same sizes every cycle, and
 // fresh memory costs a page fault per 4 KiB on first touch (about 1 GB/s on our machines, several
 // times slower than copying into memory that is already mapped; see bench/letkf_io.c), so the buffers
-// of one session are kept for the next. Bounded: the pool never holds more bytes than dtf had in use
-// at once. Not thread-safe by itself: used under the runtime lock (Entry).
+// of one session are kept for the next. Bounded: the pool never holds more than twice the bytes dtf had
+// in use at once (once: a cycle that uses a 1.6 and a 1 MB buffer one after the other kept one of them,
+// shortened it for the one and zeroed 0.6 MB to lengthen it again for the other, every cycle). Not
+// thread-safe by itself: used under the runtime lock (Entry).
 #pragma once
 
 #include <cstddef>

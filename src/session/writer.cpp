@@ -300,7 +300,11 @@ void lay_out(WriterSession &ws) {
             offset += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
         }
         ws.missing[o] = plan.orders[o].pieces.size();
-        ws.pushed.push_back(ws.pool->take(offset));
+        // (with room for the writers' verdict, which a message that carries one gets at its end: push_order
+        // appends it without moving the message)
+        std::vector<char> bytes = ws.pool->take(offset + (carries_verdict(offset) ? kVerdictBytes : 0));
+        bytes.resize(offset);
+        ws.pushed.push_back(std::move(bytes));
     }
 }
 
