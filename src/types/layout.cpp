@@ -92,20 +92,38 @@ void append_run(std::vector<ByteRun> &out, int64_t offset, int64_t bytes) {
     else if (bytes > 0) out.push_back(ByteRun{offset, bytes});
 }
 
-// The rows of a subarray type's elements (the ints of MPI_Type_get_contents) in the array's order:
-// f(offset of the row's first element in the array, elements in a row).
-template <class F> void subarray_rows(const int *ints, F f) {
+// A subarray type's geometry (the ints of MPI_Type_get_contents), in elements of its old type: its
+// dimensions slowest first (subsizes, and the strides of the whole array), the offset of its first
+// element, and the elements of the whole array (its extent).
+struct Subarray {
+    std::vector<int64_t> count, stride;
+    int64_t base = 0, whole = 1;
+};
+Subarray subarray_of(const int *ints) {
     const int n = ints[0];
     const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
     const bool c_order = ints[1 + 3 * n] == MPI_ORDER_C;
-    std::vector<int64_t> sub(static_cast<size_t>(n)), stride(static_cast<size_t>(n)), idx(static_cast<size_t>(n), 0);
-    int64_t off = 0, s = 1;
+    Subarray g;
+    g.count.resize(static_cast<size_t>(n));
+    g.stride.resize(static_cast<size_t>(n));
     for (int k = n - 1; k >= 0; --k) { // k counts dimensions slowest first
         const int d = c_order ? k : n - 1 - k;
-        sub[k] = subsizes[d], stride[k] = s, off += starts[d] * s, s *= sizes[d];
-        if (sub[k] == 0) return;
+        g.count[static_cast<size_t>(k)] = subsizes[d], g.stride[static_cast<size_t>(k)] = g.whole;
+        g.base += starts[d] * g.whole, g.whole *= sizes[d];
     }
-    for (int k = 0; n > 0; off += stride[k]) {
+    return g;
+}
+
+// The rows of a subarray type's elements (the ints of MPI_Type_get_contents) in the array's order:
+// f(offset of the row's first element in the array, elements in a row).
+template <class F> void subarray_rows(const int *ints, F f) {
+    const Subarray g = subarray_of(ints);
+    const std::vector<int64_t> &sub = g.count, &stride = g.stride;
+    const int n = static_cast<int>(sub.size());
+    if (n == 0 || std::find(sub.begin(), sub.end(), 0) != sub.end()) return;
+    std::vector<int64_t> idx(sub.size(), 0);
+    int64_t off = g.base;
+    for (int k = 0;; off += stride[k]) {
         f(off, sub[n - 1]);
         for (k = n - 2; k >= 0 && ++idx[k] == sub[k]; --k) idx[k] = 0, off -= stride[k] * (sub[k] - 1);
         if (k < 0) return;
@@ -317,19 +335,10 @@ bool subarray_dims(MPI_Datatype t, size_t elsize, MPI_Offset bufcount, StridedMa
         ok = subarray_dims(types[0], elsize, bufcount, m);
     } else if (comb == MPI_COMBINER_SUBARRAY && is_named(types[0]) && size_of(types[0]) == ext &&
                static_cast<size_t>(ext) == elsize) {
-        const int n = ints[0];
-        const int *sizes = &ints[1], *subsizes = &ints[1 + n], *starts = &ints[1 + 2 * n];
-        const bool c_order = ints[static_cast<size_t>(1 + 3 * n)] == MPI_ORDER_C;
-        int64_t whole = 1;
-        for (int d = 0; d < n; ++d) whole *= sizes[d];
-        add_dim(m, bufcount, whole); // (a subarray's extent is its whole array)
-        for (int k = 0; k < n; ++k) { // slowest first
-            const int d = c_order ? k : n - 1 - k;
-            int64_t stride = 1;
-            for (int j = c_order ? d + 1 : 0; j < (c_order ? n : d); ++j) stride *= sizes[j];
-            m.base += starts[d] * stride;
-            add_dim(m, subsizes[d], stride);
-        }
+        const Subarray g = subarray_of(ints.data());
+        add_dim(m, bufcount, g.whole); // (a subarray's extent is its whole array)
+        for (size_t k = 0; k < g.count.size(); ++k) add_dim(m, g.count[k], g.stride[k]);
+        m.base = g.base;
         ok = true;
     }
     for (int i = 0; i < nd; ++i)
