@@ -222,6 +222,7 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
             ws->own_readers = own_readers_of(*ws->plan, fs.ranks[static_cast<size_t>(fs.rank)]).size();
         }
         if (ws->plan) {
+            ws->writes.reserve(ws->plan->writes.size()); // (as many as the plan's, most likely: no regrowth)
             ws->plan_since = ++ws->plan->found;
             log::debug("writing '%s' (session %d) with the plan of %s%s", fs.path.c_str(), fs.session,
                        origin(*ws->plan, ws->plan_since).c_str(),

@@ -426,10 +426,10 @@ nc_type memtype_of_mpi(MPI_Datatype t, int *err) noexcept {
 }
 
 void MemLayout::release() noexcept {
+    if (buftype == MPI_DATATYPE_NULL) return; // (most layouts: no type, and no need to ask MPI)
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (buftype != MPI_DATATYPE_NULL && !finalized)
-        MPI_Type_free(&buftype);
+    if (!finalized) MPI_Type_free(&buftype);
     buftype = MPI_DATATYPE_NULL;
 }
 
