@@ -5,14 +5,16 @@ once with 3C, and the difference divided by 2C. That removes the first cycle (wh
 and everything outside the cycles (start-up, the values' generation and checks, the report), and
 leaves what a steady cycle costs the role's rank: per PnetCDF call and dtf_transfer (their calls per
 cycle and instructions per call, everything dtf does inside them included), and the whole cycle
-(letkf_io's model_cycle or assim_cycle), beside mpi-raw's cycle moving the same blocks.
+(letkf_io's model_cycle or assim_cycle), beside the same calls in file mode (PnetCDF itself: dtf hands
+them to the real library, which writes the file; its instructions are PnetCDF's and MPI-IO's, the
+kernel's writes not counted) and mpi-raw's cycle moving the same blocks.
 
 Instruction counts do not depend on what else runs on the machine, unlike times: they show where a
 small cycle's CPU goes on a shared node, and an A/B of two builds in instructions needs no
 alternation. They do not count waiting in the kernel, cache misses or what MPI's shared-memory copies
 cost in the kernel; bench/letkf.py times the same runs.
 
-  callcost.py BUILD [--grid 16 16 20] [--members 1] [--px 1] [--cycles 20] [--modes transfer-replay,mpi-raw]
+  callcost.py BUILD [--grid 16 16 20] [--members 1] [--px 1] [--cycles 20] [--modes transfer-replay,file,mpi-raw]
               [--calls original] [--out DIR] [--md FILE]
 
 --calls original: the original DTF's benchmark's calls (letkf_io --calls original; its config sections
@@ -119,7 +121,7 @@ def main():
     ap.add_argument("--members", type=int, default=1)
     ap.add_argument("--px", type=int, default=1)
     ap.add_argument("--cycles", type=int, default=20)
-    ap.add_argument("--modes", default="transfer-replay,mpi-raw")
+    ap.add_argument("--modes", default="transfer-replay,file,mpi-raw")
     ap.add_argument("--roles", default="model,assim")
     ap.add_argument("--calls", default=None, help="letkf_io --calls (original: the original DTF's benchmark's calls)")
     ap.add_argument("--out", default=None)

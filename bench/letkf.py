@@ -14,7 +14,7 @@ earlier launches, and report.py can tell the launches apart. The rows of all run
 OUT/letkf.csv, the machine and the exact command of every run to OUT/meta.json; then the planning
 micro-benchmark (bench/plan_bench.cpp) writes OUT/planning.csv, and for the sweeps full, small and
 smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 member x 1 rank at
-16x16x20 to OUT/callcost.md (under valgrind; about half a minute). With --md, bench/report.py then
+16x16x20 to OUT/callcost.md (under valgrind; about a minute). With --md, bench/report.py then
 writes the report and its plots.
 
 Sweeps:
