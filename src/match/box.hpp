@@ -85,22 +85,30 @@ Runs runs(const Box &outer, const Box &sub);
 // 0 <= k < len. Offsets count elements in row-major order of the box. Trailing dimensions are merged
 // into one run whenever the progression continues (e.g. sub == outer gives one run of size() with
 // step 1). Cost: O(ndims) setup plus O(1) amortized per run; no allocation per element or run.
+// (The innermost loop is a plain loop, the odometer turns once per row of runs: rows of a few
+// elements, such as a halo's interior, are common, and the per-run bookkeeping weighed on them.)
 template <class F> void for_each_run(const Box &outer, const Box &sub, F &&f) {
     const detail::Runs r = detail::runs(outer, sub);
     if (r.nruns == 0) return;
     const int nloop = static_cast<int>(r.loop_count.size());
-    Dims idx(static_cast<size_t>(nloop), 0);
-    int64_t off = r.first, sub_off = 0;
-    for (int64_t n = 1;; ++n) {
-        f(off, r.step, sub_off, r.len);
-        if (n == r.nruns) break;
-        sub_off += r.len;
-        int d = nloop - 1; // odometer: nruns > 1 implies nloop >= 1, and it never runs past dim 0
-        while (++idx[d] == r.loop_count[d]) {
+    if (nloop == 0) { // one run
+        f(r.first, r.step, int64_t{0}, r.len);
+        return;
+    }
+    const int inner = nloop - 1;
+    const int64_t n_inner = r.loop_count[inner], step_inner = r.loop_step[inner];
+    Dims idx(static_cast<size_t>(inner), 0);
+    int64_t off = r.first, sub_off = 0; // off: the first run of the current row
+    for (;;) {
+        int64_t o = off;
+        for (int64_t i = 0; i < n_inner; ++i, o += step_inner, sub_off += r.len) f(o, r.step, sub_off, r.len);
+        int d = inner - 1; // odometer over the outer loops
+        while (d >= 0 && ++idx[d] == r.loop_count[d]) {
             idx[d] = 0;
             off -= r.loop_rewind[d];
             --d;
         }
+        if (d < 0) return;
         off += r.loop_step[d];
     }
 }
