@@ -18,7 +18,7 @@ smoke bench/callcost.py writes the instructions per cycle, call by call, of 1 me
 writes the report and its plots.
 
 Sweeps:
-  full   what `make bench` runs (about 14 minutes here): the default size, weak scaling (1, 2, 4, 8
+  full   what `make bench` runs (about 16 minutes here): the default size, weak scaling (1, 2, 4, 8
          members of one rank each), strong scaling (one member's fixed grid on 1, 2, 4 ranks), runs
          with 100 ms of computing per cycle and role, without and with dtf's progress thread, the
          default size in one MPMD launch, in one srun launch and in one MPICH launch, small blocks
@@ -31,7 +31,9 @@ Sweeps:
          launch, in turn, twice each (about three minutes): the launch modes compared.
   persist the stream-and-persist runs of full alone (about three minutes).
   original the original DTF's own benchmark's calls and file names (letkf_io --calls original), 2 members
-         x 2 ranks at 16x16x20 and 32x20x98 per rank, as two jobs and in one MPMD launch (about a minute).
+         x 2 ranks at 16x16x20 and 32x20x98 per rank, as two jobs and in one MPMD launch, and their
+         instructions per cycle at 16x16x20 (bench/callcost.py, to OUT/callcost-original.md; about two
+         minutes).
   small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
          16x16x20), as two jobs and in one MPMD launch: the protocol's own cost; and the 16x16x20 runs
          in one launch once more with DTF_TRACE, summed by dtf-trace into OUT/runN.trace.txt (about a
@@ -388,6 +390,16 @@ def main():
         print("== instructions per cycle: " + " ".join(cost[1:]).replace(build, "BUILD"), flush=True)
         if subprocess.run(cost, stdout=subprocess.DEVNULL, timeout=a.timeout).returncode != 0:
             sys.exit("letkf.py: bench/callcost.py failed")
+    # The same for the original DTF's pattern, 2 members x 2 ranks, for the report's "The original DTF's
+    # pattern" (PnetCDF's column: what the original, a patched PnetCDF, runs for each call).
+    if a.sweep in ("full", "original"):
+        cost = [sys.executable, os.path.join(HERE, "callcost.py"), build, "--calls", "original", "--members", "2",
+                "--px", "2", "--grid", "16", "16", "20", "--cycles", "6",
+                "--out", os.path.join(out, "callcost-original"), "--md", os.path.join(out, "callcost-original.md")]
+        print("== instructions per cycle, the original's pattern: " + " ".join(cost[1:]).replace(build, "BUILD"),
+              flush=True)
+        if subprocess.run(cost, stdout=subprocess.DEVNULL, timeout=a.timeout).returncode != 0:
+            sys.exit("letkf.py: bench/callcost.py --calls original failed")
     with open(os.path.join(out, "letkf.csv"), "w") as f:
         f.write("\n".join([header] + rows) + "\n")
     with open(os.path.join(out, "meta.json"), "w") as f:

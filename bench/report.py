@@ -251,8 +251,9 @@ def protocol_table(samples, runs):
                   "copies per byte: writing / reading"], rows)
 
 
-def original_pattern(samples, meta):
-    """The runs of the original DTF's own benchmark's calls (letkf_io --calls original)."""
+def original_pattern(out, samples, meta):
+    """The runs of the original DTF's own benchmark's calls (letkf_io --calls original), and their
+    instructions per cycle (bench/callcost.py --calls original, run by letkf.py)."""
     runs = by_launch(samples, meta, "original")
     if not runs:
         return []
@@ -265,7 +266,19 @@ def original_pattern(samples, meta):
              "with an MPI subarray type; 2 members of 2 ranks at the original's two grids. Columns as in "
              "[Small blocks](#small-blocks); collectives: the busiest rank's collectives over more than one rank per "
              "cycle (a model rank takes part in 3 files a cycle, an assimilation rank in 6).", ""]
-    return lines + protocol_table(samples, runs)
+    lines += protocol_table(samples, runs)
+    path = os.path.join(out, "callcost-original.md")
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read().strip()
+        lines += ["The 16x16x20 cycle in instructions (as in [Where the cycle goes](#where-the-cycle-goes); with 8 "
+                  "ranks on 2 cores a rank that waits, inside dtf or MPI, looks again and again, and each look "
+                  "counts). "
+                  "The original DTF is a patched PnetCDF: for each call it runs PnetCDF's own code, whose cost "
+                  "is the file column's (less the writes to the file, where the original sends the data). On "
+                  "this node a replayed cycle takes about the CPU time of all 8 ranks divided by the 2 cores (the "
+                  "table's CPU column), so these instructions, polling included, set its time.", "", text]
+    return lines
 
 
 def trace_summary(text, cycles):
@@ -835,7 +848,7 @@ def main():
     images = {os.path.basename(p): os.path.relpath(os.path.abspath(p), md_dir).replace(os.sep, "/")
               for p in pngs}
     lines = (intro(meta) + machine(meta) + results(samples, meta, images) + launches(samples, meta) + small_blocks(samples, meta) + small_trace(args.out, samples, meta)
-             + original_pattern(samples, meta)
+             + original_pattern(args.out, samples, meta)
              + message_growth(samples, meta, images) + projection(args.out)
              + phase_breakdown(samples, meta, images) + scaling(samples, meta, images)
              + overlap(samples, meta) + persist(samples, meta) + targets(samples, meta) + planning(args.out) + caveats(samples, meta))
