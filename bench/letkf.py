@@ -381,25 +381,21 @@ def main():
     if subprocess.run(plan, timeout=a.timeout).returncode != 0:
         sys.exit("letkf.py: the planning micro-benchmark failed")
     # What a small cycle costs call by call, in instructions (bench/callcost.py, under valgrind), for
-    # the report's "Where the cycle goes".
+    # the report's "Where the cycle goes"; and the original DTF's pattern, 2 members x 2 ranks, for "The
+    # original DTF's pattern" (its file column: what the original, a patched PnetCDF, runs per call).
+    costs = []
     if a.sweep in ("full", "small", "smoke"):
-        cost = [sys.executable, os.path.join(HERE, "callcost.py"), build, "--out", os.path.join(out, "callcost"),
-                "--md", os.path.join(out, "callcost.md")]
-        if a.sweep == "smoke":
-            cost += ["--grid", "12", "10", "3", "--cycles", "2", "--roles", "model"]
+        quick = ["--grid", "12", "10", "3", "--cycles", "2", "--roles", "model"] if a.sweep == "smoke" else []
+        costs.append(("callcost", quick))
+    if a.sweep in ("full", "original"):
+        costs.append(("callcost-original", ["--calls", "original", "--members", "2", "--px", "2",
+                                            "--grid", "16", "16", "20", "--cycles", "6"]))
+    for name, extra in costs:
+        cost = [sys.executable, os.path.join(HERE, "callcost.py"), build, "--out", os.path.join(out, name),
+                "--md", os.path.join(out, name + ".md"), *extra]
         print("== instructions per cycle: " + " ".join(cost[1:]).replace(build, "BUILD"), flush=True)
         if subprocess.run(cost, stdout=subprocess.DEVNULL, timeout=a.timeout).returncode != 0:
-            sys.exit("letkf.py: bench/callcost.py failed")
-    # The same for the original DTF's pattern, 2 members x 2 ranks, for the report's "The original DTF's
-    # pattern" (PnetCDF's column: what the original, a patched PnetCDF, runs for each call).
-    if a.sweep in ("full", "original"):
-        cost = [sys.executable, os.path.join(HERE, "callcost.py"), build, "--calls", "original", "--members", "2",
-                "--px", "2", "--grid", "16", "16", "20", "--cycles", "6",
-                "--out", os.path.join(out, "callcost-original"), "--md", os.path.join(out, "callcost-original.md")]
-        print("== instructions per cycle, the original's pattern: " + " ".join(cost[1:]).replace(build, "BUILD"),
-              flush=True)
-        if subprocess.run(cost, stdout=subprocess.DEVNULL, timeout=a.timeout).returncode != 0:
-            sys.exit("letkf.py: bench/callcost.py --calls original failed")
+            sys.exit(f"letkf.py: bench/callcost.py {' '.join(extra)} failed")
     with open(os.path.join(out, "letkf.csv"), "w") as f:
         f.write("\n".join([header] + rows) + "\n")
     with open(os.path.join(out, "meta.json"), "w") as f:

@@ -267,10 +267,8 @@ def original_pattern(out, samples, meta):
              "[Small blocks](#small-blocks); collectives: the busiest rank's collectives over more than one rank per "
              "cycle (a model rank takes part in 3 files a cycle, an assimilation rank in 6).", ""]
     lines += protocol_table(samples, runs)
-    path = os.path.join(out, "callcost-original.md")
-    if os.path.exists(path):
-        with open(path) as f:
-            text = f.read().strip()
+    text = written(out, "callcost-original.md")
+    if text is not None:
         lines += ["The 16x16x20 cycle in instructions (as in [Where the cycle goes](#where-the-cycle-goes); with 8 "
                   "ranks on 2 cores a rank that waits, inside dtf or MPI, looks again and again, and each look "
                   "counts). "
@@ -302,11 +300,9 @@ def small_trace(out, samples, meta):
     rank and on a crowded node."""
     lines, blocks = [], []
     for run in (r for r in meta["runs"] if r.get("trace")):
-        path = os.path.join(out, run["trace"])
-        if not os.path.exists(path):
+        text = written(out, run["trace"])
+        if text is None:
             continue
-        with open(path) as f:
-            text = f.read().strip()
         text = "\n".join(line for line in text.splitlines() if " merged into " not in line).strip()
         cycles = run["reps"] * run["cycles"]
         per = trace_summary(text, cycles)
@@ -348,13 +344,20 @@ def small_trace(out, samples, meta):
              "its data, and a FileDefined and a ReaderDone per reader rank."] + blocks + call_cost(out))
 
 
+def written(out, name):
+    """The text of OUT/name (written by a tool letkf.py runs), or None if that did not run."""
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
 def call_cost(out):
     """The instructions per cycle, call by call (bench/callcost.py, run by letkf.py)."""
-    path = os.path.join(out, "callcost.md")
-    if not os.path.exists(path):
+    text = written(out, "callcost.md")
+    if text is None:
         return []
-    with open(path) as f:
-        text = f.read().strip()
     return ["", "The same cycle in instructions, which do not depend on what else runs on the machine (valgrind's "
             "callgrind; a copy or fill that glibc makes with `rep movsb` or `rep stosb` counts one instruction per "
             "byte, so large copies and growing buffers weigh more here than in time; waiting in the kernel and MPI's shared-memory copies do not count). "
