@@ -521,19 +521,36 @@ def scaling(samples, meta, images):
     return lines
 
 
+def raw_over(raw, t):
+    """mpi-raw's median cycle over a mode's (None where either is missing)."""
+    return None if raw is None or not t else raw / t
+
+
+# Issue 43's targets for a replayed small-block cycle, by points per rank: mpi-raw / transfer-replay.
+SMALL_REPLAY_43 = {(16, 16, 20): 0.6, (32, 20, 98): 0.9}
+
+
 def protocol_targets(samples, meta, verdict):
-    """Rows of the protocol-cost targets (issue 31): the small-block runs and the growth sweep."""
+    """Rows of the protocol-cost targets (issues 31 and 43): the small-block runs and the growth sweep."""
     rows = []
     for label, launch in (("small", "two jobs"), ("small.mpmd", "one MPMD launch")):
         for run in plot.runs(samples, meta, label):
-            if run.members != 2:
-                continue
             raw = median(cycle_times(samples, run, "mpi-raw"))
+            ratio = {mode: raw_over(raw, median(cycle_times(samples, run, mode)))
+                     for mode in ("transfer-replay", "transfer")}
+            grid = f"{run.imax}x{run.jmax}x{run.kmax} per rank"
+            if run.members == 1:  # issue 43: a core per rank
+                rows.append([f"mpi-raw / transfer-replay >= 0.4, {grid}, 1 member x 1 rank, {launch} (issue 43)",
+                             times(ratio["transfer-replay"]), verdict(ratio["transfer-replay"], 0.4)])
+                continue
+            ranks = f"2 members x {run.px * run.py} ranks, {launch}"
             for mode, want in (("transfer-replay", 0.8), ("transfer", 0.5)):
-                t = median(cycle_times(samples, run, mode))
-                r = None if raw is None or not t else raw / t
-                rows.append([f"mpi-raw / {mode} >= {want}, {run.imax}x{run.jmax}x{run.kmax} per rank, 2 members x "
-                             f"{run.px * run.py} ranks, {launch}", times(r), verdict(r, want)])
+                rows.append([f"mpi-raw / {mode} >= {want}, {grid}, {ranks}", times(ratio[mode]),
+                             verdict(ratio[mode], want)])
+            want = SMALL_REPLAY_43.get((run.imax, run.jmax, run.kmax))
+            if want is not None:
+                rows.append([f"mpi-raw / transfer-replay >= {want}, {grid}, {ranks} (issue 43)",
+                             times(ratio["transfer-replay"]), verdict(ratio["transfer-replay"], want)])
     original = [run for label in ("original", "original.mpmd") for run in plot.runs(samples, meta, label)]
     if original:
         worst = [max((median(seconds(samples, run, "transfer-replay", c, f"copies.{side}", agg="max")) or 0)
@@ -542,14 +559,12 @@ def protocol_targets(samples, meta, verdict):
                      "busiest rank): <= 1 writing, <= 1 reading", f"{worst[0]:.2f} / {worst[1]:.2f}",
                      "met" if max(worst) <= 1.0 else "not met"])
     for run in plot.runs(samples, meta, "launch.mpmd"):
-        raw, t = median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay"))
-        r = None if raw is None or not t else raw / t
+        r = raw_over(median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay")))
         rows.append(["mpi-raw / transfer-replay >= 0.9, default size, one MPMD launch", times(r), verdict(r, 0.9)])
     for run in plot.runs(samples, meta, "weak"):
         if run.members < 4:
             continue
-        raw, t = median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay"))
-        r = None if raw is None or not t else raw / t
+        r = raw_over(median(cycle_times(samples, run, "mpi-raw")), median(cycle_times(samples, run, "transfer-replay")))
         rows.append([f"mpi-raw / transfer-replay >= 0.7, weak scaling, {run.members} members", times(r), verdict(r, 0.7)])
     growth = sorted(plot.runs(samples, meta, "growth"), key=plot.total_ranks)
     if growth:
