@@ -7,18 +7,11 @@
 
 #include "common/buffers.hpp"
 
+#include "check.hpp"
+
 using namespace dtf;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "test_buffers.cpp:%d: FAILED: %s\n", line, what);
-    ++failures;
-}
-#define CHECK(cond) check((cond), #cond, __LINE__)
-
 constexpr size_t kMB = 1 << 20;
 } // namespace
 
@@ -46,7 +39,8 @@ int main() {
         std::vector<char> x = pool.take(16 * kMB / 10);
         CHECK(x.data() == pd && x.size() == 16 * kMB / 10);
     }
-    {   // a buffer more than twice as long as the take is left for a longer one; small ones are not kept
+    {   // a buffer more than twice as long as the take is left for a longer one; a take below the pooled
+        // sizes is a buffer of its own size
         BufferPool pool;
         std::vector<char> big = pool.take(4 * kMB);
         const char *pbig = big.data();
@@ -58,7 +52,5 @@ int main() {
         std::vector<char> tiny = pool.take(100);
         CHECK(tiny.size() == 100);
     }
-    if (failures) std::fprintf(stderr, "test_buffers: %d failures\n", failures);
-    else std::printf("test_buffers: ok\n");
-    return failures ? 1 : 0;
+    return unit::check_result("test_buffers");
 }

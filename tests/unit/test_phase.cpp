@@ -8,18 +8,11 @@
 
 #include "common/phase.hpp"
 
+#include "check.hpp"
+
 using namespace dtf;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "test_phase.cpp:%d: FAILED: %s\n", line, what);
-    ++failures;
-}
-#define CHECK(cond) check((cond), #cond, __LINE__)
-
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 } // namespace
@@ -80,7 +73,5 @@ int main() {
     }
     CHECK(phase::read(false).calls[phase::Close] == 0);
 
-    if (failures) std::fprintf(stderr, "test_phase: %d failures\n", failures);
-    else std::printf("test_phase: all checks passed\n");
-    return failures ? 1 : 0;
+    return unit::check_result("test_phase");
 }

@@ -15,18 +15,11 @@
 #include "common/counters.hpp"
 #include "common/trace.hpp"
 
+#include "check.hpp"
+
 using namespace dtf;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const char *what, int line) {
-    if (ok) return;
-    std::fprintf(stderr, "test_trace.cpp:%d: FAILED: %s\n", line, what);
-    ++failures;
-}
-#define CHECK(cond) check((cond), #cond, __LINE__)
-
 std::string slurp(const std::string &path) {
     std::ifstream in(path);
     std::stringstream s;
@@ -128,7 +121,5 @@ int main() {
     CHECK(std::string(counters::name(counters::DataSent)) == "data sent" && counters::name(counters::Count) == nullptr);
 
     std::system(("rm -rf " + dir).c_str());
-    if (failures) std::fprintf(stderr, "%d check(s) failed\n", failures);
-    else std::printf("trace and counters: all checks passed\n");
-    return failures ? 1 : 0;
+    return unit::check_result("test_trace");
 }
