@@ -34,10 +34,10 @@ Sweeps:
          x 2 ranks at 16x16x20 and 32x20x98 per rank, as two jobs and in one MPMD launch, and their
          instructions per cycle at 16x16x20 (bench/callcost.py, to OUT/callcost-original.md; about two
          minutes).
-  small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, 1 member x 1 rank at
-         16x16x20), as two jobs and in one MPMD launch: the protocol's own cost; and the 16x16x20 runs
-         in one launch once more with DTF_TRACE, summed by dtf-trace into OUT/runN.trace.txt (about a
-         minute).
+  small  small blocks (2 members x 2 ranks at 16x16x20 and 32x20x98 per rank, and 1 member x 1 rank
+         at each: a core per rank), as two jobs and in one MPMD launch: the protocol's own cost; and
+         the 16x16x20 runs in one launch once more with DTF_TRACE, summed by dtf-trace into
+         OUT/runN.trace.txt (about two minutes).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
          MPMD launch (up to 32 processes; about 20 seconds).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
@@ -97,11 +97,13 @@ PERSIST = [PERSIST_TARGET,
            PERSIST_TARGET]
 # Small blocks (issue 31: the protocol's own cost): 2 members of 2 ranks, the two grids per rank of the
 # original DTF's benchmark, as two jobs and in one MPMD launch, and one member of one rank per
-# component (a core per rank). Here a cycle's data takes a few milliseconds, so what dtf adds shows.
+# component at each grid (a core per rank, each rank moving as many bytes per cycle as in the 2 x 2
+# runs: what those would come near on a node with a core per rank). Here a cycle's data takes a few
+# milliseconds, so what dtf adds shows.
 SMALL_MODES = {"modes": "transfer,transfer-replay,mpi-raw"}
 SMALL = [(label, members, px, 1, grid, None, 3, 6, dict(SMALL_MODES, **launch))
          for label, launch in (("small", {}), ("small.mpmd", {"launch": "mpmd"}))
-         for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (1, 1, (16, 16, 20)))]
+         for members, px in ((2, 2), (1, 1)) for grid in ((16, 16, 20), (32, 20, 98))]
 # Where the small cycle goes, call by call: replay at 16x16x20 in one MPMD launch, one member of one rank
 # per component (a core per rank) and 2 members of 2 (crowded), traced (DTF_TRACE; about a microsecond
 # per call), summed by dtf-trace.
