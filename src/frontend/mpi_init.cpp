@@ -14,11 +14,14 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/export.hpp"
 #include "common/error.hpp"
+#include "config/config.hpp"
 #include "mpi/mpmd.hpp"
+#include "mpi/world.h"
 #include "runtime/runtime.hpp"
 
 namespace {
@@ -28,8 +31,46 @@ const char *zero_change_component() {
     return c && *c ? c : nullptr;
 }
 
+// Whether the config (DTF_INI_FILE) lets a program that cannot have dtf run on plain PnetCDF: some
+// [FILE] section falls back to the file system (fallback=). False when it cannot be read.
+bool config_falls_back() {
+    const char *ini = std::getenv("DTF_INI_FILE");
+    if (!ini || !*ini) return false;
+    try {
+        for (const auto &rule : dtf::config::load(ini).files)
+            if (rule.falls_back()) return true;
+    } catch (const dtf::Error &) {
+    }
+    return false;
+}
+
+// A program run with DTF_COMPONENT asked for dtf, and it could not start (the cause is reported
+// above). It never checks what MPI_Init returns: going on, it would write the config's files to
+// disk as plain PnetCDF, or read whatever file of that name is there, and end "successfully". So it
+// stops here, the whole launch with it (MPI_Abort), unless the config lets its files fall back to
+// the file system (fallback=).
+int without_dtf(const char *component) {
+    int rank = 0;
+    PMPI_Comm_rank(dtf_world_(MPI_COMM_WORLD), &rank); // (its rank in its component)
+    const char *ini = std::getenv("DTF_INI_FILE");
+    if (config_falls_back()) {
+        if (rank == 0)
+            std::fprintf(stderr, "[dtf] warning: DTF_COMPONENT=%s: dtf could not start, and %s has fallback=: "
+                         "this program runs on plain PnetCDF, its files on the file system\n", component, ini);
+        return MPI_ERR_OTHER;
+    }
+    if (rank == 0)
+        std::fprintf(stderr, "[dtf] DTF_COMPONENT=%s: dtf could not start (above), and without it this program "
+                     "would run on plain PnetCDF with the files of %s: it stops here (MPI_Abort, status 1). "
+                     "fallback= in a [FILE] section lets a program go on without dtf\n",
+                     component, ini && *ini ? ini : "its config");
+    std::fflush(nullptr);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+    return MPI_ERR_OTHER; // (MPI_Abort does not return)
+}
+
 // After MPI's initialization succeeded: the MPMD mode's world split (mpi/mpmd.hpp), then dtf's, as
-// DTF_COMPONENT. A failure is reported (the message as for dtf_init) and returned as MPI_ERR_OTHER.
+// DTF_COMPONENT. A failure is reported (the message as for dtf_init); then without_dtf.
 int start_dtf(int rc) {
     if (rc == MPI_SUCCESS) rc = dtf::mpmd::setup();
     const char *component = zero_change_component();
@@ -39,7 +80,7 @@ int start_dtf(int rc) {
         dtf::runtime::Runtime::init(nullptr, component, true);
         return 0;
     });
-    return code == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+    return code == 0 ? MPI_SUCCESS : without_dtf(component);
 }
 
 template <class F> F next(const char *name) { return reinterpret_cast<F>(dlsym(RTLD_NEXT, name)); }

@@ -357,6 +357,7 @@ void Runtime::setup(const char *config_path, const char *component_name) {
     learn_node();
     load_config(config_path, component_name);
     log::set_context(self_name(), rank_);
+    tell_launcher_name(); // (before connecting: a peer may be lost while this rank waits for it)
     if (rank_ == 0 && log::enabled(log::kInfo)) {
         std::string mpi = mpi_library(); // "Open MPI v4.1.4, package: ...", "MPICH Version:\t4.0.2\n..."
         mpi = mpi.substr(0, mpi.find_first_of(",\n"));
@@ -856,6 +857,18 @@ bool Runtime::gone(int component) const {
 
 // dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
 // it any longer would only end in a timeout.
+// dtfrun names the file after the component's label (its --name, or the executable's name, where it
+// cannot know the config): rank 0 tells it the component's comp_name, by the component's index on
+// dtfrun's command line (DTFRUN_MARK, "<dtfrun's directory>:<index>"), so that it names the file after
+// that too. (In one launch the loss of a rank ends the whole launch: nothing to tell.)
+void Runtime::tell_launcher_name() const {
+    const char *mark = std::getenv("DTFRUN_MARK");
+    if (rank_ != 0 || settings_.lost_dir.empty() || !mark || mpmd::active()) return;
+    const char *index = std::strrchr(mark, ':');
+    std::ofstream out(settings_.lost_dir + "/.component." + (index ? index + 1 : mark));
+    out << self_name() << "\n";
+}
+
 std::string Runtime::lost_report(const std::string &peer) const {
     if (settings_.lost_dir.empty()) return {};
     std::ifstream in(settings_.lost_dir + "/" + peer);

@@ -352,6 +352,7 @@ private:
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
     std::string lost_report(const std::string &peer) const;
+    void tell_launcher_name() const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
     void watch_mpi_finalize();
     void start_progress_thread();

@@ -15,6 +15,8 @@ Scenarios
             _inq_file_info must answer alike on every rank before every close.
   unaware   the zero-change mode: a writer and a reader that never call dtf, preloaded with libdtf
             (DTF_COMPONENT names each), move a transfer-mode file: every value checked, no file on disk.
+  misnamed  the same with the writer's DTF_COMPONENT not in the config: its MPI_Init stops it (and the
+            launch fails within seconds), rather than let it run on plain PnetCDF.
   letkf     the SCALE-LETKF pattern (letkf_pattern.c or its Fortran twin): an ensemble model writes
             history and analysis files, the assimilation reads them, opens the analysis files again
             with NC_WRITE and writes them back, the model reads that back; in file mode, then in
@@ -514,6 +516,39 @@ def scenario_unaware(args, work):
             expect(a.read() == b.read(), f"reader rank {r} got other bytes than through the file system")
 
 
+def scenario_misnamed(args, work):
+    """The zero-change mode with a DTF_COMPONENT that is not a comp_name (set by hand, past dtfrun's
+    check of --name): dtf cannot start in the writer's MPI_Init, and the program, which never looks at
+    what MPI_Init returns, must not go on as plain PnetCDF (writing the transfer-mode file to disk, its
+    reader reading it, all "successfully"): it stops there, saying why, and the run fails within
+    seconds, nothing written."""
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
+                '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
+    libs = ":".join(re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd) + [os.path.abspath(args.lib)])
+    preload = lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]  # noqa: E731
+    cmd = [args.dtfrun, "-c", ini, "--walltime", "60"] + launch_mode(args) + \
+        ["--name", "model", "-n", str(args.model_ranks)] + preload("modl") + [args.unaware_exe, "writer", data, ":",
+         "--name", "assim", "-n", str(args.assim_ranks)] + preload("assim") + [args.unaware_exe, "reader", data]
+    print("$ " + " ".join(cmd))
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30"), text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=120)
+    elapsed = time.monotonic() - t0
+    print(p.stdout)
+    expect(p.returncode != 0, "the run must fail")
+    expect("component 'modl' is not listed" in p.stdout and
+           "DTF_COMPONENT=modl: dtf could not start (above), and without it this program would run on plain "
+           f"PnetCDF with the files of {ini}: it stops here" in p.stdout, "the writer must say why it stops")
+    expect("all values verified" not in p.stdout, "the reader must not read anything")
+    expect(not os.listdir(data), f"a transfer-mode file reached the disk: {os.listdir(data)}")
+    expect(elapsed < 25, f"the run must fail within seconds, not after DTF_TIMEOUT (took {elapsed:.0f} s)")
+
+
 LETKF_CONFIG = """[INFO]
 ncomp={ncomp}
 comp_name="model"
@@ -816,7 +851,8 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "letkf", "output", "absent"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "misnamed", "letkf", "output",
+                                                  "absent"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Fault injection with real, separately launched components (see fault.c for the scenarios).
 
-usage: fault.py SCENARIO --dtfrun PATH --exe PATH [--writers N] [--readers N] [--launch jobs|mpmd]
+usage: fault.py SCENARIO --dtfrun PATH --exe PATH [--writers N] [--readers N] [--launch jobs|mpmd] [--unlabelled]
 
 Every launch runs under dtfrun --walltime, so a hang fails the test; the lost-* scenarios run
 without dtfrun (two mpiruns meeting through an ompi-server, as a site may launch them), each bounded
 by a timeout of this script. --launch mpmd runs both components in one MPMD mpirun (dtfrun --mpmd).
+--unlabelled launches them as a user may: no --name, no -c (the programs name their config), and
+executables named otherwise than their components, so that dtfrun's labels are not the comp_names.
 """
 import argparse
 import os
@@ -57,6 +59,7 @@ def main():
     p.add_argument("--writers", type=int, default=2)
     p.add_argument("--readers", type=int, default=3)
     p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs")
+    p.add_argument("--unlabelled", action="store_true")
     a = p.parse_args()
     timeout = 5
     if a.scenario.startswith("lost-"):
@@ -65,9 +68,16 @@ def main():
         ini = os.path.join(work, "dtf.ini")
         with open(ini, "w") as f:
             f.write(CONFIG)
-        cmd = [a.dtfrun, "--timeout", str(timeout), "--walltime", "90"] + (["--mpmd"] if a.launch == "mpmd" else []) + [
-               "--name", "writer", "-n", str(a.writers), a.exe, "writer", ini, a.scenario, ":",
-               "--name", "reader", "-n", str(a.readers), a.exe, "reader", ini, a.scenario]
+        exe = {role: a.exe for role in ("writer", "reader")}
+        label = {role: ["--name", role] for role in exe}
+        if a.unlabelled:  # labelled "w_prog" and "r_prog" by dtfrun
+            for role in exe:
+                exe[role] = os.path.join(work, role[0] + "_prog")
+                os.symlink(os.path.abspath(a.exe), exe[role])
+                label[role] = []
+        cmd = [a.dtfrun, "--timeout", str(timeout), "--walltime", "90"] + (["--mpmd"] if a.launch == "mpmd" else []) + \
+            label["writer"] + ["-n", str(a.writers), exe["writer"], "writer", ini, a.scenario, ":"] + \
+            label["reader"] + ["-n", str(a.readers), exe["reader"], "reader", ini, a.scenario]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
         run = subprocess.run(cmd, cwd=work, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
@@ -98,9 +108,10 @@ def main():
         if a.launch == "jobs":
             if not ("DTF_ERR_PEER" in out and "component 'writer' was lost" in out and "rank 1 killed by signal 9" in out):
                 failures.append("the reader must report that component 'writer' was lost, rank 1 by SIGKILL")
-            if "component 'reader' exited with status" not in out:
+            names = ("w_prog", "r_prog") if a.unlabelled else ("writer", "reader")
+            if f"component '{names[1]}' exited with status" not in out:
                 failures.append("the reader must exit by itself (not be stopped by dtfrun)")
-            if "dtfrun:   writer" not in out or "dtfrun:   reader" not in out:
+            if any(f"dtfrun:   {name}" not in out for name in names):
                 failures.append("dtfrun's summary must report both components")
     elif a.scenario == "persist-rename" and "float T(x)" not in kept:
         failures.append(f"p.nc must keep the writer's session (variable T):\n{kept}")

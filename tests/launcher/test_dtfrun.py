@@ -211,6 +211,34 @@ def case_names_verbose(ws):
           "summary line for 'third' missing\n%s" % r)
 
 
+def case_config_names(ws):
+    """With the config known (-c), every component is named by its comp_name: one without --name
+    after the comp_name its executable's name is or contains; a --name that is not a comp_name, or
+    an executable that names no comp_name (or two), is refused before anything is launched."""
+    ini = os.path.join(ws.dir, "names.ini")
+    with open(ini, "w") as f:
+        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n')
+    greet = 'echo "hello from $OMPI_COMM_WORLD_RANK"; touch "$D/launched"'
+    model, assim, other = (ws.script(n, greet) for n in ("model_run.sh", "assim.sh", "other.sh"))
+    r = run_dtfrun(["-c", ini, "-n", "1", model, ":", "-n", "1", assim])
+    check(r.rc == 0, "expected exit 0\n%s" % r)
+    for prefix in ("[model] ", "[assim] "):
+        check(lines_of(r.out, prefix + "hello from ") == ["0"], "expected output labelled %r\n%s" % (prefix, r))
+    os.remove(os.path.join(ws.dir, "launched"))
+    where = "(comp_name= gives 'model', 'assim')"
+    for args, expected in (
+            (["--name", "modl", "-n", "1", model, ":", "-n", "1", assim],
+             "component 'modl': --name 'modl' is not a comp_name of %s %s; did you mean 'model'?" % (ini, where)),
+            (["-n", "1", model, ":", "-n", "1", other],
+             "component 2 (%s): which comp_name of %s %s is it? Give it --name NAME" % (other, ini, where)),
+            (["--name", "model", "-n", "1", model, ":", "-n", "1", model],
+             "component 2 (%s): which comp_name" % model)):
+        r = run_dtfrun(["-c", ini] + args)
+        check(r.rc == 2 and expected in r.err, "dtfrun %s: expected exit 2 and %r\n%s" % (args, expected, r))
+        check(not os.path.exists(os.path.join(ws.dir, "launched")),
+              "dtfrun %s launched a component despite the error\n%s" % (args, r))
+
+
 def case_fail_status(ws):
     """A component exits 3 while another sleeps: dtfrun stops it and exits 3 within seconds."""
     sleeper = ws.sleeper()
