@@ -23,6 +23,7 @@
 #include "common/trace.hpp"
 #include "pnc/args.hpp"
 #include "pnc/hook.h"
+#include "pnc_info.h"
 #include "pnc/real.hpp"
 #include "frontend/files.hpp"
 #include "runtime/runtime.hpp"
@@ -337,6 +338,10 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
     if (ncid >= DTF_PNC_VIRTUAL_BASE) {
+        // As PnetCDF 1.12.3: a nonblocking call's request id is NC_REQ_NULL unless the call succeeds
+        // (and posts a request), so that a program may wait for a list of ids some of whose calls failed.
+        if (const struct dtf_pnc_info *in = dtf_pnc_info(fn); in && in->req >= 0 && !in->multi)
+            if (int *req = dtf::pnc::arg<int *>(args, in->req)) *req = NC_REQ_NULL;
         dtf::runtime::VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
         if (!vf) return NC_EBADID;
         dtf::trace::Span span("pnetcdf", dtf::trace::on() && traced(fn) ? dtf_pnc_name(fn) : nullptr);

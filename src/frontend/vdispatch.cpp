@@ -78,13 +78,20 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
     a.nonblocking = in.mode == DTF_PNC_MODE_NB || in.mode == DTF_PNC_MODE_BPUT;
     a.collective = in.mode == DTF_PNC_MODE_COLL;
     a.memtype = in.flexible ? NC_NAT : in.memtype;
+    // A replayed writer session whose record count came from its plan: the program sees that count,
+    // which bounds its reads too (checked at dtf_transfer, as one the program asked for: guess_seen).
+    if (!is_write && vf.ws && !vf.ws->guesses.empty() && vf.header.is_record_var(a.varid) &&
+        vf.ws->guessed_numrecs > vf.header.numrecs()) {
+        a.numrecs_seen = vf.ws->guessed_numrecs;
+        vf.ws->guess_seen = true;
+    }
     if (in.kind == DTF_PNC_KIND_VARN) {
         // varn: num (start, count) pairs; a NULL counts array means one element each.
-        const int num = arg<int>(args, in.num);
+        // As PnetCDF 1.12.3: starts may be NULL only with num 0; a negative num is none.
         const MPI_Offset *const *starts = arg<const MPI_Offset *const *>(args, in.start);
         const MPI_Offset *const *counts = arg<const MPI_Offset *const *>(args, in.count);
-        if (num < 0) return NC_EINVAL;
-        if (num > 0 && !starts) return NC_ENULLSTART;
+        if (arg<int>(args, in.num) != 0 && !starts) return NC_ENULLSTART;
+        const int num = std::max(arg<int>(args, in.num), 0);
         a.api = counts ? model::Api::vara : model::Api::var1;
         for (int i = 0; i < num; ++i) {
             a.start = reinterpret_cast<const int64_t *>(starts[i]);
@@ -283,6 +290,8 @@ int values_of(Runtime &rt, const VirtualFile &vf, int varid, const types::MemLay
 
 int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args) {
     if (!vf.writer) return NC_EPERM;
+    const bool bput = in.mode == DTF_PNC_MODE_BPUT;
+    if (bput && vf.bput_buffer.size == 0) return NC_ENULLABUF; // (as PnetCDF: before the arguments)
     Call c;
     std::vector<model::Access> accesses;
     int rc = describe(vf, in, args, true, &c, &accesses);
@@ -297,6 +306,8 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
         if (req) *req = NC_REQ_NULL;
         return NC_NOERR;
     }
+    const MPI_Offset held = bput ? static_cast<MPI_Offset>(c.nelems) * types::type_size(c.xtype) : 0;
+    if (bput && vf.bput_buffer.used() + held > vf.bput_buffer.size) return NC_EINSUFFBUF;
     // An iput's values are taken at wait (PnetCDF lets the caller touch its buffer only after the
     // wait); a bput's now (its buffer is free at once). A typed iput only: a flexible one's datatype
     // may be freed after the call.
@@ -321,6 +332,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     // records it adds; a cancelled put adds none) is reported there.
     const int id = vf.next_request++;
     if (req) *req = id;
+    if (bput) vf.bput_buffer.held.emplace_back(id, held);
     VirtualFile::PendingPut pending{{}, conv, vf.header.numrecs(), std::nullopt};
     if (defer) {
         pending.deferred.emplace(DeferredPut{c.varid, std::move(c.boxes), std::move(layout), c.buf, c.xtype});
@@ -502,6 +514,7 @@ int wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int *stat
         if (p->second.numrecs > vf.header.numrecs()) vf.header.set_numrecs(p->second.numrecs);
         count_numrecs(vf);
         vf.pending_puts.erase(p);
+        vf.bput_buffer.give_back(ids[i]);
         put_status[i] = st;
         was_put[i] = true;
     }
@@ -736,6 +749,7 @@ int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses
     int rc = NC_NOERR;
     for (size_t i = 0; i < ids.size(); ++i) {
         const bool known = vf.pending.erase(ids[i]) + vf.pending_puts.erase(ids[i]) > 0;
+        vf.bput_buffer.give_back(ids[i]);
         if (num == NC_REQ_ALL) continue;
         // As PnetCDF: an id that is not pending is NC_EINVAL_REQUEST and stays as it is.
         const int st = known || ids[i] == NC_REQ_NULL ? NC_NOERR : NC_EINVAL_REQUEST;

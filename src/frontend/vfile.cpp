@@ -489,7 +489,7 @@ int suspend(Runtime &rt, VirtualFile &vf) {
     const int rc = vf.header.in_define_mode() ? writer_enddef(rt, vf) : NC_NOERR;
     vf.pending.clear();
     vf.pending_puts.clear();
-    vf.bput_buffer = 0;
+    vf.bput_buffer = {};
     for (WriteRecord &w : vf.ws->writes) // (buffer_data=0: the program's buffers are its own again)
         if (w.borrowed) {
             const size_t n = static_cast<size_t>(w.meta.box.size()) *
@@ -858,18 +858,19 @@ int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args) {
                           arg<int *>(args, 3));
     // bput values are copied at once: the attached buffer is only accounted for, never used.
     case DTF_FN_ncmpi_buffer_attach:
-        if (vf.bput_buffer > 0) return NC_EPREVATTACHBUF;
+        if (vf.bput_buffer.size > 0) return NC_EPREVATTACHBUF;
         if (arg<MPI_Offset>(args, 1) <= 0) return NC_ENULLBUF;
-        vf.bput_buffer = arg<MPI_Offset>(args, 1);
+        vf.bput_buffer.size = arg<MPI_Offset>(args, 1);
         return NC_NOERR;
     case DTF_FN_ncmpi_buffer_detach:
-        if (vf.bput_buffer == 0) return NC_ENULLABUF;
-        vf.bput_buffer = 0;
+        if (vf.bput_buffer.size == 0) return NC_ENULLABUF;
+        if (!vf.bput_buffer.held.empty()) return NC_EPENDINGBPUT;
+        vf.bput_buffer = {};
         return NC_NOERR;
     case DTF_FN_ncmpi_inq_buffer_size: case DTF_FN_ncmpi_inq_buffer_usage: {
-        if (vf.bput_buffer == 0) return NC_ENULLABUF;
+        if (vf.bput_buffer.size == 0) return NC_ENULLABUF;
         MPI_Offset *out = arg<MPI_Offset *>(args, 1);
-        if (out) *out = fn == DTF_FN_ncmpi_inq_buffer_size ? vf.bput_buffer : 0;
+        if (out) *out = fn == DTF_FN_ncmpi_inq_buffer_size ? vf.bput_buffer.size : vf.bput_buffer.used();
         return NC_NOERR;
     }
     case DTF_FN_ncmpi_cancel:

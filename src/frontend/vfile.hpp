@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,7 +54,29 @@ struct VirtualFile : FileSession {
         std::optional<DeferredPut> deferred;
     };
     std::map<int, PendingPut> pending_puts; // writer: iput/bput not yet waited for, by request id
-    MPI_Offset bput_buffer = 0;             // size given to ncmpi_buffer_attach (0: none)
+    // ncmpi_buffer_attach's buffer as PnetCDF 1.12.3 accounts for it (dtf copies a bput's values at
+    // the call and never uses it): a bput holds its bytes in the variable's type from its post; one
+    // completed or cancelled gives them back once every bput posted after it did too.
+    struct BputBuffer {
+        MPI_Offset size = 0;                          // attached (0: none)
+        std::vector<std::pair<int, MPI_Offset>> held; // (request id, bytes), in post order
+        std::vector<int> given_back;                  // completed or cancelled, not at the end yet
+        MPI_Offset used() const {
+            MPI_Offset n = 0;
+            for (const auto &h : held) n += h.second;
+            return n;
+        }
+        void give_back(int id) { // (a request that holds nothing: nothing)
+            if (std::none_of(held.begin(), held.end(), [id](const auto &h) { return h.first == id; })) return;
+            given_back.push_back(id);
+            for (auto last = given_back.end(); !held.empty();) {
+                last = std::find(given_back.begin(), given_back.end(), held.back().first);
+                if (last == given_back.end()) break;
+                given_back.erase(last);
+                held.pop_back();
+            }
+        }
+    } bput_buffer;
     int next_request = 1;          // ids of nonblocking requests given to the user
 };
 

@@ -1016,7 +1016,10 @@ int Header::check_access(const Access &a) const {
 // reads (numrecs) but not writes.
 int Header::check_start_count(const Access &a) const {
     const size_t nd = d().vars[a.varid].dimids.size();
-    auto len = [&](size_t i) { return shape_len(a.varid, i); };
+    auto len = [&](size_t i) {
+        return i == 0 && is_record_var(a.varid) ? std::max(shape_len(a.varid, 0), a.numrecs_seen)
+                                                : shape_len(a.varid, i);
+    };
     const bool var1 = a.api == Api::var1;
     const bool strided = a.stride != nullptr && (a.api == Api::vars || a.api == Api::varm);
     auto count = [&](size_t i) { return var1 ? int64_t(1) : a.count[i]; };

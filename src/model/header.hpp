@@ -64,6 +64,9 @@ struct Access {
     // Type of the user buffer (NC_CHAR for _text, NC_BYTE for _schar, ...). NC_NAT for the
     // flexible API, where PnetCDF makes no NC_ECHAR check.
     nc_type memtype = NC_NAT;
+    // A read's bound along the record dimension when the program sees more records than the header
+    // holds (a replayed writer session's count taken from its plan): the larger of the two.
+    int64_t numrecs_seen = 0;
 };
 
 // PnetCDF normalizes names to Unicode NFC before storing and comparing them. Names in ASCII (or

@@ -61,6 +61,9 @@ static void trace(const char *fmt, ...) {
 /* ---------------------------------------------------------------------------------------------- */
 /* dump text and self-check reporting                                                             */
 
+/* What a request id holds before its post: neither NC_REQ_NULL nor an id PnetCDF gives. */
+#define REQ_UNSET 424242
+
 typedef struct {
     char *s;
     size_t n, cap;
@@ -366,7 +369,7 @@ static void op_prepare(const scen_t *s, const req_t *q, op_t *o) {
     o->mem = malloc(o->total);
     for (size_t i = 0; i < o->total; i++) o->mem[i] = sentinel_byte(i);
     o->buf = o->mem + SC_GUARD;
-    o->reqid = NC_REQ_NULL;
+    o->reqid = REQ_UNSET;
     if (q->api == API_VARN && q->nbox > 0) { /* num=0: starts and counts NULL */
         o->vflat = malloc(sizeof(MPI_Offset) * 2 * SC_MAXDIMS * (size_t)q->nbox);
         o->vst = malloc(sizeof(MPI_Offset *) * (size_t)q->nbox);
@@ -478,15 +481,97 @@ static void cancel_op(int ncid, op_t *o) {
 static const char *id_class(int id, int posted) { return id == NC_REQ_NULL ? "null" : id == posted ? "same" : "other"; }
 
 /* Record (and check) the id a nonblocking post returned: PnetCDF gives a request that accesses no
- * element (zero counts, or only empty varn boxes) NC_REQ_NULL, any other a real id. */
+ * element (zero counts, or only empty varn boxes) NC_REQ_NULL, any other a real id; a post that
+ * fails NC_REQ_NULL too (so that a wait for a list of ids some of whose posts failed succeeds). */
 static void rec_posted(sbuf_t *d, const op_t *o, int i, const char *what) {
     const req_t *q = o->q;
-    if ((q->mode != MODE_NB && q->mode != MODE_BPUT) || o->rc != NC_NOERR) return;
-    const int want_null = o->L.n == 0, is_null = o->posted_id == NC_REQ_NULL;
+    if (q->mode != MODE_NB && q->mode != MODE_BPUT) return;
+    const int want_null = o->L.n == 0 || o->rc != NC_NOERR, is_null = o->posted_id == NC_REQ_NULL;
     sb_printf(d, " posted=%s", is_null ? "null" : "id");
     if (is_null != want_null)
         fail("%s %d %s: the post returned request id %d, expected %s", what, i, o->label, o->posted_id,
-             want_null ? "NC_REQ_NULL (no element)" : "a real id");
+             want_null ? (o->rc != NC_NOERR ? "NC_REQ_NULL (the post failed)" : "NC_REQ_NULL (no element)")
+                       : "a real id");
+}
+
+/* Nonblocking posts PnetCDF 1.12.3 refuses, on variable v (one with a fixed dimension, d) of the
+ * open file: each must fail with PnetCDF's code and set its request id to NC_REQ_NULL (a program may
+ * then wait for a list of ids some of whose posts failed), and a wait_all for them all succeeds. The
+ * writer's bput comes after its phases, with no buffer attached. */
+static void failed_posts(int ncid, const scen_t *s, sbuf_t *d, int is_writer) {
+    int v = -1, dim = -1;
+    for (int i = 0; i < s->nvars && v < 0; i++)
+        for (int k = s->vars[i].is_rec; k < s->vars[i].ndims && v < 0; k++) v = i, dim = k;
+    if (v < 0) return;
+    const var_t *V = &s->vars[v];
+    MPI_Offset st[SC_MAXDIMS] = {0}, ct[SC_MAXDIMS], far[SC_MAXDIMS] = {0}, wide[SC_MAXDIMS];
+    for (int k = 0; k < V->ndims; k++) ct[k] = wide[k] = 1;
+    far[dim] = V->shape[dim] + 2;
+    wide[dim] = V->shape[dim] + 1;
+    double *buf = calloc((size_t)V->shape[dim] + 2, sizeof(double));
+    const int is_text = V->xtype == NC_CHAR;
+    enum { N = 8 };
+    int rc[N], want[N], reqs[N], st_[N], n = 0;
+    for (int i = 0; i < N; i++) reqs[i] = REQ_UNSET, st_[i] = -999;
+#define POST(expected, call) (want[n] = (expected), rc[n] = (call), n++)
+    if (is_text) {
+        POST(NC_EINVALCOORDS, ncmpi_iget_vara_text(ncid, v, far, ct, (char *)buf, &reqs[n]));
+        POST(NC_EEDGE, ncmpi_iget_vara_text(ncid, v, st, wide, (char *)buf, &reqs[n]));
+        POST(NC_ECHAR, ncmpi_iget_vara_double(ncid, v, st, ct, buf, &reqs[n]));
+    } else {
+        POST(NC_EINVALCOORDS, ncmpi_iget_vara_double(ncid, v, far, ct, buf, &reqs[n]));
+        POST(NC_EEDGE, ncmpi_iget_vara_double(ncid, v, st, wide, buf, &reqs[n]));
+        POST(NC_ECHAR, ncmpi_iget_vara_text(ncid, v, st, ct, (char *)buf, &reqs[n]));
+    }
+    POST(NC_ENOTVAR, ncmpi_iget_var_double(ncid, 99, buf, &reqs[n]));
+    POST(NC_ENULLSTART, is_text ? ncmpi_iget_varn_text(ncid, v, -1, NULL, NULL, (char *)buf, &reqs[n])
+                                : ncmpi_iget_varn_double(ncid, v, -1, NULL, NULL, buf, &reqs[n]));
+    POST(NC_EIOMISMATCH, ncmpi_iget_vara(ncid, v, st, ct, buf, 2, is_text ? MPI_CHAR : MPI_DOUBLE, &reqs[n]));
+    if (is_writer) {
+        POST(NC_ENULLABUF, is_text ? ncmpi_bput_vara_text(ncid, v, st, ct, (char *)buf, &reqs[n])
+                                   : ncmpi_bput_vara_double(ncid, v, st, ct, buf, &reqs[n]));
+    } else {
+        POST(NC_EPERM, is_text ? ncmpi_iput_vara_text(ncid, v, st, ct, (char *)buf, &reqs[n])
+                               : ncmpi_iput_vara_double(ncid, v, st, ct, buf, &reqs[n]));
+    }
+#undef POST
+    for (int i = 0; i < n; i++) {
+        sb_printf(d, "failed post %d rc=%d req=%s\n", i, rc[i], reqs[i] == NC_REQ_NULL ? "null" : "other");
+        if (rc[i] != want[i]) fail("failed post %d on %s returned %d (%s), expected %d", i, V->name, rc[i],
+                                   ncmpi_strerror(rc[i]), want[i]);
+        if (reqs[i] != NC_REQ_NULL)
+            fail("failed post %d on %s left its request id %d, expected NC_REQ_NULL (as PnetCDF)", i, V->name, reqs[i]);
+    }
+    { /* a negative number of boxes is none (PnetCDF 1.12.3): no request */
+        MPI_Offset *starts[1] = {st}, *counts[1] = {ct};
+        int none = REQ_UNSET;
+        rec_rc(d, is_text ? ncmpi_iget_varn_text(ncid, v, -1, starts, counts, (char *)buf, &none)
+                          : ncmpi_iget_varn_double(ncid, v, -1, starts, counts, buf, &none), NC_NOERR, "iget_varn num=-1");
+        if (none != NC_REQ_NULL) fail("an iget_varn of num=-1 returned request id %d, expected NC_REQ_NULL", none);
+    }
+    rec_rc(d, ncmpi_wait_all(ncid, n, reqs, st_), NC_NOERR, "wait_all for the failed posts");
+    for (int i = 0; i < n; i++)
+        if (st_[i] != NC_NOERR) fail("failed post %d: wait_all status %d, expected NC_NOERR", i, st_[i]);
+    if (is_writer) { /* the attached buffer's accounting: one element fits, a second does not */
+        const MPI_Offset es = xtype_size(V->xtype);
+        int id = REQ_UNSET, full = REQ_UNSET;
+        MPI_Offset used = -1;
+        rec_rc(d, ncmpi_buffer_attach(ncid, es), NC_NOERR, "buffer_attach(%lld)", (long long)es);
+        rec_rc(d, is_text ? ncmpi_bput_vara_text(ncid, v, st, ct, (char *)buf, &id) :
+                            ncmpi_bput_vara_double(ncid, v, st, ct, buf, &id), NC_NOERR, "bput of one element");
+        rec_rc(d, is_text ? ncmpi_bput_vara_text(ncid, v, st, ct, (char *)buf, &full) :
+                            ncmpi_bput_vara_double(ncid, v, st, ct, buf, &full), NC_EINSUFFBUF, "bput beyond the buffer");
+        if (full != NC_REQ_NULL) fail("a bput beyond the buffer left its request id %d, expected NC_REQ_NULL", full);
+        rec_rc(d, ncmpi_inq_buffer_usage(ncid, &used), NC_NOERR, "inq_buffer_usage");
+        sb_printf(d, "buffer usage %lld\n", (long long)used);
+        if (used != es) fail("buffer usage %lld with one element pending, expected %lld", (long long)used, (long long)es);
+        rec_rc(d, ncmpi_buffer_detach(ncid), NC_EPENDINGBPUT, "buffer_detach with a bput pending");
+        rec_rc(d, ncmpi_cancel(ncid, 1, &id, NULL), NC_NOERR, "cancel the bput"); /* (it writes nothing) */
+        rec_rc(d, ncmpi_inq_buffer_usage(ncid, &used), NC_NOERR, "inq_buffer_usage");
+        if (used != 0) fail("buffer usage %lld once the bput was cancelled, expected 0", (long long)used);
+        rec_rc(d, ncmpi_buffer_detach(ncid), NC_NOERR, "buffer_detach");
+    }
+    free(buf);
 }
 
 /* Record (and check) what the cancel of a cancelled request did. */
@@ -773,6 +858,7 @@ static void writer_case(const scen_t *s, const char *dir) {
                 fill_put_buffer(s, &ops[i]);
             }
         run_phases(ncid, s, &d, s->w, s->nw, ops, s->wphase, s->nwphase, s->wphase_forced, s->wwait, zeros, &nzeros);
+        failed_posts(ncid, s, &d, 1);
         MPI_Barrier(MPI_COMM_WORLD);
         rec_rc(&d, use_dtf ? dtf_transfer(path, ncid) : NC_NOERR, NC_NOERR, "dtf_transfer");
         rec_rc(&d, ncmpi_close(ncid), NC_NOERR, "close");
@@ -961,6 +1047,7 @@ static void reader_case(const scen_t *s, const char *dir) {
             }
         int waits[MODE_COUNT] = {0, 0, s->rwait, 0};
         run_phases(ncid, s, &d, s->r, s->nr, ops, s->rphase, s->nrphase, s->rphase_forced, waits, zeros, &nzeros);
+        failed_posts(ncid, s, &d, 0);
         rec_rc(&d, use_dtf ? dtf_transfer(path, ncid) : NC_NOERR, NC_NOERR, "dtf_transfer");
         rec_rc(&d, ncmpi_close(ncid), NC_NOERR, "close");
         if (inject_kind == 2 && kase == inject_case)
