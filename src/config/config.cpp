@@ -62,20 +62,18 @@ std::string join(const std::vector<std::string> &items, const char *sep) {
     return out;
 }
 
-// Levenshtein distance (for "did you mean" hints).
+// Edit distance with adjacent transpositions (for "did you mean" hints: "mdoe" is one edit from "mode").
 size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
         for (size_t j = 1; j <= b.size(); ++j) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
         }
-    }
-    return row[b.size()];
+    return d[a.size()][b.size()];
 }
 
 // The candidate closest to `word` when it is close enough to be a likely typo, else "".
@@ -191,6 +189,7 @@ private:
     void check_components();
 
     int to_int(const RawEntry &e, int min);
+    std::string pattern_of(const RawEntry &e);
     double to_fallback(const RawEntry &e);
     bool to_bool(const RawEntry &e);
     Mode to_mode(const RawEntry &e);
@@ -379,10 +378,24 @@ void Parser::apply_info(const RawSection &section) {
 // A filename pattern in the form used for matching and for detecting duplicates.
 std::string canonical_pattern(std::string_view pattern);
 
+// filename=: '%' is the wildcard; a shell's '*' or '?' (legal in a file name, but never meant so
+// here) would match nothing the programs open, silently.
+std::string Parser::pattern_of(const RawEntry &e) {
+    if (const size_t at = e.value.find_first_of("*?"); at != std::string::npos) {
+        std::string fixed = e.value;
+        for (char &c : fixed)
+            if (c == '*' || c == '?') c = '%';
+        fail_at(e.line, "filename=\"%s\": '%c' is not a wildcard here, and no file would match; dtf's "
+                "wildcard is '%%' (any run of characters): filename=\"%s\"", e.value.c_str(), e.value[at],
+                fixed.c_str());
+    }
+    return e.value;
+}
+
 // The keys of a [FILE] section into `rule`, and the lines of those whose messages name them.
 void Parser::read_file_keys(const RawSection &section, FileRule *rule, RuleLines *lines) {
     for (const auto &e : section.entries) {
-        if (e.key == "filename") rule->pattern = e.value, lines->filename = e.line;
+        if (e.key == "filename") rule->pattern = pattern_of(e), lines->filename = e.line;
         else if (e.key == "exclude_name") rule->excludes.push_back(e.value);
         else if (e.key == "comp1") rule->comp1 = e.value, lines->comp1 = e.line;
         else if (e.key == "comp2") rule->comp2 = e.value, lines->comp2 = e.line;

@@ -119,6 +119,14 @@ void test_errors() {
          "t.ini:2: unknown key 'ncomps' in [INFO]; did you mean 'ncomp'?"},
         {"unknown key in FILE, close", kInfo + "[FILE]\ncomp3=model\n",
          "t.ini:6: unknown key 'comp3' in [FILE]; did you mean 'comp1'?"},
+        {"unknown key, two letters swapped", kInfo + "[FILE]\nmdoe=\"file\"\n",
+         "t.ini:6: unknown key 'mdoe' in [FILE]; did you mean 'mode'?"},
+        {"a shell's wildcard in a pattern", kInfo + "[FILE]\nfilename=\"out_*.nc\"\n",
+         "t.ini:6: filename=\"out_*.nc\": '*' is not a wildcard here, and no file would match; dtf's wildcard "
+         "is '%' (any run of characters): filename=\"out_%.nc\""},
+        {"a shell's one-character wildcard", kInfo + "[FILE]\nfilename=\"h?.nc\"\n",
+         "t.ini:6: filename=\"h?.nc\": '?' is not a wildcard here, and no file would match; dtf's wildcard "
+         "is '%' (any run of characters): filename=\"h%.nc\""},
         {"unknown key, far", kInfo + "[FILE]\nbogus=1\n",
          "t.ini:6: unknown key 'bogus' in [FILE]; expected one of: " + file_keys},
         {"unknown section", kInfo + "[FILES]\n",
