@@ -76,5 +76,8 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call);
 // dtf_finalize: the writer turns of this rank that are not over (writer_closes) end now, as at their
 // last close: collective over the ranks of each, in the order of their paths.
 void end_turns(Runtime &rt);
+// The library the program's PnetCDF calls go to when it is not libdtf (linked with -lpnetcdf before
+// -ldtf: they never come through dtf), else "".
+std::string pnetcdf_bypassing_dtf();
 
 } // namespace dtf::runtime
