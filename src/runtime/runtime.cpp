@@ -556,8 +556,10 @@ void Runtime::handshake(PeerLink &link, double timeout_s) {
     // order, so both sides must share it.
     const uint16_t one = 1;
     const bool little = *reinterpret_cast<const unsigned char *>(&one) == 1;
+    // (the config's absolute path: two components started in different directories may both say "dtf.ini")
+    const std::string config_file = config::normalize_path(config_path_, current_dir());
     std::string mine = format("dtf %s wire %08x values %s-endian component %s config %s\n", DTF_VERSION, kMessageMagic,
-                              little ? "little" : "big", self_name().c_str(), config_path_.c_str()) +
+                              little ? "little" : "big", self_name().c_str(), config_file.c_str()) +
                        config::describe(config_, config::Settings{});
     std::string theirs = transport::exchange_with_peer(link.inter, world_, mine, timeout_s, link.name);
     std::string my_head = mine.substr(0, mine.find('\n')), their_head = theirs.substr(0, theirs.find('\n'));
@@ -576,8 +578,7 @@ void Runtime::handshake(PeerLink &link, double timeout_s) {
                     format("component '%s' was started with a different configuration (%s) than '%s' (%s); "
                            "first difference: %s",
                            link.name.c_str(), their_head.substr(their_head.find(" config ") + 8).c_str(),
-                           self_name().c_str(), config_path_.c_str(),
-                           first_difference(my_body, their_body).c_str()),
+                           self_name().c_str(), config_file.c_str(), first_difference(my_body, their_body).c_str()),
                     quiet);
 }
 

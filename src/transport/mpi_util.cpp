@@ -69,10 +69,23 @@ void check_mpi(int rc, const char *what) {
 
 namespace {
 // Broadcast (code, message) from `root` to every rank of `comm`.
-void share(MPI_Comm comm, int root, int &code, std::string &message) {
+// `idle`: the others may wait long for the root (its part of on_root waits for a peer component up to
+// DTF_TIMEOUT): they sleep between looks instead of spinning a core each inside MPI_Bcast.
+void share(MPI_Comm comm, int root, int &code, std::string &message, bool idle = false) {
     Blocking blocking;
     int header[2] = {code, static_cast<int>(message.size())};
-    check_mpi(MPI_Bcast(header, 2, MPI_INT, root, comm), "MPI_Bcast (error agreement)");
+    if (idle) {
+        MPI_Request req;
+        check_mpi(MPI_Ibcast(header, 2, MPI_INT, root, comm, &req), "MPI_Ibcast (error agreement)");
+        Backoff backoff(1e-4, 10e-3);
+        for (int done = 0;;) {
+            check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            if (done) break;
+            backoff.sleep();
+        }
+    } else {
+        check_mpi(MPI_Bcast(header, 2, MPI_INT, root, comm), "MPI_Bcast (error agreement)");
+    }
     code = header[0];
     if (code == 0) return;
     message.resize(static_cast<size_t>(header[1]));
@@ -93,7 +106,7 @@ void on_root(MPI_Comm comm, int root, const std::function<void()> &fn) {
             message = e.what();
         }
     }
-    share(comm, root, code, message);
+    share(comm, root, code, message, true);
     if (code != 0) throw Error(code, message, rank != root);
 }
 

@@ -753,6 +753,9 @@ def scenario_missing(args, work):
     expect("DTF_ERR_TIMEOUT" in out and f"component '{other}'" in out,
            f"the error must be a timeout naming component '{other}'")
     expect("dtf_init failed" in out, "dtf_init must return the error to the program")
+    # Waiting for a peer costs no core: every rank sleeps between looks (not one spinning in MPI).
+    for wall, cpu in re.findall(r"dtf_init failed after ([0-9.]+) s \(([0-9.]+) s of CPU\)", out):
+        expect(float(cpu) < 0.5 * float(wall), f"a rank spent {cpu} s of CPU in a {wall} s wait for its peer")
 
 
 ABSENT_CONFIG = """[INFO]
@@ -842,11 +845,14 @@ def scenario_mismatch(args, work):
         print(f"-- the components' configurations differ in the {what}")
         with open(ini_b, "w") as f:
             f.write(change(text))
-        status, out, _ = launch(args, [(2, [args.c_exe, "model", ini_a, work, "1"]),
-                                       (1, [args.c_exe, "assim", ini_b, work, "1"])], {"DTF_TIMEOUT": "20"})
+        # (given relative, each config is named by its absolute path: both may be called dtf.ini)
+        rel_a, rel_b = (os.path.relpath(p) for p in (ini_a, ini_b))
+        status, out, _ = launch(args, [(2, [args.c_exe, "model", rel_a, work, "1"]),
+                                       (1, [args.c_exe, "assim", rel_b, work, "1"])], {"DTF_TIMEOUT": "20"})
         expect(status != 0, f"components with different configurations ({what}) must not run")
         expect("different configuration" in out and all(line in out for line in lines),
                f"the error must show the differing lines {lines}")
+        expect(f"({ini_a})" in out and f"({ini_b})" in out, "the error must name both configs by their full paths")
 
 
 def main():

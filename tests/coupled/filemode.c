@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coupled.h"
@@ -247,8 +248,8 @@ int main(int argc, char **argv) {
 
     double t0 = MPI_Wtime();
     if ((err = dtf_init(config, role)) != DTF_SUCCESS) {
-        fprintf(stderr, "%s rank %d: dtf_init failed after %.1f s: %s: %s\n", role, rank, MPI_Wtime() - t0,
-                dtf_strerror(err), dtf_errmsg());
+        fprintf(stderr, "%s rank %d: dtf_init failed after %.1f s (%.2f s of CPU): %s: %s\n", role, rank,
+                MPI_Wtime() - t0, (double)clock() / CLOCKS_PER_SEC, dtf_strerror(err), dtf_errmsg());
         MPI_Finalize();
         return 2;
     }

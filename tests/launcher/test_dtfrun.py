@@ -239,6 +239,19 @@ def case_config_names(ws):
               "dtfrun %s launched a component despite the error\n%s" % (args, r))
 
 
+def case_not_started(ws):
+    """A program mpirun cannot start (here a bad interpreter line): mpirun's status (131 or 132) is not
+    taken for a rank killed by a signal."""
+    bad = os.path.join(ws.dir, "bad.sh")
+    with open(bad, "w") as f:
+        f.write("#!/nonexistent/interpreter\n")
+    os.chmod(bad, 0o755)
+    r = run_dtfrun(["-n", "1", bad])
+    check(r.rc != 0, "expected a failure\n%s" % r)
+    check("(mpirun could not start the program: see its message above)" in r.err, "no 'could not start'\n%s" % r)
+    check("killed by signal" not in r.err, "mpirun's status taken for a signal\n%s" % r)
+
+
 def case_fail_status(ws):
     """A component exits 3 while another sleeps: dtfrun stops it and exits 3 within seconds."""
     sleeper = ws.sleeper()
