@@ -30,6 +30,7 @@ const char *kind_name(MessageKind kind) {
     case MessageKind::PersistDone: return "persist-done";
     case MessageKind::FileWritten: return "file-written";
     case MessageKind::SessionFailed: return "session-failed";
+    case MessageKind::Finalizing: return "finalizing";
     }
     return "unknown";
 }

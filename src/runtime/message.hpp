@@ -60,8 +60,9 @@ enum class MessageKind : uint32_t {
     PersistDone = 11,
     FileWritten = 12,
     SessionFailed = 13,
+    Finalizing = 14, // every rank of the sender came to dtf_finalize (path: its name): nothing more comes from it
 };
-constexpr uint32_t kMessageKindLast = 13;
+constexpr uint32_t kMessageKindLast = 14;
 
 struct Message {
     MessageKind kind;
@@ -73,7 +74,7 @@ struct Message {
     int source = -1; // on receipt: the sender's rank in its component (not sent)
 };
 
-constexpr uint32_t kMessageMagic = 0x4454460e; // "DTF" + wire version 14 (little-endian; values sent apart)
+constexpr uint32_t kMessageMagic = 0x4454460f; // "DTF" + wire version 15 (little-endian; values sent apart)
 
 std::vector<char> encode(const Message &m);
 // The same, taking the payload's buffer: the envelope goes in front of the payload in place when the

@@ -721,6 +721,10 @@ void Runtime::apply(Message &&m) {
         count = std::max(count, m.session);
         return;
     }
+    if (m.kind == MessageKind::Finalizing) {
+        finalized_[m.from_component] = Finalized{std::string(m.payload.begin(), m.payload.end()), now_s()};
+        return;
+    }
     if (m.kind == MessageKind::Persisted) { // a continuing writer may wait for it (persist.cpp)
         const int64_t stamp = PayloadReader(m.payload, "persisted").i64();
         for (auto &p : parts_) p->persisted(stamp);
@@ -878,6 +882,17 @@ std::string Runtime::lost_report(const std::string &peer) const {
     return in ? (how.empty() ? "lost" : how) : std::string();
 }
 
+// A peer all of whose ranks came to dtf_finalize after serving every session they closed: what a wait
+// needs from it will not come (after a short grace for messages its other ranks sent before), unless
+// the wait is dtf_finalize's own meeting with it.
+void Runtime::check_peer_finalized(int peer, const std::function<std::string()> &what) const {
+    if (peer < 0 || meeting_) return;
+    if (auto it = finalized_.find(peer); it != finalized_.end() && now_s() - it->second.at > kFinalizedGrace)
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' called dtf_finalize (%s) and will define, open or "
+             "send nothing more", rank_, self_name().c_str(), what().c_str(), config_.component_name(peer).c_str(),
+             it->second.what.c_str());
+}
+
 void Runtime::check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const {
     const std::string how = lost_report(peer);
     if (how.empty()) return;
@@ -932,6 +947,7 @@ void Runtime::wait(const std::function<bool()> &done, const std::function<std::s
             trace::instant("wait", "still waiting after 1 s", span_args);
             trace::flush();
         }
+        check_peer_finalized(peer(), what);
         if (deadline.elapsed() >= next_check) { // (only its peer's loss: the others may have lost a member)
             if (const int p = peer(); p >= 0) check_peer_alive(config_.component_name(p), what);
             next_check = deadline.elapsed() + 0.1;
@@ -1243,6 +1259,28 @@ void Runtime::parted(const std::string &why) {
 
 // dtf_finalize meets peer component `comp` (a barrier over the link), then drops the definitions of
 // files other ranks read that it left here. Throws when it does not come.
+// dtf_finalize, once every rank of this component has served every session it closed (finish): rank 0
+// tells every rank of each peer (MessageKind::Finalizing), so that a peer still waiting for a file this
+// component will never define or open, or for an answer it will never send, fails at once instead of
+// after DTF_TIMEOUT (a reader reading one file more than its writer writes).
+void Runtime::tell_finalizing() {
+    MPI_Request req;
+    check_mpi(MPI_Ibarrier(world_, &req), "MPI_Ibarrier");
+    int done = 0;
+    wait([&] {
+        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test of dtf_finalize's barrier");
+        return done != 0;
+    }, [&] { return format("dtf_finalize: a barrier over %d ranks waited for the others", size_); },
+         [] { return -1; }, 0, true);
+    if (rank_ != 0) return;
+    const std::string what = format("having closed %ld write and %ld read sessions on its rank 0",
+                                    stats_.sessions_written, stats_.sessions_read);
+    for (const auto &[comp, link] : peers_)
+        if (!absent_.count(comp) && !told_lost_.count(link.name))
+            notify(comp, Message{MessageKind::Finalizing, 0, 0, 0, self_name(),
+                                 std::vector<char>(what.begin(), what.end())});
+}
+
 void Runtime::meet(int comp, PeerLink &link) {
     if (auto it = unanswered_.find(comp); it != unanswered_.end())
         fail(DTF_ERR_PEER,
@@ -1255,6 +1293,11 @@ void Runtime::meet(int comp, PeerLink &link) {
     MPI_Request req;
     check_mpi(MPI_Ibarrier(link.inter, &req), "MPI_Ibarrier");
     int done = 0;
+    meeting_ = true;
+    struct Unmeeting {
+        bool &on;
+        ~Unmeeting() { on = false; }
+    } unmeeting{meeting_};
     wait_until([&] {
         check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test of dtf_finalize's barrier");
         return done != 0;
@@ -1312,6 +1355,7 @@ void Runtime::teardown(bool orderly) {
         for (int i = kParts - 1; i >= 0; --i) attempt([&] { parts_[i]->finish(*this, "dtf_finalize"); });
         if (detached_error_ && !first) first = std::move(detached_error_);
         attempt([&] { deliver_sends(); });
+        attempt([&] { tell_finalizing(); });
         // Disconnected only once every peer is met: progress() polls every link until then.
         std::vector<PeerLink *> synced_links;
         for (auto &[comp, link] : peers_) {

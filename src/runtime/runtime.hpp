@@ -236,10 +236,10 @@ public:
         written_.erase(stamp);
         failed_.erase(stamp);
     }
-    // Whether component `component` was lost (a call of this rank said so) or failed to answer for
-    // DTF_TIMEOUT: then no wait for it succeeds any more.
+    // Whether component `component` was lost (a call of this rank said so), failed to answer for
+    // DTF_TIMEOUT or came to dtf_finalize: then no wait for it succeeds any more.
     bool lost(int component) const {
-        return unanswered_.count(component) || absent_.count(component) ||
+        return unanswered_.count(component) || absent_.count(component) || finalized_.count(component) ||
                told_lost_.count(config_.component_name(component));
     }
     // Whether this component went on without `component`, which did not connect (dtf_init): a reader
@@ -352,6 +352,8 @@ private:
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
     // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
     std::string lost_report(const std::string &peer) const;
+    void tell_finalizing();
+    void check_peer_finalized(int peer, const std::function<std::string()> &what) const;
     void tell_launcher_name() const;
     void post(int peer, const std::vector<int> &ranks, Message &&message);
     void watch_mpi_finalize();
@@ -361,6 +363,9 @@ private:
     // Sleep about `seconds` without the runtime lock (0: yield the core once).
     void pause(double seconds);
     static constexpr double kYieldWindow = 5e-3; // how long a wait looks again without sleeping (wait())
+    // How long a wait for a peer that came to dtf_finalize goes on (messages its other ranks sent before
+    // its rank 0 said so may still be on their way).
+    static constexpr double kFinalizedGrace = 0.5;
     void complete(transport::Pending &op, const char *call, const transport::Group &group, const std::string &context);
     // wait_until; `collective`: a collective over this component's ranks (complete), paced for it.
     void wait(const std::function<bool()> &done, const std::function<std::string()> &what,
@@ -396,6 +401,14 @@ private:
     std::unique_ptr<Error> background_error_; // a failure of progress() in the progress thread
     std::unique_ptr<Error> detached_error_;   // the first failure of a closed file's session
     std::map<int, std::string> unanswered_;   // peers a wait timed out for, and that wait (wait_until)
+    // Peers all of whose ranks came to dtf_finalize (MessageKind::Finalizing): what they closed, and
+    // when that was learned. A wait for one of them ends soon after (wait()), except dtf_finalize's own.
+    struct Finalized {
+        std::string what;
+        double at;
+    };
+    std::map<int, Finalized> finalized_;
+    bool meeting_ = false; // dtf_finalize is meeting a peer (meet)
     // Peers that never connected, which this component goes on without (Config::may_go_without):
     // why. Messages to them are dropped, and every wait for them fails at once.
     std::map<int, std::string> absent_;

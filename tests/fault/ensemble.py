@@ -23,8 +23,8 @@ hist.<m>.nc must be on disk, byte for byte the oracle's: nothing is lost. With -
 (fallback=VALUE on the members' files) the same, but no member call may fail, and each member's
 rank 0 must say that its session went to the file system, and why.
 --lost absent --fallback N: nobody dies; the assimilation never opens member K's file. Member K's
-session must go to the file system after N seconds (its hist.K.nc byte for byte the oracle's, its
-rank 0 saying so), the other members' files must not be written (they were read), and every
+session must go to the file system after N seconds, or once the assimilation came to dtf_finalize
+if that is sooner (its hist.K.nc byte for byte the oracle's, its rank 0 saying so and why), the other members' files must not be written (they were read), and every
 component must end with status 0.
 --lost late --fallback N: nobody dies; the assimilation reads member K's file last, 2.5 s after the
 others (ENSEMBLE_LATE=K, in the oracle run too), when member K's session has gone to the file system
@@ -165,8 +165,9 @@ def main():
             if f"[io] [dtf io:0] notice: dtf_ioserver 'io': component 'm{a.kill}' was lost" not in out:
                 failures.append(f"the I/O server must say that member {a.kill} was lost")
     elif a.lost in ("absent", "late"):
+        why = "gave up after" if a.lost == "late" else "(gave up after|but component 'assim' called dtf_finalize)"
         if not re.search(rf"\[m{a.kill}\] \[dtf m{a.kill}:0\] notice: '[^']*/hist\.{a.kill}\.nc' \(session 1\) went to "
-                         rf"the file system \(fallback={a.fallback}, [^)]*\): .*gave up after", out):
+                         rf"the file system \(fallback={a.fallback}, [^)]*\): .*{why}", out):
             failures.append(f"member {a.kill}'s rank 0 must say that its session went to the file system, and why")
         if len(re.findall(r"\(session \d+\) went to the file system", out)) != 1:
             failures.append("only the absent reader's session may go to the file system")

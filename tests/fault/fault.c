@@ -32,6 +32,10 @@
  *             opens it a second later: q.nc must not be on disk before the reader got its data (the
  *             readers are served before a byte is written); fault.py checks the file after the run
  *             (then as ok)
+ *   onemore   the reader opens f.nc once more after reading it (as a reader of one file more than its
+ *             writer writes): that open must fail on every reader rank as soon as the writer is in
+ *             dtf_finalize (not after DTF_TIMEOUT), naming the writer and saying so; the writer ends
+ *             with status 0
  *   lost-connect, lost-transfer, lost-finalize
  *             the reader's rank 0 kills itself (SIGKILL, and its mpirun the other reader ranks): before
  *             dtf_init, after opening the file (while the writer transfers), or after closing it
@@ -253,7 +257,7 @@ int main(int argc, char **argv) {
     if (argc != 4) {
         if (rank == 0)
             fprintf(stderr, "usage: fault writer|reader INI "
-                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|persist-rename|persist-late-reader|"
+                            "ok|mismatch|badarg|kill|noexit|noclose|twowriters|wrongrole|persist-rename|persist-late-reader|onemore|"
                             "lost-connect|lost-transfer|lost-finalize\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -290,6 +294,12 @@ int main(int argc, char **argv) {
         writer(scenario);
     else
         reader(scenario);
+    if (!strcmp(scenario, "onemore") && !writes) {
+        int ncid;
+        expect_error(ncmpi_open(MPI_COMM_WORLD, "f.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_PEER,
+                     "ncmpi_open(f.nc) once more", "component 'writer' called dtf_finalize",
+                     "will define, open or send nothing more", NULL);
+    }
     if (!strcmp(scenario, "twowriters")) {
         told_both_write(dtf_finalize(), "dtf_finalize");
         expect(told, "a call must say that both components write f.nc");

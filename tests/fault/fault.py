@@ -53,7 +53,8 @@ persist=1
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("scenario", choices=["ok", "mismatch", "badarg", "kill", "noexit", "noclose", "twowriters",
-                                        "wrongrole", "persist-rename", "persist-late-reader", "lost-connect", "lost-transfer", "lost-finalize"])
+                                        "wrongrole", "persist-rename", "persist-late-reader", "onemore", "lost-connect",
+                                        "lost-transfer", "lost-finalize"])
     p.add_argument("--dtfrun", required=True)
     p.add_argument("--exe", required=True)
     p.add_argument("--writers", type=int, default=2)
@@ -61,7 +62,8 @@ def main():
     p.add_argument("--launch", choices=["jobs", "mpmd"], default="jobs")
     p.add_argument("--unlabelled", action="store_true")
     a = p.parse_args()
-    timeout = 5
+    # (onemore: long enough that a wait that ends only at DTF_TIMEOUT fails the test)
+    timeout = 60 if a.scenario == "onemore" else 5
     if a.scenario.startswith("lost-"):
         return lost(a, timeout)
     with tempfile.TemporaryDirectory(prefix="dtf-fault-") as work:
@@ -132,6 +134,9 @@ def main():
             failures.append(f"dtfrun exited with status {run.returncode}")
         # Told at once: no rank waited DTF_TIMEOUT out (that wait's error says "gave up after"); the
         # run's time includes starting the MPI jobs, which under ThreadSanitizer alone takes seconds.
+        if a.scenario == "onemore" and elapsed > 30:
+            failures.append(f"the reader's extra open must fail once the writer is in dtf_finalize, not after "
+                            f"DTF_TIMEOUT={timeout} ({elapsed:.1f} s)")
         if a.scenario == "twowriters" and ("gave up after" in out or "writes session 1" not in out):
             failures.append(f"two writers of one session must be told at once that the other writes it too, not "
                             f"after DTF_TIMEOUT={timeout} ({elapsed:.1f} s)")
