@@ -44,8 +44,14 @@ fuzz: deps
 	cmake --build build-fuzz --parallel --target fuzz_config fuzz_wire
 	ctest --test-dir build-fuzz -L fuzz --output-on-failure
 
-install: build
-	cmake --install $(BUILD)
+# The library and its tools alone, into PREFIX (no root needed when the prefix is yours and the
+# runtime dependencies are there): its own build directory, without tests, benchmarks or fuzzing.
+install:
+	@./scripts/install-deps.sh --runtime
+	cmake -S . -B $(BUILD)-install -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DDTF_BUILD_TESTS=OFF \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build $(BUILD)-install --parallel
+	cmake --install $(BUILD)-install
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) $(BUILD)-install build-fuzz

@@ -23,8 +23,13 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/dtfConfig.cmake ${PROJECT_BINARY_DIR}/dtfConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dtf)
 
-# dtf.pc is relocatable: its prefix is found relative to the .pc file, so `cmake --install --prefix`
-# at any place gives a working file.
-file(RELATIVE_PATH DTF_PC_PREFIX_REL "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/dtf.pc.in ${PROJECT_BINARY_DIR}/dtf.pc @ONLY)
+# dtf.pc is made at install time, with the prefix installed into (`cmake --install --prefix` may name
+# another than the configured one): plain absolute paths, in its -L, -I and rpath.
+install(CODE "
+  set(DTF_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(PROJECT_DESCRIPTION \"${PROJECT_DESCRIPTION}\")
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/dtf.pc.in\" \"${PROJECT_BINARY_DIR}/dtf.pc\" @ONLY)")
 install(FILES ${PROJECT_BINARY_DIR}/dtf.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

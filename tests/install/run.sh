@@ -2,7 +2,7 @@
 # Install dtf into a temporary prefix and use it the ways a user would:
 #   - only the C API, the ncmpi_* wrappers and MPI's initialization are exported from libdtf.so;
 #   - a CMake project finds it with find_package(dtf) and builds the C and Fortran examples;
-#   - pkg-config --cflags --libs dtf builds the C example;
+#   - pkg-config --cflags --libs dtf (its paths the prefix's, plainly) builds the C example;
 #   - the installed tools run (dtf-config --check, dtfrun --help), dtf-ioserver uses the installed libdtf.so.
 # usage: run.sh BUILD_DIR SOURCE_DIR PNETCDF_FORTRAN_MODULE_DIR
 set -euo pipefail
@@ -38,6 +38,11 @@ echo "find_package(dtf): built the C and Fortran examples"
 
 # pkg-config
 export PKG_CONFIG_PATH="$(dirname "$lib")/pkgconfig"
+libs=$(pkg-config --libs dtf)
+case "$libs" in
+  *"-L$(dirname "$lib") "*"-Wl,-rpath,$(dirname "$lib") "*) ;;
+  *) fail "pkg-config --libs dtf does not name $(dirname "$lib") plainly: $libs" ;;
+esac
 mpicc -I"$src/examples/C" "$src/examples/C/model.c" $(pkg-config --cflags --libs dtf) -o "$prefix/model_pc" \
   || fail "pkg-config build"
 used=$(ldd "$prefix/model_pc" | awk '/libdtf\.so/ {print $3}')
