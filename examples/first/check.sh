@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The first coupling of docs/FIRST-COUPLING.md, as a test: the page's launch lines in a fresh directory,
+# as two jobs and in one launch; the reader must find every value right and no out_*.nc reach the disk.
+# usage: check.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 here=$2/examples/first
+run=$(mktemp -d "${TMPDIR:-/tmp}/dtf-first.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+cp "$here/dtf.ini" "$run/"
+cd "$run"
+for launch in "" --mpmd; do
+  echo "\$ dtfrun -c dtf.ini $launch -n 3 ./writer : -n 2 ./reader"
+  out=$(timeout 120 "$build/bin/dtfrun" -c dtf.ini --timeout 30 $launch -n 3 "$build/examples/first_writer" : \
+        -n 2 "$build/examples/first_reader" 2>&1) || { echo "$out"; echo "FAIL: dtfrun $launch failed"; exit 1; }
+  echo "$out"
+  grep -q "reader: read 3 files, every value right" <<<"$out" || { echo "FAIL: the reader's verdict"; exit 1; }
+  grep -q "writer: wrote 3 files" <<<"$out" || { echo "FAIL: the writer's verdict"; exit 1; }
+  ! ls out_*.nc 2>/dev/null || { echo "FAIL: a transfer-mode file reached the disk"; exit 1; }
+done
+echo PASS
