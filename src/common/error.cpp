@@ -1,6 +1,10 @@
 #include "common/error.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "common/log.hpp"
@@ -73,8 +77,29 @@ void set_last_error(const std::string &message) {
 
 const char *last_error() noexcept { return t_last_error.c_str(); }
 
+// An error is printed once per rank (DTF_PRINT_ERRORS=0: never, for programs that print their own
+// from dtf_errmsg()): a later call that fails for a reason already printed, whose message then
+// repeats it (nested in its own), prints nothing more.
 void report_error(int code, const char *message) noexcept {
     set_last_error(message);
+    static const bool print = [] {
+        const char *v = std::getenv("DTF_PRINT_ERRORS");
+        std::string_view t(v ? v : "");
+        while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+        return t.substr(0, t.find_first_of(" \t")) != "0";
+    }();
+    static std::mutex lock;
+    static std::vector<std::string> printed;
+    try {
+        std::lock_guard<std::mutex> hold(lock);
+        const std::string_view text(message);
+        if (!print || std::any_of(printed.begin(), printed.end(), [&](const std::string &p) {
+                return text.find(p) != std::string_view::npos;
+            }))
+            return;
+        printed.emplace_back(message);
+    } catch (...) { // (out of memory: printed all the same)
+    }
     const char *name = error_name(code);
     log::error("%s: %s", name ? name : "error", message);
     trace::flush();

@@ -1,5 +1,6 @@
 // Logging: silent by default. DTF_VERBOSE_LEVEL=1 prints warnings and progress, 2 adds debug detail.
-// Errors are always printed once, where dtf::guard() catches them. Every line carries the context
+// Errors are printed once per rank, where dtf::guard() catches them (report_error; DTF_PRINT_ERRORS=0:
+// not at all). Every line carries the context
 // "[dtf <component>:<world rank>]" so that interleaved output of coupled jobs can be read.
 #pragma once
 

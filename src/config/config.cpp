@@ -668,6 +668,11 @@ const EnvVar kEnvVars[] = {
          if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
          s.print_stats = t == "1";
      }},
+    {"DTF_PRINT_ERRORS", // read where errors are printed (common/error.cpp); checked here
+     [](Settings &, const std::string &n, const std::string &v) {
+         std::string_view t = trim(v);
+         if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
+     }},
     {"DTF_TRACE",
      [](Settings &s, const std::string &n, const std::string &v) {
          if (trim(v).empty()) bad_env(n, v, "a directory");

@@ -1257,8 +1257,6 @@ void Runtime::parted(const std::string &why) {
     g_parted_timeout = settings_.timeout_s;
 }
 
-// dtf_finalize meets peer component `comp` (a barrier over the link), then drops the definitions of
-// files other ranks read that it left here. Throws when it does not come.
 // dtf_finalize, once every rank of this component has served every session it closed (finish): rank 0
 // tells every rank of each peer (MessageKind::Finalizing), so that a peer still waiting for a file this
 // component will never define or open, or for an answer it will never send, fails at once instead of
@@ -1281,6 +1279,8 @@ void Runtime::tell_finalizing() {
                                  std::vector<char>(what.begin(), what.end())});
 }
 
+// dtf_finalize meets peer component `comp` (a barrier over the link), then drops the definitions of
+// files other ranks read that it left here. Throws when it does not come.
 void Runtime::meet(int comp, PeerLink &link) {
     if (auto it = unanswered_.find(comp); it != unanswered_.end())
         fail(DTF_ERR_PEER,
