@@ -17,4 +17,13 @@ for launch in "" --mpmd; do
   grep -q "writer: wrote 3 files" <<<"$out" || { echo "FAIL: the writer's verdict"; exit 1; }
   ! ls out_*.nc 2>/dev/null || { echo "FAIL: a transfer-mode file reached the disk"; exit 1; }
 done
+# The original DTF's habit: filename= a part of the file name, without '%'. The same run, and one notice.
+sed 's/^filename=.*/filename="out_"/' "$here/dtf.ini" > dtf.ini
+out=$(timeout 120 "$build/bin/dtfrun" -c dtf.ini --timeout 30 -n 3 "$build/examples/first_writer" : \
+      -n 2 "$build/examples/first_reader" 2>&1) || { echo "$out"; echo "FAIL: filename=\"out_\" failed"; exit 1; }
+echo "$out"
+grep -q "reader: read 3 files, every value right" <<<"$out" || { echo "FAIL: the reader's verdict (out_)"; exit 1; }
+[ "$(grep -c "is handled by filename=\"out_\" (.*dtf.ini:[0-9]*): a pattern with neither" <<<"$out")" = 2 ] \
+  || { echo "FAIL: each component's rank 0 must say once how filename=\"out_\" matches"; exit 1; }
+! ls out_*.nc 2>/dev/null || { echo "FAIL: a transfer-mode file reached the disk (out_)"; exit 1; }
 echo PASS

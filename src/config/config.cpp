@@ -894,6 +894,11 @@ Config load(const std::string &path) {
 // Within a component '%' matches any run of characters, including none, but never a '/': in
 // "data/%/hist.%.nc" the first '%' stands for exactly one directory.
 bool pattern_matches(std::string_view pattern, std::string_view normalized_path) {
+    if (part_of_name(pattern)) { // the original DTF's "part of the file name"
+        const size_t slash = normalized_path.rfind('/');
+        return normalized_path.substr(slash == std::string_view::npos ? 0 : slash + 1).find(pattern) !=
+               std::string_view::npos;
+    }
     auto want = components(pattern);
     auto have = components(normalized_path);
     if (want.empty()) return false;
@@ -903,6 +908,10 @@ bool pattern_matches(std::string_view pattern, std::string_view normalized_path)
     for (size_t i = 0; i < want.size(); ++i)
         if (!component_matches(want[i], have[offset + i])) return false;
     return true;
+}
+
+bool part_of_name(std::string_view pattern) {
+    return !pattern.empty() && pattern.find_first_of("%/") == std::string_view::npos;
 }
 
 std::string normalize_path(std::string_view path, std::string_view cwd) {

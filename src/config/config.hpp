@@ -110,8 +110,12 @@ Config parse(std::string_view text, std::string_view filename);
 Config load(const std::string &path);
 
 // True when `pattern` matches the whole normalized path, or a whole trailing run of its components:
-// "hist.%.nc" matches "/d/run/hist.01.nc" but not "/d/run/myhist.01.nc".
+// "hist.%.nc" matches "/d/run/hist.01.nc" but not "/d/run/myhist.01.nc". A pattern with neither '%'
+// nor '/' is a part of the file name, as the original DTF documents it: "pressure_wave_test" matches
+// "/d/pressure_wave_test.0001.field.nc" (and "out.nc" matches "/d/out.nc", and "/d/my_out.nc").
 bool pattern_matches(std::string_view pattern, std::string_view normalized_path);
+// Whether `pattern` is such a part of the file name (it has neither '%' nor '/').
+bool part_of_name(std::string_view pattern);
 
 // Make `path` absolute against `cwd` and collapse "//", "/./" and "/../" (purely lexical).
 std::string normalize_path(std::string_view path, std::string_view cwd);

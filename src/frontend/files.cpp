@@ -82,11 +82,27 @@ void Files::forget_open(Runtime &rt) {
     virtual_files.clear();
 }
 
+namespace {
+// A filename= with neither '%' nor '/' is a part of the file name (config::part_of_name): rank 0 says so
+// once per rule, at the first file it handles whose name is more than the pattern.
+void note_part_of_name(Runtime &rt, const Target &t) {
+    const std::string name = t.path.substr(t.path.rfind('/') + 1);
+    if (rt.component_rank() != 0 || !config::part_of_name(t.rule->pattern) || name == t.rule->pattern ||
+        !files(rt).parts_told.insert(t.rule).second)
+        return;
+    log::notice("'%s' is handled by filename=\"%s\" (%s:%d): a pattern with neither '%%' nor '/' matches every file "
+                "whose name contains it, as in the original DTF (one with '%%', such as '%s%%', matches whole names)",
+                name.c_str(), t.rule->pattern.c_str(), rt.config().path.c_str(), t.rule->line,
+                t.rule->pattern.c_str());
+}
+} // namespace
+
 bool find_target(Runtime &rt, const char *path, Target *t) {
     if (!path) return false;
     t->path = config::normalize_path(path, current_dir());
     t->rule = rt.config().match(t->path);
     if (!t->rule) return false;
+    note_part_of_name(rt, *t);
     const std::string &me = rt.self_name();
     if (!t->rule->involves(me)) {
         log::debug("'%s' matches %s:%d but this component is not in it; passing through", t->path.c_str(),

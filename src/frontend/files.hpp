@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct Files : Part {
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files; // transfer mode, by virtual ncid
     // The writer turns of this rank that are not over, by path (end_turns ends them at dtf_finalize).
     std::map<std::string, Turn> turns;
+    // The filename= rules matched as a part of a file name that rank 0 said so of (note_part_of_name).
+    std::set<const config::FileRule *> parts_told;
 
     VirtualFile *virtual_file(int ncid) {
         auto it = virtual_files.find(ncid);

@@ -372,6 +372,11 @@ void test_patterns() {
         {"Hist.nc", "/hist.nc", false},
         {"", "/a", false},
         {"a/b/c.nc", "/b/c.nc", false},
+        // neither '%' nor '/': a part of the file name (the original DTF's filename="pressure_wave_test")
+        {"pressure_wave_test", "/r/pressure_wave_test.0001.field.nc", true},
+        {"pressure_wave_test", "/r/pressure_wave_test/x.nc", false}, // (of the file name, not a directory)
+        {"out.nc", "/r/my_out.nc", true},
+        {"run/out.nc", "/r/myrun/out.nc", false}, // (with '/': whole components)
     };
     for (const auto &c : cases)
         CHECK(std::string("pattern '") + c.pattern + "' vs '" + c.path + "'",
