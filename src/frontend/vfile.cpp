@@ -888,7 +888,7 @@ int dispatch(Runtime &rt, VirtualFile &vf, int fn, void **args) {
                    (!vf.writer && vf.rank == 0 ? std::min<int64_t>(vf.header.file_size(), kHeaderReadChunk) : 0);
         return NC_NOERR;
     }
-    case DTF_FN_ncmpi_inq_file_info: {
+    case DTF_FN_ncmpi_inq_file_info: case DTF_FN_ncmpi_get_file_info: { // (the latter: its old name)
         MPI_Info *out = arg<MPI_Info *>(args, 1);
         if (out) *out = file_info(vf);
         return NC_NOERR;

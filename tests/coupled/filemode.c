@@ -14,7 +14,8 @@
  * This order also suits transfer mode, where a writer's dtf_transfer waits for its reader.
  * The model sleeps before each create, so an open that did not wait for the hand-off would fail or
  * read the previous cycle's values. With FILEMODE_SIZES=1 every rank prints, before each close, what
- * ncmpi_inq_put_size, _inq_get_size and _inq_file_info say (coupled.py sizes compares the two modes).
+ * ncmpi_inq_put_size, _inq_get_size, _inq_file_info and _get_file_info say (coupled.py sizes compares the
+ * two modes).
  * Exit status: 0 ok, 1 wrong data, 2 dtf or PnetCDF error.
  *
  * usage: filemode (model|assim) CONFIG DIR CYCLES [NY NX]
@@ -91,24 +92,28 @@ static int read_series(int ncid, const char *path, int which, int cycle, MPI_Off
 static void print_sizes(int ncid, const char *path, const char *how, int cycle) {
     if (!getenv("FILEMODE_SIZES")) return;
     MPI_Offset put = -1, get = -1;
-    MPI_Info info;
+    MPI_Info infos[2]; /* ncmpi_inq_file_info, and its old name ncmpi_get_file_info (S3D-IO's) */
     CHECK(ncmpi_inq_put_size(ncid, &put));
     CHECK(ncmpi_inq_get_size(ncid, &get));
-    CHECK(ncmpi_inq_file_info(ncid, &info));
+    CHECK(ncmpi_inq_file_info(ncid, &infos[0]));
+    CHECK(ncmpi_get_file_info(ncid, &infos[1]));
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    char line[2048];
-    int n = snprintf(line, sizeof line, "sizes %s rank %d %s %s cycle %d: put %lld get %lld info", role, rank, how,
+    char line[4096];
+    int n = snprintf(line, sizeof line, "sizes %s rank %d %s %s cycle %d: put %lld get %lld", role, rank, how,
                      base, cycle, (long long)put, (long long)get);
-    int keys = 0;
-    MPI_Info_get_nkeys(info, &keys);
-    for (int i = 0; i < keys && n < (int)sizeof line - 300; i++) {
-        char key[MPI_MAX_INFO_KEY + 1], value[256];
-        int found = 0;
-        MPI_Info_get_nthkey(info, i, key);
-        MPI_Info_get(info, key, (int)sizeof value - 1, value, &found);
-        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%s", key, found ? value : "?");
+    for (int which = 0; which < 2; which++) {
+        n += snprintf(line + n, sizeof line - (size_t)n, which ? " get_file_info" : " info");
+        int keys = 0;
+        MPI_Info_get_nkeys(infos[which], &keys);
+        for (int i = 0; i < keys && n < (int)sizeof line - 300; i++) {
+            char key[MPI_MAX_INFO_KEY + 1], value[256];
+            int found = 0;
+            MPI_Info_get_nthkey(infos[which], i, key);
+            MPI_Info_get(infos[which], key, (int)sizeof value - 1, value, &found);
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%s", key, found ? value : "?");
+        }
+        MPI_Info_free(&infos[which]);
     }
-    MPI_Info_free(&info);
     printf("%s\n", line);
 }
 
