@@ -860,12 +860,10 @@ bool Runtime::gone(int component) const {
     return true;
 }
 
-// dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
-// it any longer would only end in a timeout.
-// dtfrun names the file after the component's label (its --name, or the executable's name, where it
-// cannot know the config): rank 0 tells it the component's comp_name, by the component's index on
-// dtfrun's command line (DTFRUN_MARK, "<dtfrun's directory>:<index>"), so that it names the file after
-// that too. (In one launch the loss of a rank ends the whole launch: nothing to tell.)
+// dtfrun names the file of a lost component (lost_report) after the component's label (its --name, or
+// the executable's name, where it cannot know the config): rank 0 tells it the component's comp_name,
+// by the component's index on dtfrun's command line (DTFRUN_MARK, "<dtfrun's directory>:<index>"), so
+// that it names the file after that too. (In one launch the loss of a rank ends the whole launch.)
 void Runtime::tell_launcher_name() const {
     const char *mark = std::getenv("DTFRUN_MARK");
     if (rank_ != 0 || settings_.lost_dir.empty() || !mark || mpmd::active()) return;
@@ -874,6 +872,8 @@ void Runtime::tell_launcher_name() const {
     out << self_name() << "\n";
 }
 
+// dtfrun (DTF_LOST_DIR) writes a file named after a component that died, saying how; waiting on
+// it any longer would only end in a timeout.
 std::string Runtime::lost_report(const std::string &peer) const {
     if (settings_.lost_dir.empty()) return {};
     std::ifstream in(settings_.lost_dir + "/" + peer);

@@ -468,6 +468,22 @@ def scenario_sizes(args, work):
            "transfer mode must answer as the real files do:\n" + "\n".join(diff))
 
 
+def unaware_setup(args, work):
+    """The zero-change scenarios' config (dtf.ini: unaware.nc in transfer mode between model and assim) and
+    data directory, and what preloads libdtf by hand: (ini, data, runtimes, libs), `runtimes` being the
+    sanitizer runtimes a sanitizer build of libdtf needs preloaded before it (the programs are not built
+    with it), `libs` those and libdtf, as LD_PRELOAD takes them."""
+    ini = os.path.join(work, "dtf.ini")
+    with open(ini, "w") as f:
+        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
+                '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
+    runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
+    return ini, data, runtimes, ":".join(runtimes + [os.path.abspath(args.lib)])
+
+
 def scenario_unaware(args, work):
     """The zero-change mode: a program without a dtf call, not linked with dtf, preloaded with it;
     DTF_COMPONENT names its component. In transfer mode its file never reaches the disk, and each
@@ -479,17 +495,8 @@ def scenario_unaware(args, work):
     for ranks, argv in ((args.model_ranks, [writer, "writer", oracle]), (args.assim_ranks, [args.unaware_exe, "reader", oracle])):
         status, _, _ = launch(args, [(ranks, argv)], {"UNAWARE_DUMP": os.path.join(work, "oracle.dump")})
         expect(status == 0, f"the run without dtf failed ({argv[1]})")
-    ini = os.path.join(work, "dtf.ini")
-    with open(ini, "w") as f:
-        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
-                '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
-    data = os.path.join(work, "data")
-    os.mkdir(data)
-    # dtfrun --preload sets LD_PRELOAD and DTF_COMPONENT; a sanitizer build of libdtf also needs its
-    # sanitizer's runtime preloaded first (the programs are not built with it): then through mpirun.
-    ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
-    runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
-    libs = ":".join(runtimes + [os.path.abspath(args.lib)])
+    ini, data, runtimes, libs = unaware_setup(args, work)
+    # dtfrun --preload sets LD_PRELOAD and DTF_COMPONENT; with a sanitizer build, through mpirun
     preload = (lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]) if runtimes else \
         (lambda name: [])
     cmd = [args.dtfrun, "-c", ini, "--walltime", "90"] + launch_mode(args) + \
@@ -522,14 +529,7 @@ def scenario_misnamed(args, work):
     what MPI_Init returns, must not go on as plain PnetCDF (writing the transfer-mode file to disk, its
     reader reading it, all "successfully"): it stops there, saying why, and the run fails within
     seconds, nothing written."""
-    ini = os.path.join(work, "dtf.ini")
-    with open(ini, "w") as f:
-        f.write('[INFO]\nncomp=2\ncomp_name="model"\ncomp_name="assim"\n'
-                '[FILE]\nfilename="unaware.nc"\ncomp1="model"\ncomp2="assim"\nmode="transfer"\n')
-    data = os.path.join(work, "data")
-    os.mkdir(data)
-    ldd = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
-    libs = ":".join(re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd) + [os.path.abspath(args.lib)])
+    ini, data, _, libs = unaware_setup(args, work)
     preload = lambda name: ["--mpi-args", f"-x LD_PRELOAD={libs} -x DTF_COMPONENT={name}"]  # noqa: E731
     cmd = [args.dtfrun, "-c", ini, "--walltime", "60"] + launch_mode(args) + \
         ["--name", "model", "-n", str(args.model_ranks)] + preload("modl") + [args.unaware_exe, "writer", data, ":",
