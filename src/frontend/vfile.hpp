@@ -69,8 +69,8 @@ struct VirtualFile : FileSession {
         void give_back(int id) { // (a request that holds nothing: nothing)
             if (std::none_of(held.begin(), held.end(), [id](const auto &h) { return h.first == id; })) return;
             given_back.push_back(id);
-            for (auto last = given_back.end(); !held.empty();) {
-                last = std::find(given_back.begin(), given_back.end(), held.back().first);
+            while (!held.empty()) {
+                const auto last = std::find(given_back.begin(), given_back.end(), held.back().first);
                 if (last == given_back.end()) break;
                 given_back.erase(last);
                 held.pop_back();
