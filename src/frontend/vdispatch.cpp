@@ -87,7 +87,8 @@ int describe(const VirtualFile &vf, const struct dtf_pnc_info &in, void **args, 
     }
     if (in.kind == DTF_PNC_KIND_VARN) {
         // varn: num (start, count) pairs; a NULL counts array means one element each.
-        // As PnetCDF 1.12.3: starts may be NULL only with num 0; a negative num is none.
+        // As PnetCDF 1.12.3: starts may be NULL only with num 0. A negative num is none (PnetCDF then
+        // allocates a negative size: its request is no request, or, under a sanitizer, an abort).
         const MPI_Offset *const *starts = arg<const MPI_Offset *const *>(args, in.start);
         const MPI_Offset *const *counts = arg<const MPI_Offset *const *>(args, in.count);
         if (arg<int>(args, in.num) != 0 && !starts) return NC_ENULLSTART;

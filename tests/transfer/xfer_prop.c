@@ -524,8 +524,8 @@ static void failed_posts(int ncid, const scen_t *s, sbuf_t *d, int is_writer) {
         POST(NC_ECHAR, ncmpi_iget_vara_text(ncid, v, st, ct, (char *)buf, &reqs[n]));
     }
     POST(NC_ENOTVAR, ncmpi_iget_var_double(ncid, 99, buf, &reqs[n]));
-    POST(NC_ENULLSTART, is_text ? ncmpi_iget_varn_text(ncid, v, -1, NULL, NULL, (char *)buf, &reqs[n])
-                                : ncmpi_iget_varn_double(ncid, v, -1, NULL, NULL, buf, &reqs[n]));
+    POST(NC_ENULLSTART, is_text ? ncmpi_iget_varn_text(ncid, v, 1, NULL, NULL, (char *)buf, &reqs[n])
+                                : ncmpi_iget_varn_double(ncid, v, 1, NULL, NULL, buf, &reqs[n]));
     POST(NC_EIOMISMATCH, ncmpi_iget_vara(ncid, v, st, ct, buf, 2, is_text ? MPI_CHAR : MPI_DOUBLE, &reqs[n]));
     if (is_writer) {
         POST(NC_ENULLABUF, is_text ? ncmpi_bput_vara_text(ncid, v, st, ct, (char *)buf, &reqs[n])
@@ -541,13 +541,6 @@ static void failed_posts(int ncid, const scen_t *s, sbuf_t *d, int is_writer) {
                                    ncmpi_strerror(rc[i]), want[i]);
         if (reqs[i] != NC_REQ_NULL)
             fail("failed post %d on %s left its request id %d, expected NC_REQ_NULL (as PnetCDF)", i, V->name, reqs[i]);
-    }
-    { /* a negative number of boxes is none (PnetCDF 1.12.3): no request */
-        MPI_Offset *starts[1] = {st}, *counts[1] = {ct};
-        int none = REQ_UNSET;
-        rec_rc(d, is_text ? ncmpi_iget_varn_text(ncid, v, -1, starts, counts, (char *)buf, &none)
-                          : ncmpi_iget_varn_double(ncid, v, -1, starts, counts, buf, &none), NC_NOERR, "iget_varn num=-1");
-        if (none != NC_REQ_NULL) fail("an iget_varn of num=-1 returned request id %d, expected NC_REQ_NULL", none);
     }
     rec_rc(d, ncmpi_wait_all(ncid, n, reqs, st_), NC_NOERR, "wait_all for the failed posts");
     for (int i = 0; i < n; i++)
