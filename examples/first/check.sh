@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The first coupling of docs/FIRST-COUPLING.md, as a test: the page's launch lines in a fresh directory,
-# as two jobs and in one launch; the reader must find every value right and no out_*.nc reach the disk.
+# as two jobs and in one launch; the reader must find every value right and no out_*.nc reach the disk;
+# then mode="file" (the files on disk, the same values), and filename="out_" (the original DTF's habit).
 # usage: check.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 here=$2/examples/first
@@ -17,6 +18,14 @@ for launch in "" --mpmd; do
   grep -q "writer: wrote 3 files" <<<"$out" || { echo "FAIL: the writer's verdict"; exit 1; }
   ! ls out_*.nc 2>/dev/null || { echo "FAIL: a transfer-mode file reached the disk"; exit 1; }
 done
+# mode="file" (the config's comment): the same programs through the real files, the same verdict.
+sed 's/^mode=.*/mode="file"/' "$here/dtf.ini" > dtf.ini
+out=$(timeout 120 "$build/bin/dtfrun" -c dtf.ini --timeout 30 -n 3 "$build/examples/first_writer" : \
+      -n 2 "$build/examples/first_reader" 2>&1) || { echo "$out"; echo "FAIL: mode=file failed"; exit 1; }
+echo "$out"
+grep -q "reader: read 3 files, every value right" <<<"$out" || { echo "FAIL: the reader's verdict (file)"; exit 1; }
+[ "$(ls out_*.nc | wc -l)" = 3 ] || { echo "FAIL: mode=file must leave the 3 files on disk"; exit 1; }
+rm -f out_*.nc
 # The original DTF's habit: filename= a part of the file name, without '%'. The same run, and one notice.
 sed 's/^filename=.*/filename="out_"/' "$here/dtf.ini" > dtf.ini
 out=$(timeout 120 "$build/bin/dtfrun" -c dtf.ini --timeout 30 -n 3 "$build/examples/first_writer" : \

@@ -303,10 +303,8 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
     const int64_t numrecs_before = vf.header.numrecs();
     const bool nonblocking = in.req >= 0;
     int *req = nonblocking ? arg<int *>(args, in.req) : nullptr;
-    if (nonblocking && c.nelems == 0) { // as PnetCDF: nothing to do, no request
-        if (req) *req = NC_REQ_NULL;
-        return NC_NOERR;
-    }
+    // As PnetCDF: nothing to do, no request (the id is NC_REQ_NULL already: dtf_pnc_ncid_call).
+    if (nonblocking && c.nelems == 0) return NC_NOERR;
     const MPI_Offset held = bput ? static_cast<MPI_Offset>(c.nelems) * types::type_size(c.xtype) : 0;
     if (bput && vf.bput_buffer.used() + held > vf.bput_buffer.size) return NC_EINSUFFBUF;
     // An iput's values are taken at wait (PnetCDF lets the caller touch its buffer only after the
@@ -460,11 +458,9 @@ int get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, voi
     if (in.mode == DTF_PNC_MODE_NB) {
         if (rc != NC_NOERR) return rc;
         int *req = arg<int *>(args, in.req);
-        if (r->parts.empty() ||
-            std::all_of(r->parts.begin(), r->parts.end(), [](const auto &p) { return p.box.empty(); })) {
-            if (req) *req = NC_REQ_NULL; // as PnetCDF: nothing to do, no request
+        if (r->parts.empty() || // (as PnetCDF: nothing to do, no request; the id is NC_REQ_NULL already)
+            std::all_of(r->parts.begin(), r->parts.end(), [](const auto &p) { return p.box.empty(); }))
             return NC_NOERR;
-        }
         int id = vf.next_request++;
         if (req) *req = id;
         vf.pending[id] = std::move(r);

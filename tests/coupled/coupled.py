@@ -754,7 +754,9 @@ def scenario_missing(args, work):
            f"the error must be a timeout naming component '{other}'")
     expect("dtf_init failed" in out, "dtf_init must return the error to the program")
     # Waiting for a peer costs no core: every rank sleeps between looks (not one spinning in MPI).
-    for wall, cpu in re.findall(r"dtf_init failed after ([0-9.]+) s \(([0-9.]+) s of CPU\)", out):
+    waits = re.findall(r"dtf_init failed after ([0-9.]+) s \(([0-9.]+) s of CPU\)", out)
+    expect(len(waits) == 2, f"each of the 2 ranks must say how long it waited, and its CPU time: {waits}")
+    for wall, cpu in waits:
         expect(float(cpu) < 0.5 * float(wall), f"a rank spent {cpu} s of CPU in a {wall} s wait for its peer")
 
 
