@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -197,7 +198,8 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
     double t0 = now_s();
     try {
         rt->setup(config_path, component_name);
-    } catch (...) {
+    } catch (const std::exception &e) {
+        rt->leave_launch(e.what());
         rt->teardown(false);
         throw;
     }
@@ -416,9 +418,11 @@ void Runtime::connect_peers() {
         log::debug("connecting to component '%s'", peer.c_str());
         transport::PairSpec spec{self_name(), peer, self_ < p,
                                  [&] {
-                                     check_peer_alive(peer, [&] {
+                                     auto what = [&] {
                                          return format("dtf_init waited for component '%s' to connect", peer.c_str());
-                                     });
+                                     };
+                                     check_peer_alive(peer, what);
+                                     if (!config_.may_go_without(p, self_)) check_unidentified_lost(peer, what);
                                      const auto run = run_id().empty()
                                                           ? std::nullopt
                                                           : board->get(transport::went_on_key(peer, self_name()));
@@ -519,6 +523,7 @@ void Runtime::connect_in_launch(const std::vector<int> &peers) {
     std::string seen;
     for (const auto &[context, inter] : mpmd::links()) {
         const std::string what = format("program %d of this launch (%s)", context, mpmd::context_source());
+        met_in_launch_.insert(context);
         const std::string name = transport::exchange_with_peer(inter, world_, self_name(), settings_.timeout_s, what);
         running[name] = {context, inter};
         seen += format("%s%d '%s'", seen.empty() ? "" : ", ", context, name.c_str());
@@ -534,6 +539,13 @@ void Runtime::connect_in_launch(const std::vector<int> &peers) {
         check_mpi(MPI_Comm_dup(it->second.second, &inter), "MPI_Comm_dup of the launch's inter-communicator");
         add_peer(p, inter, mpmd::context() < it->second.first);
     }
+}
+
+void Runtime::leave_launch(const std::string &why) {
+    if (!mpmd::active() || world_ == MPI_COMM_NULL || rank_ != 0) return;
+    for (const auto &[context, inter] : mpmd::links())
+        if (!met_in_launch_.count(context))
+            transport::tell_exchange_failed(inter, why);
 }
 
 void Runtime::add_peer(int p, MPI_Comm inter, bool acceptor) {
@@ -899,6 +911,23 @@ void Runtime::check_peer_alive(const std::string &peer, const std::function<std:
     told_lost_.insert(peer);
     fail(DTF_ERR_PEER, "rank %d (%s): %s; but component '%s' was lost (dtfrun: %s)", rank_, self_name().c_str(),
          what().c_str(), peer.c_str(), how.c_str());
+}
+
+void Runtime::check_unidentified_lost(const std::string &peer, const std::function<std::string()> &what) const {
+    if (settings_.lost_dir.empty()) return;
+    DIR *dir = opendir(settings_.lost_dir.c_str());
+    if (!dir) return;
+    std::string how;
+    while (const dirent *e = readdir(dir))
+        if (std::strncmp(e->d_name, ".unidentified.", 14) == 0 && how.empty()) {
+            std::ifstream in(settings_.lost_dir + "/" + e->d_name);
+            std::getline(in, how);
+        }
+    closedir(dir);
+    if (!how.empty())
+        fail(DTF_ERR_PEER, "rank %d (%s): %s; but a program of this launch ended before its dtf said which component "
+             "it runs (dtfrun: %s): if it was '%s', its output says why", rank_, self_name().c_str(), what().c_str(),
+             how.c_str(), peer.c_str());
 }
 
 void Runtime::wait_until(const std::function<bool()> &done, const std::function<std::string()> &what,

@@ -330,6 +330,8 @@ private:
     void load_config(const char *config_path, const char *component_name);
     void connect_peers();
     void connect_in_launch(const std::vector<int> &peers);
+    // dtf_init failed in one launch: the programs not met yet are told why (they wait for this one).
+    void leave_launch(const std::string &why);
     // A connected peer component: its link over `inter` (owned from now on), checked by handshake().
     void add_peer(int component, MPI_Comm inter, bool acceptor);
     void handshake(PeerLink &link, double timeout_s);
@@ -350,6 +352,9 @@ private:
     void apply_withdrawals(const Message &defined);
     void check_separate_launch(int ranks_away) const;
     void check_peer_alive(const std::string &peer, const std::function<std::string()> &what) const;
+    // dtf_init waiting for `peer` to connect: a program of dtfrun's launch that ended before its dtf
+    // said which component it runs (DTF_LOST_DIR/.unidentified.*) may have been it.
+    void check_unidentified_lost(const std::string &peer, const std::function<std::string()> &what) const;
     // How dtfrun says component `peer` died (DTF_LOST_DIR), or nothing while it has not.
     std::string lost_report(const std::string &peer) const;
     void tell_finalizing();
@@ -377,6 +382,7 @@ private:
     int self_ = -1;
     int rank_ = 0, size_ = 1;
     MPI_Comm world_ = MPI_COMM_NULL;
+    std::set<int> met_in_launch_; // (the application contexts whose handshake was made)
     std::map<int, PeerLink> peers_;
     std::map<std::string, PathCounters> counters_;
     uint32_t stamps_ = 0;

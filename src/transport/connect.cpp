@@ -9,6 +9,7 @@
 #include <ctime>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "common/clock.hpp"
 #include "common/log.hpp"
@@ -181,6 +182,31 @@ MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double
     return inter;
 }
 
+namespace {
+// The first byte of a failed side's string in exchange_with_peer (never in a component name).
+constexpr char kExchangeFailed = '\x01';
+} // namespace
+
+void tell_exchange_failed(MPI_Comm inter, const std::string &why) {
+    const std::string text = kExchangeFailed + why.substr(0, 1000); // (small: sent eagerly)
+    int len = static_cast<int>(text.size());
+    MPI_Request reqs[2];
+    const int tag = static_cast<int>(Tag::Handshake);
+    if (MPI_Isend(&len, 1, MPI_INT, 0, tag, inter, &reqs[0]) != MPI_SUCCESS) return;
+    if (MPI_Isend(text.data(), len, MPI_CHAR, 0, tag, inter, &reqs[1]) != MPI_SUCCESS) {
+        MPI_Request_free(&reqs[0]);
+        return;
+    }
+    // A moment for the sends to leave (the buffers live here); past it they are let go.
+    Deadline deadline(1.0);
+    for (int done = 0; !done && !deadline.expired();) {
+        if (MPI_Testall(2, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
+        if (!done) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (auto &req : reqs)
+        if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+}
+
 std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
                                const std::string &peer_name) {
     const int tag = static_cast<int>(Tag::Handshake);
@@ -204,6 +230,12 @@ std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string
     check_mpi(MPI_Bcast(&len, 1, MPI_INT, 0, local), "MPI_Bcast");
     theirs.resize(static_cast<size_t>(len));
     check_mpi(MPI_Bcast(theirs.data(), len, MPI_CHAR, 0, local), "MPI_Bcast");
+    if (!theirs.empty() && theirs[0] == kExchangeFailed) {
+        int rank = 0;
+        MPI_Comm_rank(local, &rank);
+        throw Error(DTF_ERR_CONNECT, format("%s could not start dtf, so this component cannot connect to it: %s",
+                                            peer_name.c_str(), theirs.c_str() + 1), rank != 0);
+    }
     return theirs;
 }
 

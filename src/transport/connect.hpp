@@ -42,9 +42,15 @@ std::string went_on_key(const std::string &component, const std::string &peer);
 MPI_Comm connect_pair(MPI_Comm local, Board *board, const PairSpec &spec, double timeout_s);
 
 // Exchange a string between the roots of an inter-communicator and broadcast the peer's string to
-// every local rank. Collective over both groups of `inter`. Bounded by `timeout_s`.
+// every local rank. Collective over both groups of `inter`. Bounded by `timeout_s`. Throws
+// DTF_ERR_CONNECT, with the peer's reason, when the peer's side is tell_exchange_failed's.
 std::string exchange_with_peer(MPI_Comm inter, MPI_Comm local, const std::string &mine, double timeout_s,
                                const std::string &peer_name);
+
+// The side of exchange_with_peer of a root that will not make the exchange (its dtf_init failed):
+// sends `why`, so that the peer's exchange fails at once saying it, rather than wait for the timeout.
+// Does not wait for the peer's side (its small messages are left unreceived).
+void tell_exchange_failed(MPI_Comm inter, const std::string &why);
 
 // Make every rank pair of `inter` exchange one small message, the acceptor side first, so that the
 // network connections between the two components are opened now, one initiator per pair. Open MPI

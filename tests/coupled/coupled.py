@@ -17,6 +17,8 @@ Scenarios
             (DTF_COMPONENT names each), move a transfer-mode file: every value checked, no file on disk.
   misnamed  the same with the writer's DTF_COMPONENT not in the config: its MPI_Init stops it (and the
             launch fails within seconds), rather than let it run on plain PnetCDF.
+  wrongname a linked model's dtf_init given a name not in the config: both components' dtf_init fail
+            within seconds, the assimilation saying why.
   letkf     the SCALE-LETKF pattern (letkf_pattern.c or its Fortran twin): an ensemble model writes
             history and analysis files, the assimilation reads them, opens the analysis files again
             with NC_WRITE and writes them back, the model reads that back; in file mode, then in
@@ -549,6 +551,32 @@ def scenario_misnamed(args, work):
     expect(elapsed < 25, f"the run must fail within seconds, not after DTF_TIMEOUT (took {elapsed:.0f} s)")
 
 
+def scenario_wrongname(args, work):
+    """Programs linked with dtf, the model's dtf_init given a component name the config does not
+    list: it fails there, and every rank of the assimilation's dtf_init fails within seconds too, not
+    after DTF_TIMEOUT: as separate jobs dtfrun reports a program lost before its dtf said which component
+    it runs; in one launch the model's root tells the programs it has not met why it cannot start, and
+    their error says it."""
+    ini = os.path.join(work, "dtf.ini")
+    write_config(ini)
+    status, out, elapsed = launch(args, [(args.model_ranks, [args.c_exe, "modl", ini, work, "1"]),
+                                         (args.assim_ranks, [args.c_exe, "assim", ini, work, "1"])],
+                                  {"DTF_TIMEOUT": "30"}, walltime=60)
+    expect(status != 0, "the run must fail")
+    listed = f"component 'modl' is not listed in {ini}"
+    expect(len(re.findall(r"modl rank \d+: dtf_init failed .*" + re.escape(listed), out)) == args.model_ranks,
+           "every model rank's dtf_init must fail, naming the name")
+    assim = re.findall(r"assim rank \d+: dtf_init failed after ([0-9.]+) s .*", out)
+    expect(len(assim) == args.assim_ranks, f"every assimilation rank's dtf_init must fail: {assim}")
+    expect(all(float(t) < 10 for t in assim), f"the assimilation must fail within seconds: {assim}")
+    why = "but a program of this launch ended before its dtf said which component it runs (dtfrun: component " \
+        "'modl': exited with status 2): if it was 'model', its output says why" if args.launch == "jobs" else \
+        "program 0 of this launch (MPI_APPNUM) could not start dtf, so this component cannot connect to it: " \
+        "dtf_init: " + listed
+    expect(why in out, f"the assimilation must say why: {why}")
+    expect(elapsed < 25, f"the run must end within seconds, not after DTF_TIMEOUT (took {elapsed:.0f} s)")
+
+
 LETKF_CONFIG = """[INFO]
 ncomp={ncomp}
 comp_name="model"
@@ -859,8 +887,8 @@ def scenario_mismatch(args, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "misnamed", "letkf", "output",
-                                                  "absent"])
+    p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "misnamed", "wrongname",
+                                        "letkf", "output", "absent"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
