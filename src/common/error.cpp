@@ -1,8 +1,13 @@
 #include "common/error.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -77,9 +82,33 @@ void set_last_error(const std::string &message) {
 
 const char *last_error() noexcept { return t_last_error.c_str(); }
 
-// An error is printed once per rank (DTF_PRINT_ERRORS=0: never, for programs that print their own
-// from dtf_errmsg()): a later call that fails for a reason already printed, whose message then
-// repeats it (nested in its own), prints nothing more.
+namespace {
+// Under dtfrun (DTF_LOST_DIR, a directory of the run), an error another rank of this component printed
+// already, but for the rank numbers in it (a lost peer fails every rank's wait for it), is not printed
+// again: the first rank to print it makes a mark there.
+bool printed_by_another_rank(std::string_view message) {
+    const char *dir = std::getenv("DTF_LOST_DIR");
+    const std::string component = log::component();
+    if (!dir || !*dir || component.empty() || component.find('/') != std::string::npos) return false;
+    std::string key;
+    for (size_t i = 0; i < message.size(); ++i) {
+        key += message[i];
+        if (message.substr(i, 5) == "rank ") {
+            key += "ank ";
+            for (i += 5; i < message.size() && message[i] >= '0' && message[i] <= '9';) ++i;
+            --i;
+        }
+    }
+    const std::string mark = format("%s/.printed.%s.%016zx", dir, component.c_str(), std::hash<std::string>{}(key));
+    const int fd = open(mark.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0) close(fd);
+    return fd < 0 && errno == EEXIST;
+}
+} // namespace
+
+// An error is printed once (DTF_PRINT_ERRORS=0: never, for programs that print their own from
+// dtf_errmsg()): a later call that fails for a reason already printed, whose message then repeats it
+// (nested in its own), prints nothing more; nor, under dtfrun, another rank's of the same error.
 void report_error(int code, const char *message) noexcept {
     set_last_error(message);
     static const bool print = [] {
@@ -95,7 +124,7 @@ void report_error(int code, const char *message) noexcept {
         const std::string_view text(message);
         if (!print || std::any_of(printed.begin(), printed.end(), [&](const std::string &p) {
                 return text.find(p) != std::string_view::npos;
-            }))
+            }) || printed_by_another_rank(text))
             return;
         printed.emplace_back(message);
     } catch (...) { // (out of memory: printed all the same)

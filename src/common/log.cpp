@@ -13,7 +13,7 @@ namespace dtf::log {
 namespace {
 std::atomic<int> g_level{0};
 std::mutex g_mutex;
-std::string g_context = "[dtf]";
+std::string g_context = "[dtf]", g_component;
 
 void emit(const char *tag, const char *fmt, va_list ap, bool timed = false) noexcept {
     try {
@@ -41,6 +41,12 @@ int level() noexcept { return g_level.load(std::memory_order_relaxed); }
 void set_context(const std::string &component, int rank) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_context = format("[dtf %s:%d]", component.c_str(), rank);
+    g_component = component;
+}
+
+std::string component() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    return g_component;
 }
 
 bool enabled(int lvl) noexcept { return level() >= lvl; }

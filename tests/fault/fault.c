@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
         reader(scenario);
     if (!strcmp(scenario, "onemore") && !writes) {
         int ncid;
-        for (int again = 0; again < 2; again++) /* (dtf prints the error once per rank, not per call) */
+        for (int again = 0; again < 2; again++) /* (dtf prints the error once, not per call and rank) */
             expect_error(ncmpi_open(MPI_COMM_WORLD, "f.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_PEER,
                          again ? "ncmpi_open(f.nc) once more, again" : "ncmpi_open(f.nc) once more",
                          "component 'writer' called dtf_finalize", "will define, open or send nothing more", NULL);

@@ -138,11 +138,12 @@ def main():
         if a.scenario == "onemore" and elapsed > 30:
             failures.append(f"the reader's extra open must fail once the writer is in dtf_finalize, not after "
                             f"DTF_TIMEOUT={timeout} ({elapsed:.1f} s)")
-        if a.scenario == "onemore":  # two failed opens per rank: dtf's error printed once (or never)
+        if a.scenario == "onemore":  # two failed opens on each rank: dtf's error printed once (or never)
             printed = [len(re.findall(rf"\[dtf reader:{r}\] error: ", out)) for r in range(a.readers)]
             want = 0 if os.environ.get("DTF_PRINT_ERRORS") == "0" else 1
-            if printed != [want] * a.readers:
-                failures.append(f"dtf's error lines per reader rank: {printed}, expected {want} each")
+            if sum(printed) != want:
+                failures.append(f"dtf's error lines per reader rank: {printed}, expected {want} in all (one line "
+                                f"per error and component)")
         if a.scenario == "twowriters" and ("gave up after" in out or "writes session 1" not in out):
             failures.append(f"two writers of one session must be told at once that the other writes it too, not "
                             f"after DTF_TIMEOUT={timeout} ({elapsed:.1f} s)")
