@@ -82,7 +82,7 @@ def launch(build, work, label, mode, keys, size, files, io=0, sync=False, comput
         cmd += [":", "--name", "post", "-n", "1", exe, "post"] + argv
     if io:
         cmd += [":", "--name", "io", "-n", str(io), os.path.join(build, "bin", "dtf-ioserver"), "io"]
-    env = dict(os.environ, DTF_PRINT_STATS="1", OUTPUT_IO_SYNC="1" if sync else "0", OUTPUT_IO_COMPUTE=str(compute))
+    env = dict(os.environ, DTF_PRINT_STATS="2", OUTPUT_IO_SYNC="1" if sync else "0", OUTPUT_IO_COMPUTE=str(compute))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout + 30, env=env)
     m = re.search(r"RESULT (\S+) (\S+) (\S+)", p.stdout)
     # dtf's own figure: the time the model's ranks spent writing the files (the slowest rank)

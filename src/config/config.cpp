@@ -665,8 +665,8 @@ const EnvVar kEnvVars[] = {
     {"DTF_PRINT_STATS",
      [](Settings &s, const std::string &n, const std::string &v) {
          std::string_view t = trim(v);
-         if (t != "0" && t != "1") bad_env(n, v, "0 or 1");
-         s.print_stats = t == "1";
+         if (t != "0" && t != "1" && t != "2") bad_env(n, v, "0, 1 or 2");
+         s.print_stats = t[0] - '0';
      }},
     {"DTF_PRINT_ERRORS", // read where errors are printed (common/error.cpp); checked here
      [](Settings &, const std::string &n, const std::string &v) {

@@ -126,7 +126,7 @@ struct Settings {
     std::string global_path;     // DTF_GLOBAL_PATH (rendezvous directory; default: config's dir)
     double timeout_s = 120.0;    // DTF_TIMEOUT
     int verbose = 0;             // DTF_VERBOSE_LEVEL
-    bool print_stats = false;    // DTF_PRINT_STATS
+    int print_stats = 0;         // DTF_PRINT_STATS: 0, 1 (a table) or 2 (and every count)
     std::string trace_dir;       // DTF_TRACE: write an event trace per rank there (common/trace.hpp)
     int max_workgroup_size = 64; // MAX_WORKGROUP_SIZE (ranks per matcher)
     std::string rendezvous = "auto"; // DTF_RENDEZVOUS: auto | file | name

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "common/clock.hpp"
-#include "common/counters.hpp"
 #include "common/cwd.hpp"
 #include "common/log.hpp"
 #include "common/phase.hpp"
@@ -1205,64 +1204,6 @@ void Runtime::finalize(bool in_mpi_finalize) {
     if (unended) std::rethrow_exception(unended);
 }
 
-namespace {
-// Collective over `world`; rank 0 prints. Sums over the ranks, and the largest count of one rank.
-void print_counters(MPI_Comm world, const std::string &name, int size) {
-    const counters::Totals t = counters::read(false);
-    long long mine[2 * counters::Count], sum[2 * counters::Count], most[2 * counters::Count];
-    std::copy(t.messages, t.messages + counters::Count, mine);
-    std::copy(t.bytes, t.bytes + counters::Count, mine + counters::Count);
-    MPI_Reduce(mine, sum, 2 * counters::Count, MPI_LONG_LONG, MPI_SUM, 0, world);
-    MPI_Reduce(mine, most, 2 * counters::Count, MPI_LONG_LONG, MPI_MAX, 0, world);
-    int rank;
-    MPI_Comm_rank(world, &rank);
-    if (rank != 0) return;
-    std::string line;
-    for (int k = 0; k < counters::Count; ++k) {
-        const char *sep = k ? "; " : "";
-        if (k == counters::CopiedWriting || k == counters::CopiedReading) { // bytes only
-            line += format("%s%s %lld bytes, busiest rank %lld", sep, counters::name(k), sum[counters::Count + k],
-                           most[counters::Count + k]);
-            continue;
-        }
-        line += format("%s%s %lld", sep, counters::name(k), sum[k]);
-        if (k != counters::Collectives) line += format(" (%lld bytes)", sum[counters::Count + k]);
-        line += format(", busiest rank %lld", most[k]);
-    }
-    std::fprintf(stderr, "[dtf %s] messages over %d ranks (dtf_counters_read): %s\n", name.c_str(), size, line.c_str());
-}
-
-void print_stats(MPI_Comm world, const std::string &name, int size, const Stats &s, const std::string &thread) {
-    phase::Totals t = phase::read(false);
-    double times[3 + phase::Count] = {s.init_s, s.connect_s, s.persist_s}, tmax[3 + phase::Count];
-    std::copy(t.seconds, t.seconds + phase::Count, times + 3);
-    long counts[19] = {s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
-                       s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced,
-                       s.requests_matched, s.requests_reused, s.path_records, s.pushed_early,
-                       s.pushed_at_transfer, s.batches_ahead, s.files_persisted, s.persist_bytes, s.fallbacks,
-                       s.definitions_dropped}, csum[19];
-    MPI_Reduce(times, tmax, 3 + phase::Count, MPI_DOUBLE, MPI_MAX, 0, world);
-    MPI_Reduce(counts, csum, 19, MPI_LONG, MPI_SUM, 0, world);
-    int rank;
-    MPI_Comm_rank(world, &rank);
-    if (rank != 0) return;
-    std::string phases;
-    for (int p = 0; p < phase::Count; ++p) phases += format(" %s %.3f s", phase::name(p), tmax[3 + p]);
-    std::fprintf(stderr,
-                 "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over "
-                 "ranks):%s; summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld "
-                 "received, %ld never used; %ld definitions of files other ranks read dropped at the end; %ld get "
-                 "batches replayed, %ld matched; replay ahead of dtf_transfer: %ld get batches posted, %ld of %ld "
-                 "data messages sent; requests served %ld by matching, %ld with the last session's result; put "
-                 "values: %ld bytes copied, %ld referenced; %ld files written (persist=1) from %ld bytes of values "
-                 "in %.3f s (max over ranks); %ld sessions went to the file system (fallback=); progress thread %s; "
-                 "%ld path records kept\n",
-                 name.c_str(), size, tmax[0], tmax[1], phases.c_str(), csum[0], csum[1], csum[2], csum[3], csum[4],
-                 csum[18], csum[5], csum[6], csum[14], csum[12], csum[12] + csum[13], csum[9], csum[10], csum[7],
-                 csum[8], csum[15], csum[16], tmax[2], csum[17], thread.c_str(), csum[11]);
-}
-} // namespace
-
 // dtf_finalize: every message this rank sent is delivered, but to a lost peer, which takes none any
 // more (looked for every 0.1 s: it may die meanwhile).
 void Runtime::deliver_sends() {
@@ -1408,10 +1349,7 @@ void Runtime::teardown(bool orderly) {
         for (PeerLink *link : synced_links) disconnect(*link);
         count_leftovers();
         if (settings_.print_stats)
-            attempt([&] {
-                print_stats(world_, self_name(), size_, stats_, thread_note_);
-                print_counters(world_, self_name(), size_);
-            });
+            attempt([&] { print_statistics(world_, self_name(), stats_, thread_note_, settings_.print_stats); });
     }
     drop_parts();
     groups_.finish();

@@ -24,6 +24,7 @@
 #include "config/config.hpp"
 #include "model/header.hpp"
 #include "runtime/message.hpp"
+#include "runtime/stats.hpp"
 #include "transport/channel.hpp"
 #include "transport/data_plane.hpp"
 #include "transport/group.hpp"
@@ -93,23 +94,6 @@ struct PathCounters {
     std::vector<int64_t> persisted;
     int64_t last_read = 0; // the stamp of the session this rank read last (a late HeaderFinal of it has no use)
     int closed() const { return my_writes + my_reads; }
-};
-
-struct Stats {
-    double init_s = 0, connect_s = 0;
-    long sessions_written = 0, sessions_read = 0, notices_sent = 0, notices_received = 0, unused_messages = 0;
-    long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
-    long pushed_early = 0, pushed_at_transfer = 0;  // writer: replayed data messages sent before / at dtf_transfer
-    long batches_ahead = 0; // reader: replayed batches posted before the writers' final header came
-    long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
-    long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
-    long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)
-    long files_persisted = 0; // persist=1: files written (counted by each file's rank 0)
-    long persist_bytes = 0;   // persist=1: bytes of values this rank gave to the files written
-    double persist_s = 0;     // persist=1: seconds this rank spent writing files (with aggregators=: gathering too)
-    long fallbacks = 0;       // fallback=: sessions whose file was written because the readers were lost or late
-    long definitions_dropped = 0; // at dtf_finalize: FileDefined of sessions other ranks read, not withdrawn yet
-    long sent_by_kind[kMessageKindLast + 1] = {}; // control messages sent (to each rank), by MessageKind
 };
 
 // A layer above the core that keeps its state in the runtime (the front end's files, the writer

@@ -93,7 +93,7 @@ DROPPED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) never used; (\d+) definition
 
 
 def check_counts(out, components, data_at_least, dropped_at_most=None):
-    """The message counters of every component (DTF_PRINT_STATS=1): each message sent was received, control
+    """The message counters of every component (DTF_PRINT_STATS=2): each message sent was received, control
     and data, in number and bytes, and at least `data_at_least` bytes of data moved. And no control message
     was left unused, and at most `dropped_at_most` FileDefined of files read by other ranks were left at
     dtf_finalize (the writer withdraws each with its next FileDefined: what is left is the last ones)."""
@@ -307,19 +307,19 @@ def scenario_pair(args, work):
                  state_sessions=args.num_sessions)
     data = os.path.join(work, "data")
     os.mkdir(data)
-    env = {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "1"}
+    env = {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "2"}
     if args.replay == "rematch":
         # Both sides change their pattern at cycle 4: the writers notice at their first put, before
         # any value was dropped, and the session is matched again; replays before and after.
-        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0001111")
+        env.update(DTF_PRINT_STATS="2", FILEMODE_WRITE_VARN="0001111", FILEMODE_READ_VARN="0001111")
     elif args.replay == "steady":
         # A new hist.<c>.nc every cycle, the same pattern (vara every cycle): replayed from the second
         # cycle on (plans are kept per file name with its digits wildcarded).
-        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
+        env.update(DTF_PRINT_STATS="2", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
     elif args.steady:
         # The same pattern every cycle without replay: the matchers answer the requests of every cycle
         # after the first with the last session's result (same writes, same reads).
-        env.update(DTF_PRINT_STATS="1", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
+        env.update(DTF_PRINT_STATS="2", FILEMODE_WRITE_VARN="0" * args.cycles, FILEMODE_READ_VARN="0" * args.cycles)
     elif args.replay == "break":
         # Only the readers change, at cycle 3, while the writers replay and kept only what the old
         # pattern reads: the readers' gets must fail, saying so, never return other values.
@@ -508,7 +508,7 @@ def scenario_unaware(args, work):
         [writer, "writer", data, ":", "--name", "assim", "-n", str(args.assim_ranks)] + \
         preload("assim") + [args.unaware_exe, "reader", data]
     print("$ " + " ".join(cmd))
-    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="1",
+    p = subprocess.run(cmd, env=dict(os.environ, DTF_TIMEOUT="30", DTF_PRINT_STATS="2",
                                       UNAWARE_DUMP=os.path.join(work, "dtf.dump")), text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
     print(p.stdout)
@@ -640,7 +640,7 @@ def scenario_letkf(args, work):
                                 [(ranks, [assim_exe, name] + argv) for name, ranks in readers] +
                                 ([(args.ioserver, [args.ioserver_exe, "io", ini])] if args.ioserver and mode == "transfer"
                                  else []),
-                                dict({"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "1"}, **trace),
+                                dict({"DTF_TIMEOUT": "30", "LETKF_UNWRITTEN": "1", "DTF_PRINT_STATS": "2"}, **trace),
                                 walltime=120)
         expect(status == 0, f"{mode} mode: exit status {status}")
         if mode == "transfer":
@@ -751,7 +751,7 @@ def scenario_output(args, work):
                                          keys=keys))
         status, out, _ = launch(args, [(ranks, [args.c_exe, "model", ini, run] + sizes[size])] +
                                 ([(io, [args.ioserver_exe, "io", ini])] if io else []),
-                                {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "1"}, walltime=90)
+                                {"DTF_TIMEOUT": "30", "DTF_PRINT_STATS": "2"}, walltime=90)
         expect(status == 0, f"{label}: exit status {status}")
         if label.startswith("oracle"):
             continue

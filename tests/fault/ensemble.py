@@ -7,7 +7,7 @@ usage: ensemble.py --dtfrun PATH --exe PATH [--lost member|assim|absent|late|nev
                    [--member-ranks N] [--assim-ranks N]
 
 Transfer run: dtfrun --keep-going starts the members (each its own job) and the assimilation, with
-DTF_VERBOSE_LEVEL=1 (no file may be left open at dtf_finalize) and DTF_PRINT_STATS=1. Oracle run:
+DTF_VERBOSE_LEVEL=1 (no file may be left open at dtf_finalize) and DTF_PRINT_STATS=2. Oracle run:
 the same programs without dtf (plain PnetCDF), the surviving members one after the other, then the
 assimilation.
 --lost member: member K's rank 0 dies after its puts. The assimilation must say that member K was
@@ -111,7 +111,7 @@ def main():
             cmd += [":", "--name", "io", "-n", "2", os.path.abspath(a.ioserver_exe), "io", ini]
         print("$ " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
-        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="1", **late, **start, **ready)
+        env = dict(os.environ, DTF_VERBOSE_LEVEL="1", DTF_PRINT_STATS="2", **late, **start, **ready)
         run = subprocess.run(cmd, cwd=runs["transfer"], env=env, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=150)
         elapsed = time.monotonic() - t0

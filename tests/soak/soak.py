@@ -12,7 +12,7 @@ the cycles after the warm-up is no higher than its highest in the first half. (I
 a writer session's communicator is freed at the first file opened after the session is served,
 which can come before or after a cycle's probe, and several may be served at a probe; leaked ones
 lift every later probe.) And no control message may be left unused at
-dtf_finalize (DTF_PRINT_STATS=1 counts them): one per cycle is a leak too small for RSS to show
+dtf_finalize (DTF_PRINT_STATS=2 counts them): one per cycle is a leak too small for RSS to show
 in 50 cycles; and of the definitions of files other ranks read, at most one cycle's (the writer withdraws
 each with its next FileDefined). In transfer mode no per-path record may be left either (num_sessions). CI runs 50 cycles; the full soak is
 `tests/soak/soak.py build --cycles 1000` (a few minutes).
@@ -59,8 +59,8 @@ def main():
                "--walltime", str(120 + a.cycles), "--name", "model", "-n", str(2 * a.members),
                os.path.join(build, "examples", "demo_model"), *args, ":",
                "--name", "assim", "-n", "2", os.path.join(build, "examples", "demo_assim"), *args]
-        print("$ DEMO_RESOURCES=1 DTF_PRINT_STATS=1 " + " ".join(cmd), flush=True)
-        run = subprocess.run(cmd, cwd=work, env=dict(os.environ, DEMO_RESOURCES="1", DTF_PRINT_STATS="1"), text=True,
+        print("$ DEMO_RESOURCES=1 DTF_PRINT_STATS=2 " + " ".join(cmd), flush=True)
+        run = subprocess.run(cmd, cwd=work, env=dict(os.environ, DEMO_RESOURCES="1", DTF_PRINT_STATS="2"), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180 + a.cycles)
     samples = {}  # component -> {cycle: (rss, fds, comm)}
     unused = {}  # component -> control messages never used

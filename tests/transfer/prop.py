@@ -119,7 +119,7 @@ def launch(args, run, work, extra_env=None):
         env["OMPI_MCA_io"] = args.mpi_io
     if args.avoid:
         env["XFER_AVOID"] = args.avoid
-    env["DTF_PRINT_STATS"] = "1"  # the writer's stats say how put values were kept
+    env["DTF_PRINT_STATS"] = "2"  # the writer's stats say how put values were kept
     env["XFER_REPEAT"] = str(args.repeat)
     env["XFER_FILE_MODE"] = "1" if run.mode == "file" else "0"  # the real PnetCDF reads (its known defects)
     if args.thread is not None:

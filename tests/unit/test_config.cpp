@@ -534,7 +534,7 @@ void test_env() {
         {"DTF_TIMEOUT=nan", "DTF_TIMEOUT='nan': expected a positive number of seconds"},
         {"DTF_TIMEOUT=10s", "DTF_TIMEOUT='10s': expected a positive number of seconds"},
         {"DTF_VERBOSE_LEVEL=high", "DTF_VERBOSE_LEVEL='high': expected an integer"},
-        {"DTF_PRINT_STATS=yes", "DTF_PRINT_STATS='yes': expected 0 or 1"},
+        {"DTF_PRINT_STATS=yes", "DTF_PRINT_STATS='yes': expected 0, 1 or 2"},
         {"DTF_PROGRESS_THREAD=on", "DTF_PROGRESS_THREAD='on': expected 0 or 1"},
         {"DTF_RENDEZVOUS=tcp", "DTF_RENDEZVOUS='tcp': expected auto, file or name"},
         {"MAX_WORKGROUP_SIZE=0", "MAX_WORKGROUP_SIZE='0': expected an integer >= 1"},
