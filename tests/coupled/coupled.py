@@ -19,6 +19,8 @@ Scenarios
             launch fails within seconds), rather than let it run on plain PnetCDF.
   wrongname a linked model's dtf_init given a name not in the config: both components' dtf_init fail
             within seconds, the assimilation saying why.
+  s3dio     the original DTF's example: S3D-IO's I/O (s3dio_f.F90) as writer and reader, its config as it
+            was; file mode, then transfer mode: the reader's values byte for byte the same, no file on disk.
   letkf     the SCALE-LETKF pattern (letkf_pattern.c or its Fortran twin): an ensemble model writes
             history and analysis files, the assimilation reads them, opens the analysis files again
             with NC_WRITE and writes them back, the model reads that back; in file mode, then in
@@ -577,6 +579,54 @@ def scenario_wrongname(args, work):
     expect(elapsed < 25, f"the run must end within seconds, not after DTF_TIMEOUT (took {elapsed:.0f} s)")
 
 
+# The original DTF's example configuration for two S3D-IO instances ("part of the file name").
+S3DIO_CONFIG = """[INFO]
+ncomp=2
+comp_name="writer"
+comp_name="reader"
+[FILE]
+filename="pressure_wave_test"
+comp1="writer"
+comp2="reader"
+mode="{mode}"
+"""
+
+
+def scenario_s3dio(args, work):
+    """The original DTF's example as it runs there: S3D-IO (its I/O, s3dio_f.F90) twice, a writer of 3
+    checkpoints (2x2x1 ranks) and a reader of them (1x1x2), the original's Fortran externals and config
+    (filename="pressure_wave_test"). In file mode the files reach the disk; in transfer mode none does,
+    and each reader rank reads what it read in file mode, byte for byte; both sides print the MPI-IO
+    hints nfmpi_get_file_info gives them, in both modes."""
+    grid, dumps, hints = ["16", "8", "4"], {}, {}
+    for mode in ("file", "transfer"):
+        data = os.path.join(work, mode)
+        os.mkdir(data)
+        ini = os.path.join(data, "dtf.ini")
+        with open(ini, "w") as f:
+            f.write(S3DIO_CONFIG.format(mode=mode))
+        status, out, _ = launch(args, [(4, [args.model_exe, "writer", ini, data, "3", "2", "2", "1"] + grid),
+                                       (2, [args.model_exe, "reader", ini, data, "3", "1", "1", "2"] + grid)],
+                                {"DTF_TIMEOUT": "30", "S3D_DUMP": os.path.join(work, mode + ".dump")})
+        expect(status == 0, f"{mode} mode: dtfrun exited with status {status}")
+        for role, ranks in (("writer", 4), ("reader", 2)):
+            expect(f"s3dio {role}: 3 checkpoints, {ranks} ranks, every value right" in out,
+                   f"{mode} mode: the {role} must finish with every value right")
+            expect(f"s3dio {role}: hint nc_header_align_size" in out and
+                   (role == "reader" or "s3dio writer: hint romio_ds_write" in out),
+                   f"{mode} mode: the {role} must see PnetCDF's hints (the writer its own too)")
+        hints[mode] = sorted(set(re.findall(r"s3dio \w+: \d+ MPI-IO hints", out)))
+        files = sorted(f for f in os.listdir(data) if f.endswith(".field.nc"))
+        want = [f"pressure_wave_test.{t}E-06.field.nc" for t in ("1.000", "2.000", "3.000")]
+        expect(files == (want if mode == "file" else []), f"{mode} mode: files on disk {files}")
+        for r in range(2):
+            with open(os.path.join(work, f"{mode}.dump.{r}"), "rb") as f:
+                dumps.setdefault(r, []).append(f.read())
+    for r, (file_mode, transfer) in dumps.items():
+        expect(len(file_mode) > 0 and file_mode == transfer, f"reader rank {r} read other bytes in transfer mode")
+    expect(hints["file"] == hints["transfer"], f"as many MPI-IO hints in both modes: {hints}")
+
+
 LETKF_CONFIG = """[INFO]
 ncomp={ncomp}
 comp_name="model"
@@ -888,7 +938,7 @@ def scenario_mismatch(args, work):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", choices=["pair", "missing", "mismatch", "sizes", "unaware", "misnamed", "wrongname",
-                                        "letkf", "output", "absent"])
+                                        "letkf", "output", "absent", "s3dio"])
     p.add_argument("--unaware-exe", help="unaware (a program without dtf calls; scenario unaware)")
     p.add_argument("--lib", help="libdtf.so to preload (scenario unaware)")
     p.add_argument("--writer-exe", help="another writer for scenario unaware (e.g. the Fortran one)")
