@@ -90,7 +90,7 @@ bool printed_by_another_rank(std::string_view message) {
     const char *dir = std::getenv("DTF_LOST_DIR");
     const std::string component = log::component();
     if (!dir || !*dir || component.empty() || component.find('/') != std::string::npos) return false;
-    std::string key;
+    std::string key; // (the message with "rank <n>" as "rank ")
     for (size_t i = 0; i < message.size(); ++i) {
         key += message[i];
         if (message.substr(i, 5) == "rank ") {

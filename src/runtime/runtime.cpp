@@ -201,6 +201,9 @@ void Runtime::init(const char *config_path, const char *component_name, bool in_
         rt->leave_launch(e.what());
         rt->teardown(false);
         throw;
+    } catch (...) {
+        rt->teardown(false);
+        throw;
     }
     rt->stats_.init_s = now_s() - t0;
     rt->in_mpi_init_ = in_mpi_init;
@@ -917,8 +920,8 @@ void Runtime::check_unidentified_lost(const std::string &peer, const std::functi
     DIR *dir = opendir(settings_.lost_dir.c_str());
     if (!dir) return;
     std::string how;
-    while (const dirent *e = readdir(dir))
-        if (std::strncmp(e->d_name, ".unidentified.", 14) == 0 && how.empty()) {
+    for (const dirent *e; how.empty() && (e = readdir(dir));)
+        if (std::strncmp(e->d_name, ".unidentified.", 14) == 0) {
             std::ifstream in(settings_.lost_dir + "/" + e->d_name);
             std::getline(in, how);
         }
