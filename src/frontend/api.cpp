@@ -49,9 +49,9 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
             check(vf->path);
             return dtf::runtime::session_transfer(*rt, *vf);
         }
-        auto it = files(*rt).open_files.find(ncid);
-        if (it == files(*rt).open_files.end()) return 0; // not a file dtf handles: nothing to move
-        check(it->second.path);
+        const dtf::runtime::OpenFile *f = files(*rt).open_file(ncid);
+        if (!f) return 0; // not a file dtf handles: nothing to move
+        check(f->path);
         return 0; // file mode: the data moves through the file system at close
     });
 }

@@ -69,9 +69,9 @@ void Files::persisted(int64_t stamp) {
 void Files::finalizing(Runtime &rt) { end_turns(rt); }
 
 void Files::forget_open(Runtime &rt) {
-    for (auto &[ncid, f] : open_files) {
-        log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), ncid);
-        set_owned(ncid, false);
+    for (auto &[key, f] : open_files) {
+        log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), f.ncid);
+        if (f.pnetcdf) set_owned(f.ncid, false);
     }
     open_files.clear();
     for (auto &[ncid, vf] : virtual_files) {
@@ -122,7 +122,7 @@ void check_role(Runtime &rt, const Target &t, bool writer, const char *call) {
     std::string readers;
     for (const auto &name : r.readers) readers += (readers.empty() ? "'" : ", '") + name + "'";
     fail(DTF_ERR_CONFIG, "%s of '%s'%s: %s:%d names '%s' as its writer and %s as its readers, so component '%s' may "
-         "only %s", call, t.path.c_str(), writer && std::strcmp(call, "ncmpi_open") == 0 ? " with NC_WRITE" : "",
+         "only %s", call, t.path.c_str(), writer && std::strstr(call, "_open") ? " with NC_WRITE" : "",
          rt.config().path.c_str(), r.line, r.writer.c_str(), readers.c_str(), rt.self_name().c_str(),
          writer ? "open it for reading" : "create it or open it with NC_WRITE");
 }
@@ -186,8 +186,6 @@ void wait_on_disk(Runtime &rt, const Target &t, transport::Group &group, const s
                     "and wrote it there", t.path.c_str(), n, t.rule->writer.c_str());
 }
 
-using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
-
 // A session of the file closed on every rank of `group`: once every rank has closed (so the data is in
 // the file), the other components hear of it.
 void closed(Runtime &rt, const std::string &path, bool writer, transport::Group &group, const std::vector<int> &peers) {
@@ -202,20 +200,31 @@ void closed(Runtime &rt, const std::string &path, bool writer, transport::Group 
                 Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0, path, {}});
 }
 
-int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mode, MPI_Info info, int *ncidp) {
+} // namespace
+
+int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     Target t;
-    if (!find_target(rt, path, &t)) return DTF_PNC_PASS;
+    if (!find_target(rt, open.path, &t)) return DTF_PNC_PASS;
+    const bool create = open.create;
+    const char *call = open.name;
+    const int mode = open.mode;
+    if (!open.pnetcdf && t.rule->mode == config::Mode::Transfer) {
+        if (create && (mode & NC_NETCDF4))
+            fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d names it in transfer mode, which "
+                 "serves files written through PnetCDF (classic, 64-bit offset and CDF-5 formats; netCDF-C's "
+                 "PnetCDF path is one); netCDF-4 files are served in file mode (mode=\"file\")", call, t.path.c_str(),
+                 rt.config().path.c_str(), t.rule->line);
+        return DTF_PNC_PASS; // (netCDF-C calls PnetCDF: dtf serves the file there)
+    }
     phase::Scope timer(phase::Open);
-    const bool create = fn == DTF_FN_ncmpi_create;
-    const char *call = create ? "ncmpi_create" : "ncmpi_open";
     const std::string context = format("%s of '%s'", call, t.path.c_str());
     // Within this component's turn on the file (writer_closes), it opens the file as its own, either way.
     const bool in_turn = files(rt).turns.count(t.path) != 0;
     const bool writer = create || (mode & NC_WRITE) || in_turn;
     if (in_turn && create)
-        fail(DTF_ERR_UNSUPPORTED, "ncmpi_create of '%s': this component creates it again while its turn on it lasts "
+        fail(DTF_ERR_UNSUPPORTED, "%s of '%s': this component creates it again while its turn on it lasts "
              "(it closed it %d of the %d times writer_closes= says, %s:%d): open it instead, or set writer_closes to "
-             "the number of times it closes this version", t.path.c_str(), files(rt).turns.at(t.path).closes,
+             "the number of times it closes this version", call, t.path.c_str(), files(rt).turns.at(t.path).closes,
              t.rule->writer_closes, rt.config().path.c_str(), t.rule->line);
     // The writer of a writer=/readers= file reading it outside a turn of this rank's (after its last
     // close, or a file another of its ranks wrote): in file mode it is on disk, read as plain PnetCDF
@@ -229,7 +238,7 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
              rt.config().path.c_str(), t.rule->line, t.rule->writer_closes);
     if (own_read) return DTF_PNC_PASS;
     if (!in_turn) check_role(rt, t, writer, call);
-    std::shared_ptr<transport::Group> group = rt.group_of(comm, context);
+    std::shared_ptr<transport::Group> group = rt.group_of(open.comm, context);
     if (!writer && t.rule->fixed_roles() && rt.absent(rt.config().component_index(t.rule->writer))) {
         wait_on_disk(rt, t, *group, context);
         return DTF_PNC_PASS; // a file on disk: plain PnetCDF reads it
@@ -241,16 +250,15 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
                                 : vfile_open(rt, t.path, *t.rule, t.peers, group, mode, ncidp);
         if (rc != NC_NOERR) return rc;
         VirtualFile &vf = *files(rt).virtual_file(*ncidp);
-        vf.hints = transport::info_entries(info);
+        vf.hints = transport::info_entries(open.info);
         if (vf.writer && !vf.header.read_only()) apply_alignment_hints(vf.header, vf.hints);
         return rc;
     }
     if (!in_turn) rt.on_all(*group, [&] { wait_for_turn(rt, t, writer, call); }, context);
-    const OpenFn open = real<OpenFn>(fn);
     int rc;
     {
-        transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
-        rc = open(comm, path, mode, info, ncidp);
+        transport::Blocking unlocked; // the library runs without the runtime lock
+        rc = open.real(ncidp);
     }
     if (rc != NC_NOERR) return rc;
     OpenFile f;
@@ -260,26 +268,26 @@ int open_or_create(Runtime &rt, int fn, MPI_Comm comm, const char *path, int mod
     f.peers = t.peers;
     f.writer = writer;
     f.group = std::move(group);
-    files(rt).open_files[f.ncid] = f;
-    set_owned(f.ncid, true);
+    f.pnetcdf = open.pnetcdf;
+    files(rt).open_files[{open.pnetcdf, f.ncid}] = f;
+    if (open.pnetcdf) set_owned(f.ncid, true);
     log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
     return rc;
 }
 
-int close_file(Runtime &rt, int fn, int ncid) {
-    auto it = files(rt).open_files.find(ncid);
+int close_file(Runtime &rt, bool pnetcdf, int ncid, bool abort, const std::function<int()> &real_close) {
+    auto it = files(rt).open_files.find({pnetcdf, ncid});
     if (it == files(rt).open_files.end()) return DTF_PNC_PASS;
     phase::Scope timer(phase::Close);
     OpenFile f = it->second;
     files(rt).open_files.erase(it);
-    set_owned(ncid, false);
-    const auto close = real<int (*)(int)>(fn);
+    if (pnetcdf) set_owned(ncid, false);
     int rc;
     {
-        transport::Blocking unlocked; // real PnetCDF runs without the runtime lock
-        rc = close(ncid);
+        transport::Blocking unlocked; // the library runs without the runtime lock
+        rc = real_close();
     }
-    if (rc != NC_NOERR || fn == DTF_FN_ncmpi_abort) {
+    if (rc != NC_NOERR || abort) {
         log::warn("'%s' was %s; the other component is not told", f.path.c_str(),
                   rc != NC_NOERR ? "not closed cleanly" : "aborted");
         return rc;
@@ -296,8 +304,6 @@ int close_file(Runtime &rt, int fn, int ncid) {
     closed(rt, f.path, f.writer, *f.group, f.peers);
     return rc;
 }
-
-} // namespace
 
 void end_turns(Runtime &rt) {
     // (by path: the same order on every rank)
@@ -353,10 +359,14 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     using dtf::pnc::arg;
     if (const char *path = arg<const char *>(args, 1); span.active() && path)
         span.args("\"path\":" + dtf::trace::quote(path));
-    return dtf::guard([&] {
-        return dtf::runtime::open_or_create(*rt, fn, arg<MPI_Comm>(args, 0), arg<const char *>(args, 1),
-                                            arg<int>(args, 2), arg<MPI_Info>(args, 3), arg<int *>(args, 4));
-    });
+    const auto open = dtf::pnc::real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(fn);
+    const MPI_Comm comm = arg<MPI_Comm>(args, 0);
+    const char *path = arg<const char *>(args, 1);
+    const int mode = arg<int>(args, 2);
+    const MPI_Info info = arg<MPI_Info>(args, 3);
+    const dtf::runtime::OpenCall call{dtf_pnc_name(fn), fn == DTF_FN_ncmpi_create, true, comm, path, mode, info,
+                                      [&](int *ncidp) { return open(comm, path, mode, info, ncidp); }};
+    return dtf::guard([&] { return dtf::runtime::open_or_create(*rt, call, arg<int *>(args, 4)); });
 }
 
 extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
@@ -375,5 +385,8 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     }
     if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
     dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
-    return dtf::guard([&] { return dtf::runtime::close_file(*rt, fn, ncid); });
+    const auto close = dtf::pnc::real<int (*)(int)>(fn);
+    return dtf::guard([&] {
+        return dtf::runtime::close_file(*rt, true, ncid, fn == DTF_FN_ncmpi_abort, [&] { return close(ncid); });
+    });
 }

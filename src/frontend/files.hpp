@@ -2,6 +2,7 @@
 // turns), and what the file-mode dispatch (files.cpp) shares with the probes of paths (probe.cpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -33,20 +34,39 @@ struct OpenFile {
     const config::FileRule *rule = nullptr;
     std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
     bool writer = false;
-    std::shared_ptr<transport::Group> group; // over a dup of the communicator given to ncmpi_create/ncmpi_open
+    bool pnetcdf = true; // opened by PnetCDF's call, else by netCDF-C's (netcdf.cpp)
+    std::shared_ptr<transport::Group> group; // over a dup of the communicator given to the open or create
+};
+
+// A call that opens or creates a file (PnetCDF's or netCDF-C's), and the library's own to make it.
+struct OpenCall {
+    const char *name; // "ncmpi_create", "nc_open_par", ...
+    bool create;
+    bool pnetcdf; // PnetCDF's call (else netCDF-C's, whose files in transfer mode PnetCDF's calls serve)
+    MPI_Comm comm;
+    const char *path;
+    int mode;
+    MPI_Info info;
+    std::function<int(int *ncidp)> real;
 };
 
 // The front end's part of the runtime (Runtime::part): the files open on this rank, and the writer
 // turns not over.
 struct Files : Part {
     static constexpr int kSlot = 0;
-    std::map<int, OpenFile> open_files;                       // file mode, by ncid
+    std::map<std::pair<bool, int>, OpenFile> open_files;      // file mode, by OpenFile::pnetcdf and ncid
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files; // transfer mode, by virtual ncid
     // The writer turns of this rank that are not over, by path (end_turns ends them at dtf_finalize).
     std::map<std::string, Turn> turns;
     // The filename= rules matched as a part of a file name that rank 0 said so of (note_part_of_name).
     std::set<const config::FileRule *> parts_told;
 
+    // A file-mode file open here by either library's ncid (PnetCDF's first), or null.
+    const OpenFile *open_file(int ncid) const {
+        for (bool pnetcdf : {true, false})
+            if (auto it = open_files.find({pnetcdf, ncid}); it != open_files.end()) return &it->second;
+        return nullptr;
+    }
     VirtualFile *virtual_file(int ncid) {
         auto it = virtual_files.find(ncid);
         return it == virtual_files.end() ? nullptr : it->second.get();
@@ -70,6 +90,14 @@ struct Target {
 
 // The rule that makes dtf handle `path` for this component, if any (then fills *t).
 bool find_target(Runtime &rt, const char *path, Target *t);
+
+// The files of `open.path` as the config says (file mode: this component's turn, then the library's
+// call; transfer mode: a virtual file, or for netCDF-C's calls DTF_PNC_PASS: its PnetCDF calls are
+// served), or DTF_PNC_PASS when dtf does not handle the path for this component.
+int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp);
+// A file-mode file's close or abort (`real_close`), and the other components told; DTF_PNC_PASS for a
+// file dtf does not handle.
+int close_file(Runtime &rt, bool pnetcdf, int ncid, bool abort, const std::function<int()> &real_close);
 
 // File mode: wait until this rank may open the file to write it (every reader has read the last
 // version) or to read it (the writer has closed one more version than this rank has read); `call`

@@ -11,8 +11,9 @@
 //     ncmpi_open that follows does its own wait, which then returns at once. A rank that already
 //     took part in a session of a comp1=/comp2= file (it may be about to write it back) waits for
 //     nothing and sees the version it knows (vfile_probe: the header of the session it closed).
-//   MPI_File_open for writing outside PnetCDF (HDF5 writing a netCDF-4 file, or MPI-IO itself) of a
-//     path dtf handles: refused with MPI_ERR_ACCESS and a message, since dtf could never serve it.
+//   MPI_File_open for writing outside PnetCDF and netCDF-C (HDF5 or MPI-IO called by the program) of
+//     a path dtf handles: refused with MPI_ERR_ACCESS and a message, since dtf could never serve it.
+//     (Inside netCDF-C's calls, netcdf.cpp, HDF5's opens are dtf's nested calls and pass on.)
 //   stat/lstat/fstatat/access/faccessat/euidaccess that find no file: the file exists for a reader
 //     named in readers= (the config's promise: its open waits for the writer), and in transfer mode
 //     for any component once this rank knows a version (a definition has come, or it closed a
@@ -87,13 +88,13 @@ int mpi_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_
     if (!rt || !find_target(*rt, filename, &t)) return kPass;
     // While PnetCDF has the file open on this rank (file mode), it opens it again itself: the
     // handle of its independent data mode.
-    for (const auto &[ncid, f] : files(*rt).open_files)
+    for (const auto &[key, f] : files(*rt).open_files)
         if (f.path == t.path) return kPass;
     if (amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR | MPI_MODE_CREATE))
-        fail(DTF_ERR_CONFIG, "MPI_File_open of '%s' for writing, outside PnetCDF (a netCDF-4/HDF5 file, or MPI-IO "
-             "itself): %s:%d names it, and dtf handles only files written through PnetCDF (classic, 64-bit "
-             "offset and CDF-5 netCDF files); leave it out of the config", t.path.c_str(),
-             rt->config().path.c_str(), t.rule->line);
+        fail(DTF_ERR_CONFIG, "MPI_File_open of '%s' for writing, outside PnetCDF and netCDF-C (HDF5 or MPI-IO "
+             "called directly, or netCDF-C's calls not going through dtf: link with -ldtf before -lnetcdf): %s:%d "
+             "names it, and dtf handles only files written through PnetCDF or netCDF-C; leave it out of the config",
+             t.path.c_str(), rt->config().path.c_str(), t.rule->line);
     const bool writer = t.rule->fixed_roles() && t.rule->writer == rt->self_name();
     if (writer && t.rule->mode == config::Mode::File) return kPass; // (its own file, as it left it)
     const std::string context = format("MPI_File_open of '%s'", t.path.c_str());

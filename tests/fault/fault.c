@@ -22,7 +22,8 @@
  *             session, instead of both waiting DTF_TIMEOUT for a reader that never comes
  *   wrongrole  g.nc is a writer=/readers= file: the reader's ncmpi_create of it and the writer's
  *             ncmpi_open of it for reading fail at once (DTF_ERR_CONFIG naming the config line and who
- *             may do what), and nothing else changes (then as ok)
+ *             may do what), as does the writer's MPI_File_open of it for writing (MPI-IO itself), and
+ *             nothing else changes (then as ok)
  *   persist-rename p.nc (persist=1) is written by the writer, then opened again with NC_WRITE by the
  *             reader, which renames its variable, and read by the writer: dtf cannot make the file on
  *             disk show the rename as file mode would, so the reader's close fails (DTF_ERR_UNSUPPORTED
@@ -279,11 +280,16 @@ int main(int argc, char **argv) {
     NC(dtf_init(argv[2], role));
     if (!strcmp(scenario, "wrongrole")) {
         int ncid;
-        if (writes) // (transfer mode: a writer reads its file back only within its turn, writer_closes=)
+        if (writes) { // (transfer mode: a writer reads its file back only within its turn, writer_closes=)
             expect_error(ncmpi_open(MPI_COMM_WORLD, "g.nc", NC_NOWRITE, MPI_INFO_NULL, &ncid), DTF_ERR_UNSUPPORTED,
                          "ncmpi_open(g.nc) by its writer", "ncmpi_open of", "g.nc' for reading: this component writes it",
                          "set writer_closes= to the number of times it closes the file, or mode=\"file\"", NULL);
-        else
+            /* Writing it with MPI-IO itself (not through PnetCDF or netCDF-C): refused. */
+            MPI_File fh;
+            const int rc = MPI_File_open(MPI_COMM_WORLD, "g.nc", MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+            expect(rc != MPI_SUCCESS && strstr(dtf_errmsg(), "g.nc' for writing, outside PnetCDF and netCDF-C"),
+                   "MPI_File_open(g.nc) for writing must be refused, saying so");
+        } else
             expect_error(ncmpi_create(MPI_COMM_WORLD, "g.nc", NC_CLOBBER, MPI_INFO_NULL, &ncid), DTF_ERR_CONFIG,
                          "ncmpi_create(g.nc) by its reader", "dtf.ini:", "component 'reader' may only open it for reading",
                          NULL);

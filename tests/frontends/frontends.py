@@ -14,8 +14,9 @@ Scenarios
            byte for byte, and a transfer-mode file must not reach the disk. --writeback: the reader
            then opens the file again with NC_WRITE and writes a variable back, and the writer reads
            it back (comp1=/comp2=, num_sessions=2: SCALE-LETKF's analysis file).
-  hdf5     a netCDF-C writer creating a netCDF-4 (HDF5) file that the config names: refused at once
-           with the config line; the reader fails naming the lost writer, nothing hangs.
+  refused  what dtf does not serve yet (a netCDF-4 file created in transfer mode: --format netcdf4;
+           files created serially, one per process: --access serial) refused at the writer's call,
+           naming the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
            before launching, with the fix.
 Python scenarios need --python (the venv of scripts/setup-python.sh): without one the test is
@@ -147,16 +148,21 @@ def scenario_pair(args, work):
     return 0
 
 
-def scenario_hdf5(args, work):
+def scenario_refused(args, work):
+    """What dtf does not serve yet, refused at the call, naming the config line: a netCDF-4 file
+    created in transfer mode (--format netcdf4), files created serially (--access serial)."""
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=args.mode))
-    args.format = "netcdf4"
+        f.write(CONFIG.format(mode=args.mode).replace('filename="front.nc"', 'filename="front.%nc"'))
     status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work)),
                       {"DTF_TIMEOUT": "60"})
-    expect(status != 0, "a netCDF-4 file named in the config must fail")
-    expect(f"MPI_File_open of '{work}/front.nc' for writing, outside PnetCDF (a netCDF-4/HDF5 file, or MPI-IO itself): "
-           f"{ini}:5 names it" in out, "the writer must be refused, naming the config line")
+    expect(status != 0, "the run must fail")
+    if args.access == "serial":
+        why = (f"nc_create of '{work}/front.0.nc': {ini}:5 names it, and dtf does not coordinate serial netCDF files "
+               "yet")
+    else:
+        why = f"nc_create_par of '{work}/front.nc' as a netCDF-4 (HDF5) file: {ini}:5 names it in transfer mode"
+    expect(why in out, f"the writer must be refused, saying: {why}")
     expect("component 'writer' was lost" in out, "the reader must say that it waited for the lost writer")
     return 0
 
@@ -176,7 +182,7 @@ def scenario_unaware(args, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenario", choices=["pair", "hdf5", "unaware"])
+    ap.add_argument("scenario", choices=["pair", "refused", "unaware"])
     ap.add_argument("--dtfrun", required=True)
     ap.add_argument("--lib", required=True, help="libdtf.so (for --preload)")
     ap.add_argument("--ncpair", required=True, help="ncpair.c built without dtf")
@@ -187,8 +193,8 @@ def main():
     ap.add_argument("--reader", default="nc", choices=["nc", "pnc", "python", "inquire"])
     ap.add_argument("--writer-ranks", type=int, default=2)
     ap.add_argument("--reader-ranks", type=int, default=3)
-    ap.add_argument("--format", default="cdf5", choices=["classic", "64bit-offset", "cdf5"])
-    ap.add_argument("--access", default="collective", choices=["collective", "independent"])
+    ap.add_argument("--format", default="cdf5", choices=["classic", "64bit-offset", "cdf5", "netcdf4"])
+    ap.add_argument("--access", default="collective", choices=["collective", "independent", "serial"])
     ap.add_argument("--mode", default="transfer", choices=["file", "transfer"])
     ap.add_argument("--launch", default="jobs", choices=["jobs", "mpmd"])
     ap.add_argument("--linked", action="store_true")
@@ -203,7 +209,8 @@ def main():
             expect(False, f"DTF_TEST_PYTHON=required, but {args.python} does not exist (scripts/setup-python.sh)")
         args.python = None
     with tempfile.TemporaryDirectory(prefix="dtf-frontends-") as work:
-        return {"pair": scenario_pair, "hdf5": scenario_hdf5, "unaware": scenario_unaware}[args.scenario](args, work)
+        scenarios = {"pair": scenario_pair, "refused": scenario_refused, "unaware": scenario_unaware}
+        return scenarios[args.scenario](args, work)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@
  *
  * usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
- *   ACCESS: collective or independent
+ *   ACCESS: collective or independent; or serial (writer, nc): each rank creates DIR/front.<rank>.nc
+ *           with nc_create, one process each, and writes the title into it
  */
 #include <errno.h>
 #include <mpi.h>
@@ -125,6 +126,14 @@ int main(int argc, char **argv) {
     int ncid, dims[3], t, rec, n;
     MPI_Offset start[3], count[3];
 
+    if (writer && !strcmp(argv[5], "serial")) {
+        snprintf(path, sizeof path, "%s/front.%d.nc", argv[3], rank);
+        NC(nc_create(path, cmode, &ncid));
+        NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
+        NC(nc_close(ncid));
+        MPI_Finalize();
+        return 0;
+    }
     if (writer) {
         if (getenv("NCPAIR_DELAY")) sleep((unsigned)atoi(getenv("NCPAIR_DELAY")));
         block(ny, size, rank, &start[1], &count[1]);
