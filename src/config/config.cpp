@@ -152,6 +152,7 @@ const std::vector<KeySpec> kFileKeys = {
     {"num_sessions", "an integer >= 1", false},
     {"writer_closes", "an integer >= 1", false},
     {"write_only", "0 or 1", false},
+    {"serial_readers", "an integer >= 1", false},
     {"mirror_io_root", "0 or 1", false},
     {"persist", "0 or 1", false},
     {"aggregators", "an integer >= 0", false},
@@ -406,6 +407,7 @@ void Parser::read_file_keys(const RawSection &section, FileRule *rule, RuleLines
         else if (e.key == "num_sessions") rule->num_sessions = to_int(e, 1);
         else if (e.key == "writer_closes") rule->writer_closes = to_int(e, 1);
         else if (e.key == "write_only") rule->write_only = to_bool(e);
+        else if (e.key == "serial_readers") rule->serial_readers = to_int(e, 1);
         else if (e.key == "persist") rule->persist = to_bool(e);
         else if (e.key == "aggregators") rule->aggregators = to_int(e, 0), lines->aggregators = e.line;
         else if (e.key == "subfiles") rule->subfiles = to_bool(e), lines->subfiles = e.line;
@@ -969,6 +971,7 @@ std::string describe(const Config &c, const Settings &s) {
         out += format("mode=\"%s\"\nreplay_io=%d\nnum_sessions=%d\nwriter_closes=%d\n", mode_name(r.mode),
                       r.replay_io, r.num_sessions, r.writer_closes);
         out += format("write_only=%d\nmirror_io_root=%d\npersist=%d\n", r.write_only, r.mirror_io_root, r.persist);
+        if (r.serial_readers) out += format("serial_readers=%d\n", r.serial_readers);
         if (r.persist && r.mode == Mode::Transfer)
             out += format("aggregators=%d\nsubfiles=%d\naggregate_steps=%d\n", r.aggregators, r.subfiles,
                           r.aggregate_steps);

@@ -134,17 +134,31 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
     auto name = [&](int component) { return rt.config().component_name(component).c_str(); };
     if (writer && t.rule->write_only) return;
     if (writer) {
-        // Every reader has read the last version.
+        // Every reader has read the last version: in a session of its ranks, or with serial_readers=
+        // (default: all) of its processes one by one (a serial file).
+        auto serial_wanted = [&](int p) {
+            return t.rule->serial_readers ? t.rule->serial_readers : rt.peer(p).remote_size;
+        };
+        auto serial_done = [&](int p) {
+            const auto it = c.serial_reads.find(p);
+            if (it == c.serial_reads.end()) return 0;
+            const auto n = it->second.find(c.my_writes);
+            return n == it->second.end() ? 0 : n->second;
+        };
         auto lagging = [&] {
             for (int p : t.peers)
-                if (c.peer_reads[p] < c.my_writes) return p;
+                if (c.peer_reads[p] < c.my_writes && serial_done(p) < serial_wanted(p)) return p;
             return -1;
         };
         rt.wait_until([&] { return lagging() < 0; }, [&] {
             const int p = lagging() < 0 ? t.peers.front() : lagging();
+            const std::string serial = c.serial_reads.count(p)
+                ? format("; %d of its processes closed it serially, of the %d that read each version (serial_readers=, "
+                         "%s:%d)", serial_done(p), serial_wanted(p), rt.config().path.c_str(), t.rule->line)
+                : std::string();
             return format("%s of '%s' waited for component '%s' to finish reading version %d of it before "
-                          "overwriting it (it has closed %d read sessions)",
-                          call, t.path.c_str(), name(p), c.my_writes, c.peer_reads[p]);
+                          "overwriting it (it has closed %d read sessions%s)",
+                          call, t.path.c_str(), name(p), c.my_writes, c.peer_reads[p], serial.c_str());
         }, [&] { return lagging() < 0 ? t.peers.front() : lagging(); });
     } else {
         rt.wait_until([&] { return c.peer_writes > c.my_reads; }, [&] {
@@ -187,17 +201,17 @@ void wait_on_disk(Runtime &rt, const Target &t, transport::Group &group, const s
 }
 
 // A session of the file closed on every rank of `group`: once every rank has closed (so the data is in
-// the file), the other components hear of it.
-void closed(Runtime &rt, const std::string &path, bool writer, transport::Group &group, const std::vector<int> &peers) {
+// the file), the other components hear of it (`serial`: one process read it; its writer counts those).
+void closed(Runtime &rt, const std::string &path, bool writer, transport::Group &group, const std::vector<int> &peers,
+            bool serial = false) {
     rt.barrier(group, format("closing '%s'", path.c_str()));
     PathCounters &c = rt.counters(path);
     const int session = writer ? ++c.my_writes : ++c.my_reads;
     ++(writer ? rt.stats().sessions_written : rt.stats().sessions_read);
     if (group.rank() == 0)
         for (int peer : peers)
-            rt.notify(
-                peer,
-                Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session, 0, path, {}});
+            rt.notify(peer, Message{writer ? MessageKind::ClosedWrite : MessageKind::ClosedRead, rt.self(), session,
+                                    serial && !writer ? kSerialSession : 0, path, {}});
 }
 
 } // namespace
@@ -209,6 +223,11 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     const char *call = open.name;
     const int mode = open.mode;
     if (!open.pnetcdf && t.rule->mode == config::Mode::Transfer) {
+        if (open.serial)
+            fail(DTF_ERR_UNSUPPORTED, "%s of '%s': %s:%d names it in transfer mode, and dtf serves files opened by one "
+                 "process (without a communicator) in file mode only (mode=\"file\"); or open it with nc_open_par or "
+                 "nc_create_par over the component's ranks", call, t.path.c_str(), rt.config().path.c_str(),
+                 t.rule->line);
         if (create && (mode & NC_NETCDF4))
             fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d names it in transfer mode, which "
                  "serves files written through PnetCDF (classic, 64-bit offset and CDF-5 formats; netCDF-C's "
@@ -269,6 +288,7 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     f.writer = writer;
     f.group = std::move(group);
     f.pnetcdf = open.pnetcdf;
+    f.serial = open.serial;
     files(rt).open_files[{open.pnetcdf, f.ncid}] = f;
     if (open.pnetcdf) set_owned(f.ncid, true);
     log::debug("%s '%s' (ncid %d) for %s", call, t.path.c_str(), f.ncid, writer ? "writing" : "reading");
@@ -301,7 +321,7 @@ int close_file(Runtime &rt, bool pnetcdf, int ncid, bool abort, const std::funct
         }
         files(rt).turns.erase(f.path);
     }
-    closed(rt, f.path, f.writer, *f.group, f.peers);
+    closed(rt, f.path, f.writer, *f.group, f.peers, f.serial);
     return rc;
 }
 
@@ -364,7 +384,7 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     const char *path = arg<const char *>(args, 1);
     const int mode = arg<int>(args, 2);
     const MPI_Info info = arg<MPI_Info>(args, 3);
-    const dtf::runtime::OpenCall call{dtf_pnc_name(fn), fn == DTF_FN_ncmpi_create, true, comm, path, mode, info,
+    const dtf::runtime::OpenCall call{dtf_pnc_name(fn), fn == DTF_FN_ncmpi_create, true, false, comm, path, mode, info,
                                       [&](int *ncidp) { return open(comm, path, mode, info, ncidp); }};
     return dtf::guard([&] { return dtf::runtime::open_or_create(*rt, call, arg<int *>(args, 4)); });
 }

@@ -35,6 +35,7 @@ struct OpenFile {
     std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
     bool writer = false;
     bool pnetcdf = true; // opened by PnetCDF's call, else by netCDF-C's (netcdf.cpp)
+    bool serial = false; // by one process, without a communicator (netCDF-C's nc_open, nc_create)
     std::shared_ptr<transport::Group> group; // over a dup of the communicator given to the open or create
 };
 
@@ -43,6 +44,7 @@ struct OpenCall {
     const char *name; // "ncmpi_create", "nc_open_par", ...
     bool create;
     bool pnetcdf; // PnetCDF's call (else netCDF-C's, whose files in transfer mode PnetCDF's calls serve)
+    bool serial;  // one process's, without a communicator (comm is MPI_COMM_SELF)
     MPI_Comm comm;
     const char *path;
     int mode;

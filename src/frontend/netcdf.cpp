@@ -8,8 +8,9 @@
 //                  one) are dtf's nested calls and pass straight on.
 //   transfer mode  the calls pass on, and netCDF-C's PnetCDF calls are served (vfile.cpp); creating a
 //                  netCDF-4 file, which PnetCDF never sees, is refused with the reason.
-//   serial calls   nc_create, nc_open (one process, no communicator) of a path the config names for
-//                  this component: refused, not coordinated yet (docs/USER-GUIDE.md, section 10).
+//   serial calls   nc_create, nc_open (one process, no communicator): in file mode a session of this
+//                  process alone (the writer of a path counts the processes that read a version,
+//                  serial_readers=); in transfer mode refused, not built yet (USER-GUIDE section 10).
 // Calls before dtf_init and from inside dtf pass straight on.
 #include <dlfcn.h>
 #include <link.h>
@@ -63,28 +64,17 @@ int missing(const char *name) {
     return guard([&]() -> int { fail(DTF_ERR_INTERNAL, "%s: netCDF-C's own %s was not found", name, name); });
 }
 
-int parallel_open(const OpenCall &call, int *ncidp) {
-    if (Entry::nested()) return DTF_PNC_PASS;
-    Entry entry;
-    Runtime *rt = Runtime::instance();
-    if (!rt) return DTF_PNC_PASS;
-    trace::Span span("netcdf", call.name);
-    return guard([&] { return open_or_create(*rt, call, ncidp); });
-}
-
-int serial_open(const char *name, const char *path) {
-    if (Entry::nested()) return DTF_PNC_PASS;
-    Entry entry;
-    Runtime *rt = Runtime::instance();
-    if (!rt) return DTF_PNC_PASS;
-    return guard([&] {
-        Target t;
-        if (!find_target(*rt, path, &t)) return DTF_PNC_PASS;
-        fail(DTF_ERR_UNSUPPORTED, "%s of '%s': %s:%d names it, and dtf does not coordinate serial netCDF files yet "
-             "(opened by one process, without a communicator): open it with nc_open_par or nc_create_par over the "
-             "component's ranks, or leave it out of the config", name, t.path.c_str(), rt->config().path.c_str(),
-             t.rule->line);
-    });
+// The library's call, made as the config says for its path.
+int serve(const OpenCall &call, int *ncidp) {
+    int rc = DTF_PNC_PASS;
+    if (!Entry::nested()) {
+        Entry entry;
+        if (Runtime *rt = Runtime::instance()) {
+            trace::Span span("netcdf", call.name);
+            rc = guard([&] { return open_or_create(*rt, call, ncidp); });
+        }
+    }
+    return rc == DTF_PNC_PASS ? call.real(ncidp) : rc;
 }
 
 int close_call(const char *name, int ncid, bool abort, int (*real)(int)) {
@@ -102,62 +92,58 @@ int close_call(const char *name, int ncid, bool abort, int (*real)(int)) {
 } // namespace
 } // namespace dtf::runtime
 
-using dtf::runtime::OpenCall;
+using dtf::runtime::next;
+using dtf::runtime::serve;
+using dtf::runtime::missing;
+
+// The library's own function NAME, of type TYPE, as `real`.
+#define DTF_NC_REAL(name, type)                                                                     \
+    static const auto real = next<type>(#name);                                                     \
+    if (!real) return missing(#name)
 
 DTF_API int nc_create_par(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_create_par");
-    if (!real) return dtf::runtime::missing("nc_create_par");
-    auto call = [&](int *id) { return real(path, cmode, comm, info, id); };
-    const int rc = dtf::runtime::parallel_open(OpenCall{"nc_create_par", true, false, comm, path, cmode, info, call},
-                                               ncidp);
-    return rc == DTF_PNC_PASS ? call(ncidp) : rc;
+    DTF_NC_REAL(nc_create_par, int (*)(const char *, int, MPI_Comm, MPI_Info, int *));
+    return serve({"nc_create_par", true, false, false, comm, path, cmode, info,
+                  [&](int *id) { return real(path, cmode, comm, info, id); }}, ncidp);
 }
 
 DTF_API int nc_open_par(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_open_par");
-    if (!real) return dtf::runtime::missing("nc_open_par");
-    auto call = [&](int *id) { return real(path, mode, comm, info, id); };
-    const int rc = dtf::runtime::parallel_open(OpenCall{"nc_open_par", false, false, comm, path, mode, info, call},
-                                               ncidp);
-    return rc == DTF_PNC_PASS ? call(ncidp) : rc;
+    DTF_NC_REAL(nc_open_par, int (*)(const char *, int, MPI_Comm, MPI_Info, int *));
+    return serve({"nc_open_par", false, false, false, comm, path, mode, info,
+                  [&](int *id) { return real(path, mode, comm, info, id); }}, ncidp);
 }
 
+// The serial calls: a session of this process alone.
 DTF_API int nc_create(const char *path, int cmode, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, int *)>("nc_create");
-    if (!real) return dtf::runtime::missing("nc_create");
-    const int rc = dtf::runtime::serial_open("nc_create", path);
-    return rc == DTF_PNC_PASS ? real(path, cmode, ncidp) : rc;
+    DTF_NC_REAL(nc_create, int (*)(const char *, int, int *));
+    return serve({"nc_create", true, false, true, MPI_COMM_SELF, path, cmode, MPI_INFO_NULL,
+                  [&](int *id) { return real(path, cmode, id); }}, ncidp);
 }
 
 DTF_API int nc__create(const char *path, int cmode, size_t initialsz, size_t *chunksizehintp, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, size_t, size_t *, int *)>("nc__create");
-    if (!real) return dtf::runtime::missing("nc__create");
-    const int rc = dtf::runtime::serial_open("nc__create", path);
-    return rc == DTF_PNC_PASS ? real(path, cmode, initialsz, chunksizehintp, ncidp) : rc;
+    DTF_NC_REAL(nc__create, int (*)(const char *, int, size_t, size_t *, int *));
+    return serve({"nc__create", true, false, true, MPI_COMM_SELF, path, cmode, MPI_INFO_NULL,
+                  [&](int *id) { return real(path, cmode, initialsz, chunksizehintp, id); }}, ncidp);
 }
 
 DTF_API int nc_open(const char *path, int mode, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, int *)>("nc_open");
-    if (!real) return dtf::runtime::missing("nc_open");
-    const int rc = dtf::runtime::serial_open("nc_open", path);
-    return rc == DTF_PNC_PASS ? real(path, mode, ncidp) : rc;
+    DTF_NC_REAL(nc_open, int (*)(const char *, int, int *));
+    return serve({"nc_open", false, false, true, MPI_COMM_SELF, path, mode, MPI_INFO_NULL,
+                  [&](int *id) { return real(path, mode, id); }}, ncidp);
 }
 
 DTF_API int nc__open(const char *path, int mode, size_t *chunksizehintp, int *ncidp) {
-    static const auto real = dtf::runtime::next<int (*)(const char *, int, size_t *, int *)>("nc__open");
-    if (!real) return dtf::runtime::missing("nc__open");
-    const int rc = dtf::runtime::serial_open("nc__open", path);
-    return rc == DTF_PNC_PASS ? real(path, mode, chunksizehintp, ncidp) : rc;
+    DTF_NC_REAL(nc__open, int (*)(const char *, int, size_t *, int *));
+    return serve({"nc__open", false, false, true, MPI_COMM_SELF, path, mode, MPI_INFO_NULL,
+                  [&](int *id) { return real(path, mode, chunksizehintp, id); }}, ncidp);
 }
 
 DTF_API int nc_close(int ncid) {
-    static const auto real = dtf::runtime::next<int (*)(int)>("nc_close");
-    if (!real) return dtf::runtime::missing("nc_close");
+    DTF_NC_REAL(nc_close, int (*)(int));
     return dtf::runtime::close_call("nc_close", ncid, false, real);
 }
 
 DTF_API int nc_abort(int ncid) {
-    static const auto real = dtf::runtime::next<int (*)(int)>("nc_abort");
-    if (!real) return dtf::runtime::missing("nc_abort");
+    DTF_NC_REAL(nc_abort, int (*)(int));
     return dtf::runtime::close_call("nc_abort", ncid, true, real);
 }

@@ -2,7 +2,8 @@
 // encoding and validation live here, without MPI, so that a malformed message gives an error instead
 // of a crash and the decoder can be unit-tested and fuzzed.
 //
-//   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P"
+//   file mode      ClosedWrite / ClosedRead    "I closed my write/read session N of path P" (epoch
+//                                kSerialSession: one process read it, a serial file)
 //   transfer mode  FileDefined   writer root -> every reader-component rank (replaying a plan of known
 //                                readers: each writer rank -> its own reader ranks): the sessions it
 //                                withdraws, stamp, header (or "the plan's") + writer ranks + matchers
@@ -45,6 +46,10 @@
 #include "common/bytes.hpp"
 
 namespace dtf::runtime {
+
+// The epoch of a ClosedRead of a session one process read (a serial file, netCDF-C's nc_open): the
+// writer counts those processes (FileRule::serial_readers).
+constexpr int32_t kSerialSession = 1;
 
 enum class MessageKind : uint32_t {
     ClosedWrite = 1,

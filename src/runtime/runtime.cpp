@@ -731,6 +731,10 @@ void Runtime::apply(Message &&m) {
                m.payload.size());
     if (m.kind == MessageKind::ClosedWrite || m.kind == MessageKind::ClosedRead) {
         PathCounters &c = counters_[m.path];
+        if (m.kind == MessageKind::ClosedRead && m.epoch == kSerialSession) {
+            ++c.serial_reads[m.from_component][m.session];
+            return;
+        }
         int &count = m.kind == MessageKind::ClosedWrite ? c.peer_writes : c.peer_reads[m.from_component];
         count = std::max(count, m.session);
         return;

@@ -83,6 +83,9 @@ struct PathCounters {
     int my_writes = 0, my_reads = 0; // sessions this rank closed
     int peer_writes = 0;             // write sessions the other component (the writer) closed (from notices)
     std::map<int, int> peer_reads;   // read sessions each reader component closed (from notices)
+    // Serial files: how many processes of each reader component closed each read session (the
+    // notices of sessions read by one process, ClosedRead with epoch 1).
+    std::map<int, std::map<int, int>> serial_reads;
     // Transfer mode: the header of the last session this rank closed (with its final record count),
     // which an ncmpi_open with NC_WRITE continues (vfile.cpp), and the component ranks that session was
     // read or written by (each of them closed it, and keeps the same header).

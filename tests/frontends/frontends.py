@@ -13,9 +13,12 @@ Scenarios
            must read byte for byte what the oracle's did, a file-mode file must equal the oracle's
            byte for byte, and a transfer-mode file must not reach the disk. --writeback: the reader
            then opens the file again with NC_WRITE and writes a variable back, and the writer reads
-           it back (comp1=/comp2=, num_sessions=2: SCALE-LETKF's analysis file).
+           it back (comp1=/comp2=, num_sessions=2: SCALE-LETKF's analysis file). --access serial: a
+           file per writer process, front.<rank>.nc, written and read by one process each (nc_create,
+           nc_open), every reader rank reading every file; --versions N: each written N times, the
+           reader ranks reading each version.
   refused  what dtf does not serve yet (a netCDF-4 file created in transfer mode: --format netcdf4;
-           files created serially, one per process: --access serial) refused at the writer's call,
+           in transfer mode files created serially, one per process: --access serial) refused at the writer's call,
            naming the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
            before launching, with the fix.
@@ -110,21 +113,26 @@ def scenario_pair(args, work):
         return SKIP
     oracle = os.path.join(work, "oracle")
     os.mkdir(oracle)
+    serial = {"NCPAIR_WRITERS": str(args.writer_ranks), "NCPAIR_VERSIONS": str(args.versions)}
     # The oracle: the same programs one after the other on a plain file, without dtf (the inquire
-    # reader, which checks every value itself, is not run).
+    # reader, which checks every value itself, is not run; nor a reader of several versions of a file,
+    # of which only the last is on disk then).
     for role, kind, ranks in (("writer", args.writer, args.writer_ranks), ("reader", args.reader, args.reader_ranks)):
-        if kind != "inquire":
+        if kind != "inquire" and (role == "writer" or args.versions == 1):
             cmd = [args.dtfrun, "--walltime", "60", "-n", str(ranks)] + program(args, kind, role, oracle, linked=False)
             status, _ = run(cmd, {"NCPAIR_DUMP": os.path.join(work, "oracle.dump"),
-                                  "NCPAIR_WRITEBACK": str(int(args.writeback))})
+                                  "NCPAIR_WRITEBACK": str(int(args.writeback)), **serial})
             expect(status == 0, f"the {role} without dtf failed")
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
-        f.write((WRITEBACK_CONFIG if args.writeback else CONFIG).format(mode=args.mode))
+        text = (WRITEBACK_CONFIG if args.writeback else CONFIG).format(mode=args.mode)
+        if args.access == "serial":  # (a file per writer process)
+            text = text.replace('filename="front.nc"', 'filename="front.%.nc"')
+        f.write(text)
     data = os.path.join(work, "data")
     os.mkdir(data)
     env = {"DTF_TIMEOUT": "30", "NCPAIR_DELAY": str(args.delay), "NCPAIR_DUMP": os.path.join(work, "dtf.dump"),
-           "NCPAIR_WRITEBACK": str(int(args.writeback)), "NCPAIR_READBACK": str(int(args.writeback))}
+           "NCPAIR_WRITEBACK": str(int(args.writeback)), "NCPAIR_READBACK": str(int(args.writeback)), **serial}
     env.update(kv.split("=", 1) for kv in args.env)
     status, out = run(dtfrun(args, ini, program(args, args.writer, "writer", data),
                              program(args, args.reader, "reader", data)), env)
@@ -138,9 +146,12 @@ def scenario_pair(args, work):
     if args.mode == "transfer":
         expect(not os.listdir(data), f"a transfer-mode file reached the disk: {os.listdir(data)}")
     else:
-        with open(os.path.join(oracle, "front.nc"), "rb") as a, open(os.path.join(data, "front.nc"), "rb") as b:
-            expect(a.read() == b.read(), "the file-mode file differs from the one the same writer wrote without dtf")
-    if args.reader != "inquire":
+        names = [f"front.{r}.nc" for r in range(args.writer_ranks)] if args.access == "serial" else ["front.nc"]
+        for name in names:
+            with open(os.path.join(oracle, name), "rb") as a, open(os.path.join(data, name), "rb") as b:
+                expect(a.read() == b.read(), f"the file-mode file {name} differs from the one the same writer wrote "
+                       "without dtf")
+    if args.reader != "inquire" and args.versions == 1:
         for r in range(args.reader_ranks):
             with open(os.path.join(work, f"oracle.dump.{r}"), "rb") as a, \
                  open(os.path.join(work, f"dtf.dump.{r}"), "rb") as b:
@@ -158,12 +169,15 @@ def scenario_refused(args, work):
                       {"DTF_TIMEOUT": "60"})
     expect(status != 0, "the run must fail")
     if args.access == "serial":
-        why = (f"nc_create of '{work}/front.0.nc': {ini}:5 names it, and dtf does not coordinate serial netCDF files "
-               "yet")
+        why = (f"nc_create of '{work}/front.0.nc': {ini}:5 names it in transfer mode, and dtf serves files opened by "
+               "one process (without a communicator) in file mode only")
     else:
         why = f"nc_create_par of '{work}/front.nc' as a netCDF-4 (HDF5) file: {ini}:5 names it in transfer mode"
     expect(why in out, f"the writer must be refused, saying: {why}")
-    expect("component 'writer' was lost" in out, "the reader must say that it waited for the lost writer")
+    if args.access == "serial":  # (the reader's own serial open is refused as well)
+        expect(f"nc_open of '{work}/front.0.nc': {ini}:5 names it in transfer mode" in out, "the reader must be refused")
+    else:
+        expect("component 'writer' was lost" in out, "the reader must say that it waited for the lost writer")
     return 0
 
 
@@ -199,6 +213,8 @@ def main():
     ap.add_argument("--launch", default="jobs", choices=["jobs", "mpmd"])
     ap.add_argument("--linked", action="store_true")
     ap.add_argument("--delay", type=float, default=1, help="seconds the writer waits before it creates the file")
+    ap.add_argument("--versions", type=int, default=1,
+                    help="--access serial: the writer writes each file this many times (the same path again)")
     ap.add_argument("--writeback", action="store_true",
                     help="the reader writes t + 1 back (NC_WRITE), the writer reads it back (C programs)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for both components")

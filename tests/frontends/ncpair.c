@@ -17,8 +17,12 @@
  *
  * usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
- *   ACCESS: collective or independent; or serial (writer, nc): each rank creates DIR/front.<rank>.nc
- *           with nc_create, one process each, and writes the title into it
+ *   ACCESS: collective or independent; or serial (nc): one file per writer process, below
+ * serial: each writer rank creates DIR/front.<rank>.nc alone (nc_create) NCPAIR_VERSIONS times (default
+ * 1: the same path again), t(y, x) doubles of that version and writer; each reader rank reads every
+ * writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader rank
+ * holding each file of the first version open a second before it reads (a writer that overwrote it
+ * meanwhile would show).
  */
 #include <errno.h>
 #include <mpi.h>
@@ -64,6 +68,16 @@ static void dump(const void *p, size_t n) {
 static void expect(int ok, const char *what, int rank) {
     if (!ok && g_bad++ < 10) fprintf(stderr, "ncpair reader rank %d: wrong %s\n", rank, what);
 }
+/* NCPAIR_DUMP=PREFIX: a reader rank writes every byte it read to PREFIX.<rank>. */
+static void open_dump(int rank) {
+    if (!getenv("NCPAIR_DUMP")) return;
+    char name[4096];
+    snprintf(name, sizeof name, "%s.%d", getenv("NCPAIR_DUMP"), rank);
+    if (!(g_dump = fopen(name, "wb"))) {
+        fprintf(stderr, "ncpair: cannot write %s\n", name);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
 
 /* NCPAIR_WRITEBACK=1: the reader opens the file again with NC_WRITE and writes t + 1 over its block
  * (an assimilation writing its analysis back); NCPAIR_READBACK=1: the writer then opens it again
@@ -98,6 +112,47 @@ static void access_t(int pnc, int indep, int ncid, int t, const MPI_Offset *star
 }
 
 static int env_on(const char *name) { return getenv(name) && atoi(getenv(name)) == 1; }
+static int env_int(const char *name, int otherwise) { return getenv(name) ? atoi(getenv(name)) : otherwise; }
+
+static double sval(int version, int writer, MPI_Offset y, MPI_Offset x) {
+    return 1e6 * version + 1e4 * writer + tval(y, x);
+}
+
+static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Offset nx) {
+    int rank, size, all = 0, ncid, dims[2], t;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int versions = env_int("NCPAIR_VERSIONS", 1), writers = env_int("NCPAIR_WRITERS", 1);
+    double *tb = malloc(sizeof(double) * (size_t)(ny * nx));
+    char path[4096];
+    for (int v = 1; v <= versions; v++)
+        for (int w = writer ? rank : 0; w < (writer ? rank + 1 : writers); w++) {
+            snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
+            if (writer) {
+                for (MPI_Offset i = 0; i < ny * nx; i++) tb[i] = sval(v, w, i / nx, i % nx);
+                NC(nc_create(path, cmode, &ncid));
+                NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
+                NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[0]));
+                NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[1]));
+                NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims, &t));
+                NC(nc_enddef(ncid));
+                NC(nc_put_var_double(ncid, t, tb));
+            } else {
+                NC(nc_open(path, NC_NOWRITE, &ncid));
+                if (v == 1 && rank == size - 1 && versions > 1) sleep(1);
+                NC(nc_inq_varid(ncid, "t", &t));
+                NC(nc_get_var_double(ncid, t, tb));
+                for (MPI_Offset i = 0; i < ny * nx; i++) expect(tb[i] == sval(v, w, i / nx, i % nx), "value", rank);
+                dump(tb, sizeof(double) * (size_t)(ny * nx));
+            }
+            NC(nc_close(ncid));
+        }
+    free(tb);
+    MPI_Allreduce(&g_bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (!writer && rank == 0)
+        printf(all ? "ncpair reader: %d wrong values\n" : "ncpair reader: all values verified\n", all);
+    return all ? 1 : 0;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -126,13 +181,12 @@ int main(int argc, char **argv) {
     int ncid, dims[3], t, rec, n;
     MPI_Offset start[3], count[3];
 
-    if (writer && !strcmp(argv[5], "serial")) {
-        snprintf(path, sizeof path, "%s/front.%d.nc", argv[3], rank);
-        NC(nc_create(path, cmode, &ncid));
-        NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
-        NC(nc_close(ncid));
+    if (!strcmp(argv[5], "serial")) {
+        if (!writer) open_dump(rank);
+        const int rc = serial(writer, argv[3], cmode, ny, nx);
+        if (g_dump) fclose(g_dump);
         MPI_Finalize();
-        return 0;
+        return rc;
     }
     if (writer) {
         if (getenv("NCPAIR_DELAY")) sleep((unsigned)atoi(getenv("NCPAIR_DELAY")));
@@ -217,14 +271,7 @@ int main(int argc, char **argv) {
     }
 
     /* reader: column blocks of t and of each record, all of n */
-    if (getenv("NCPAIR_DUMP")) {
-        char name[4096];
-        snprintf(name, sizeof name, "%s.%d", getenv("NCPAIR_DUMP"), rank);
-        if (!(g_dump = fopen(name, "wb"))) {
-            fprintf(stderr, "ncpair: cannot write %s\n", name);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-    }
+    open_dump(rank);
     /* A restart check, as programs make one before they open: the file must exist for the reader,
      * also before the writer has created it (a writer started NCPAIR_DELAY seconds late). */
     struct stat st;

@@ -58,7 +58,7 @@ bool same(const Config &a, const Config &b) {
             x.num_sessions != y.num_sessions || x.writer_closes != y.writer_closes || x.write_only != y.write_only ||
             x.mirror_io_root != y.mirror_io_root || x.persist != y.persist || x.aggregators != y.aggregators ||
             x.subfiles != y.subfiles || x.aggregate_steps != y.aggregate_steps || x.ioserver != y.ioserver ||
-            x.fallback_s != y.fallback_s)
+            x.fallback_s != y.fallback_s || x.serial_readers != y.serial_readers)
             return false;
     }
     return true;
@@ -96,6 +96,7 @@ comp1="assim"
 comp2="model"
 mode="file"
 write_only=1
+serial_readers=1
 )";
 
 // ---------------------------------------------------------------------------------------------
@@ -108,7 +109,8 @@ struct BadCase {
 
 void test_errors() {
     const std::string file_keys = "filename, exclude_name, comp1, comp2, writer, readers, mode, replay_io, "
-                                  "num_sessions, writer_closes, write_only, mirror_io_root, persist, aggregators, "
+                                  "num_sessions, writer_closes, write_only, serial_readers, mirror_io_root, persist, "
+                                  "aggregators, "
                                   "subfiles, aggregate_steps, ioserver, fallback";
     // Lines 1-5: three components.
     const std::string info3 = "[INFO]\nncomp=3\ncomp_name=model\ncomp_name=obs\ncomp_name=assim\n";
@@ -271,6 +273,8 @@ void test_errors() {
          "t.ini:9: bad value '0' for 'num_sessions'; expected an integer >= 1"},
         {"writer_closes zero", kInfo + kFile + "writer_closes=0\n",
          "t.ini:9: bad value '0' for 'writer_closes'; expected an integer >= 1"},
+        {"serial_readers zero", kInfo + kFile + "serial_readers=0\n",
+         "t.ini:9: bad value '0' for 'serial_readers'; expected an integer >= 1"},
         {"duplicate INFO", kInfo + "[INFO]\n",
          "t.ini:5: duplicate [INFO] section (the first one is on line 1)"},
         {"no INFO", kFile, "t.ini:1: no [INFO] section; expected one with ncomp= and comp_name= entries"},
@@ -296,7 +300,8 @@ void test_example() {
     CHECK(n, (a.excludes == std::vector<std::string>{"060000", "restart"}));
     CHECK(n, a.comp1 == "model" && a.comp2 == "assim" && a.mode == Mode::Transfer);
     CHECK(n, a.replay_io && a.num_sessions == 3 && a.writer_closes == 2 && !a.write_only && a.mirror_io_root && a.line == 9);
-    CHECK(n, b.pattern == "obs.nc" && b.comp1 == "assim" && b.mode == Mode::File && b.write_only);
+    CHECK(n, b.pattern == "obs.nc" && b.comp1 == "assim" && b.mode == Mode::File && b.write_only && b.serial_readers == 1);
+    CHECK(n, a.serial_readers == 0);
     CHECK(n, !b.replay_io && b.num_sessions == 1 && b.writer_closes == 1 && !b.mirror_io_root && b.line == 22);
     CHECK(n, c.component_index("assim") == 1 && c.component_index("ocean") == -1);
 }
