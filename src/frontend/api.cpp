@@ -20,11 +20,15 @@ using dtf::runtime::Runtime;
 DTF_API int dtf_init(const char *config_path, const char *component_name) {
     return dtf::guard([&] {
         dtf::runtime::Entry entry;
-        if (const std::string lib = dtf::runtime::pnetcdf_bypassing_dtf(); !lib.empty())
+        if (const std::string lib = dtf::runtime::bypassing_dtf("ncmpi_create"); !lib.empty())
             dtf::fail(DTF_ERR_CONFIG, "dtf_init: this program's PnetCDF calls go to %s, not through dtf, which "
                       "therefore sees none of its files: it was linked with PnetCDF before dtf. Link with -ldtf "
                       "before -lpnetcdf (`pkg-config --libs dtf` gives both in that order), or run it with "
                       "LD_PRELOAD=libdtf.so", lib.c_str());
+        if (const std::string lib = dtf::runtime::bypassing_dtf("nc_open"); !lib.empty())
+            dtf::fail(DTF_ERR_CONFIG, "dtf_init: this program's netCDF-C calls go to %s, not through dtf, which "
+                      "therefore coordinates none of its netCDF-4 or serial files: it was linked with netCDF-C before "
+                      "dtf. Link with -ldtf before -lnetcdf, or run it with LD_PRELOAD=libdtf.so", lib.c_str());
         Runtime::init(config_path, component_name);
         return 0;
     });

@@ -342,10 +342,10 @@ void end_turns(Runtime &rt) {
     }
 }
 
-std::string pnetcdf_bypassing_dtf() {
+std::string bypassing_dtf(const char *function) {
     Dl_info used{}, own{};
-    void *create = dlsym(RTLD_DEFAULT, "ncmpi_create");
-    if (!create || !dladdr(create, &used) || !dladdr(reinterpret_cast<void *>(&dtf_pnc_path_call), &own) ||
+    void *fn = dlsym(RTLD_DEFAULT, function);
+    if (!fn || !dladdr(fn, &used) || !dladdr(reinterpret_cast<void *>(&dtf_pnc_path_call), &own) ||
         used.dli_fbase == own.dli_fbase)
         return {};
     return used.dli_fname && *used.dli_fname ? used.dli_fname : "another library";

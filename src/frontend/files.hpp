@@ -109,8 +109,9 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call);
 // dtf_finalize: the writer turns of this rank that are not over (writer_closes) end now, as at their
 // last close: collective over the ranks of each, in the order of their paths.
 void end_turns(Runtime &rt);
-// The library the program's PnetCDF calls go to when it is not libdtf (linked with -lpnetcdf before
-// -ldtf: they never come through dtf), else "".
-std::string pnetcdf_bypassing_dtf();
+// The library the program's calls of `function` (ncmpi_create: PnetCDF's; nc_open: netCDF-C's) go to
+// when it is not libdtf (linked with -lpnetcdf or -lnetcdf before -ldtf: they never come through
+// dtf), else "".
+std::string bypassing_dtf(const char *function);
 
 } // namespace dtf::runtime
