@@ -3,7 +3,7 @@
 netCDF4-python in parallel mode (netCDF-C on PnetCDF), with the same values, checks and dump (the
 reader's NCPAIR_DUMP=PREFIX files are byte for byte those of the C reader), and no dtf call.
 
-usage: ncpair.py writer|reader DIR FORMAT ACCESS [NY NX NREC]
+usage: ncpair.py writer|reader DIR FORMAT ACCESS [NY NX NREC]   (ACCESS: collective, independent, serial)
 """
 import os
 import sys
@@ -31,11 +31,48 @@ def rval(r, y, x):
     return (100000 * r + 1000 * y + x).astype(np.float32) + np.float32(0.5)
 
 
+def serial(comm, role, folder, fmt, ny, nx):
+    """ACCESS serial, as ncpair.c's: a file per writer process, front.<rank>.nc, written by it alone
+    NCPAIR_VERSIONS times; each reader process reads every writer's file alone, version by version."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    versions, writers = int(os.environ.get("NCPAIR_VERSIONS", "1")), int(os.environ.get("NCPAIR_WRITERS", "1"))
+    y, x = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    dump = open(f"{os.environ['NCPAIR_DUMP']}.{rank}", "wb") if os.environ.get("NCPAIR_DUMP") and role == "reader" \
+        else None
+    bad = 0
+    for v in range(1, versions + 1):
+        for w in ([rank] if role == "writer" else range(writers)):
+            path = os.path.join(folder, f"front.{w}.nc")
+            value = 1e6 * v + 1e4 * w + tval(y, x)
+            if role == "writer":
+                with netCDF4.Dataset(path, "w", format=FORMATS[fmt][0]) as nc:
+                    nc.title = TITLE
+                    nc.createDimension("y", ny)
+                    nc.createDimension("x", nx)
+                    nc.createVariable("t", "f8", ("y", "x"))[:] = value
+                continue
+            with netCDF4.Dataset(path, "r") as nc:
+                if v == 1 and rank == size - 1 and versions > 1:
+                    time.sleep(1)
+                t = np.asarray(nc["t"][:], np.float64)
+            bad += int(np.count_nonzero(t != value))
+            if dump:
+                dump.write(t.tobytes())
+    if dump:
+        dump.close()
+    bad = comm.allreduce(bad, op=MPI.SUM)
+    if role == "reader" and rank == 0:
+        print(f"ncpair reader: {bad} wrong values" if bad else "ncpair reader: all values verified", flush=True)
+    return 1 if bad else 0
+
+
 def main():
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     role, folder, fmt, access = sys.argv[1:5]
     ny, nx, nrec = (int(a) for a in sys.argv[5:8]) if len(sys.argv) > 7 else (7, 9, 3)
+    if access == "serial":
+        return serial(comm, role, folder, fmt, ny, nx)
     path = os.path.join(folder, "front.nc")
     collective = access == "collective"
     if role == "writer":
