@@ -20,7 +20,7 @@ if [ "${1:-}" != "--runtime" ]; then
     valgrind
     slurm-wlm munge
     mpich libmpich-dev autoconf automake libtool
-    libnetcdf-pnetcdf-dev libhdf5-openmpi-dev python3-venv python3-dev
+    libnetcdf-pnetcdf-dev libhdf5-openmpi-dev python3-venv python3-dev netcdf-bin
   )
 fi
 if ! command -v dpkg-query >/dev/null; then
