@@ -379,13 +379,14 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     using dtf::pnc::arg;
     if (const char *path = arg<const char *>(args, 1); span.active() && path)
         span.args("\"path\":" + dtf::trace::quote(path));
-    const auto open = dtf::pnc::real<int (*)(MPI_Comm, const char *, int, MPI_Info, int *)>(fn);
     const MPI_Comm comm = arg<MPI_Comm>(args, 0);
     const char *path = arg<const char *>(args, 1);
     const int mode = arg<int>(args, 2);
     const MPI_Info info = arg<MPI_Info>(args, 3);
+    using OpenFn = int (*)(MPI_Comm, const char *, int, MPI_Info, int *);
+    auto open = [&](int *ncidp) { return dtf::pnc::real<OpenFn>(fn)(comm, path, mode, info, ncidp); }; // (may throw)
     const dtf::runtime::OpenCall call{dtf_pnc_name(fn), fn == DTF_FN_ncmpi_create, true, false, comm, path, mode, info,
-                                      [&](int *ncidp) { return open(comm, path, mode, info, ncidp); }};
+                                      open};
     return dtf::guard([&] { return dtf::runtime::open_or_create(*rt, call, arg<int *>(args, 4)); });
 }
 
@@ -405,8 +406,8 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     }
     if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
     dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
-    const auto close = dtf::pnc::real<int (*)(int)>(fn);
     return dtf::guard([&] {
-        return dtf::runtime::close_file(*rt, true, ncid, fn == DTF_FN_ncmpi_abort, [&] { return close(ncid); });
+        return dtf::runtime::close_file(*rt, true, ncid, fn == DTF_FN_ncmpi_abort,
+                                        [&] { return dtf::pnc::real<int (*)(int)>(fn)(ncid); });
     });
 }
