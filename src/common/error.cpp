@@ -91,13 +91,13 @@ bool printed_by_another_rank(std::string_view message) {
     const std::string component = log::component();
     if (!dir || !*dir || component.empty() || component.find('/') != std::string::npos) return false;
     std::string key; // (the message with "rank <n>" as "rank ")
-    for (size_t i = 0; i < message.size(); ++i) {
-        key += message[i];
-        if (message.substr(i, 5) == "rank ") {
-            key += "ank ";
-            for (i += 5; i < message.size() && message[i] >= '0' && message[i] <= '9';) ++i;
-            --i;
+    for (size_t i = 0; i < message.size();) {
+        if (message.substr(i, 5) != "rank ") {
+            key += message[i++];
+            continue;
         }
+        key += "rank ";
+        for (i += 5; i < message.size() && message[i] >= '0' && message[i] <= '9';) ++i;
     }
     const std::string mark = format("%s/.printed.%s.%016zx", dir, component.c_str(), std::hash<std::string>{}(key));
     const int fd = open(mark.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);

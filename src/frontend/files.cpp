@@ -71,7 +71,7 @@ void Files::finalizing(Runtime &rt) { end_turns(rt); }
 void Files::forget_open(Runtime &rt) {
     for (auto &[key, f] : open_files) {
         log::warn("dtf_finalize: '%s' (ncid %d) is still open; dtf no longer tracks it", f.path.c_str(), f.ncid);
-        if (f.pnetcdf) set_owned(f.ncid, false);
+        if (key.first) set_owned(f.ncid, false); // (PnetCDF's)
     }
     open_files.clear();
     for (auto &[ncid, vf] : virtual_files) {
@@ -287,7 +287,6 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     f.peers = t.peers;
     f.writer = writer;
     f.group = std::move(group);
-    f.pnetcdf = open.pnetcdf;
     f.serial = open.serial;
     files(rt).open_files[{open.pnetcdf, f.ncid}] = f;
     if (open.pnetcdf) set_owned(f.ncid, true);

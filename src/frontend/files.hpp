@@ -34,7 +34,6 @@ struct OpenFile {
     const config::FileRule *rule = nullptr;
     std::vector<int> peers; // the components it is exchanged with (the writer's readers, a reader's writer)
     bool writer = false;
-    bool pnetcdf = true; // opened by PnetCDF's call, else by netCDF-C's (netcdf.cpp)
     bool serial = false; // by one process, without a communicator (netCDF-C's nc_open, nc_create)
     std::shared_ptr<transport::Group> group; // over a dup of the communicator given to the open or create
 };
@@ -56,7 +55,8 @@ struct OpenCall {
 // turns not over.
 struct Files : Part {
     static constexpr int kSlot = 0;
-    std::map<std::pair<bool, int>, OpenFile> open_files;      // file mode, by OpenFile::pnetcdf and ncid
+    // File mode, by library (true: opened by PnetCDF's call, false: by netCDF-C's, netcdf.cpp) and ncid.
+    std::map<std::pair<bool, int>, OpenFile> open_files;
     std::map<int, std::unique_ptr<VirtualFile>> virtual_files; // transfer mode, by virtual ncid
     // The writer turns of this rank that are not over, by path (end_turns ends them at dtf_finalize).
     std::map<std::string, Turn> turns;
