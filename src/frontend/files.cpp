@@ -228,12 +228,12 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
                  "process (without a communicator) in file mode only (mode=\"file\"); or open it with nc_open_par or "
                  "nc_create_par over the component's ranks", call, t.path.c_str(), rt.config().path.c_str(),
                  t.rule->line);
-        if (create && (mode & NC_NETCDF4))
-            fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d names it in transfer mode, which "
-                 "serves files written through PnetCDF (classic, 64-bit offset and CDF-5 formats; netCDF-C's "
-                 "PnetCDF path is one); netCDF-4 files are served in file mode (mode=\"file\")", call, t.path.c_str(),
-                 rt.config().path.c_str(), t.rule->line);
-        return DTF_PNC_PASS; // (netCDF-C calls PnetCDF: dtf serves the file there)
+        if (create && (mode & NC_NETCDF4) && (t.rule->persist || t.rule->falls_back()))
+            fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d serves it in transfer mode with %s, "
+                 "which dtf does not build for netCDF-4 files yet (it would write a CDF-5 file): leave it out, or "
+                 "serve the file in file mode (mode=\"file\")", call, t.path.c_str(), rt.config().path.c_str(),
+                 t.rule->line, t.rule->persist ? "persist=1" : "fallback=");
+        return kNetcdfTransfer; // (netcdf.cpp makes the call; netCDF-C calls PnetCDF, and dtf serves it there)
     }
     phase::Scope timer(phase::Open);
     const std::string context = format("%s of '%s'", call, t.path.c_str());

@@ -94,8 +94,9 @@ struct Target {
 bool find_target(Runtime &rt, const char *path, Target *t);
 
 // The files of `open.path` as the config says (file mode: this component's turn, then the library's
-// call; transfer mode: a virtual file, or for netCDF-C's calls DTF_PNC_PASS: its PnetCDF calls are
-// served), or DTF_PNC_PASS when dtf does not handle the path for this component.
+// call; transfer mode: a virtual file, or for netCDF-C's calls kNetcdfTransfer: netcdf.cpp makes the
+// call, whose PnetCDF calls are served), or DTF_PNC_PASS when dtf does not handle the path here.
+constexpr int kNetcdfTransfer = 0x7ff0beef;
 int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp);
 // A file-mode file's close or abort (`real_close`), and the other components told; DTF_PNC_PASS for a
 // file dtf does not handle.

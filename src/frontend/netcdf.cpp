@@ -6,8 +6,8 @@
 //                  PnetCDF's does (files.cpp), and the close tells the other components. The library's
 //                  own calls inside them (PnetCDF's for a classic file, HDF5's MPI-IO for a netCDF-4
 //                  one) are dtf's nested calls and pass straight on.
-//   transfer mode  the calls pass on, and netCDF-C's PnetCDF calls are served (vfile.cpp); creating a
-//                  netCDF-4 file, which PnetCDF never sees, is refused with the reason.
+//   transfer mode  the calls are made by netcdf4.cpp: a classic file as is, netCDF-C's PnetCDF calls
+//                  served (vfile.cpp); a netCDF-4 file as a virtual netCDF-4 file over a CDF-5 one.
 //   serial calls   nc_create, nc_open (one process, no communicator): in file mode a session of this
 //                  process alone (the writer of a path counts the processes that read a version,
 //                  serial_readers=); in transfer mode refused, not built yet (USER-GUIDE section 10).
@@ -24,6 +24,7 @@
 #include "common/export.hpp"
 #include "common/trace.hpp"
 #include "frontend/files.hpp"
+#include "frontend/netcdf4.hpp"
 #include "pnc/hook.h"
 
 namespace dtf::runtime {
@@ -54,6 +55,12 @@ void *next_definition(const char *name) {
     return nullptr;
 }
 
+} // namespace
+
+void *netcdf_c_function(const char *name) { return next_definition(name); }
+
+namespace {
+
 template <class F> F next(const char *name) {
     static_assert(sizeof(F) == sizeof(void *));
     return reinterpret_cast<F>(next_definition(name));
@@ -64,17 +71,26 @@ int missing(const char *name) {
     return guard([&]() -> int { fail(DTF_ERR_INTERNAL, "%s: netCDF-C's own %s was not found", name, name); });
 }
 
-// The library's call, made as the config says for its path.
+// The library's call, made as the config says for its path: in transfer mode (a parallel open or
+// create) by netcdf4.cpp, outside dtf (its PnetCDF calls are the ones dtf serves).
 int serve(const OpenCall &call, int *ncidp) {
     int rc = DTF_PNC_PASS;
+    std::string rule;
     if (!Entry::nested()) {
         Entry entry;
         if (Runtime *rt = Runtime::instance()) {
             trace::Span span("netcdf", call.name);
             rc = guard([&] { return open_or_create(*rt, call, ncidp); });
+            Target t;
+            if (rc == kNetcdfTransfer && find_target(*rt, call.path, &t))
+                rule = format("%s:%d", rt->config().path.c_str(), t.rule->line);
         }
     }
-    return rc == DTF_PNC_PASS ? call.real(ncidp) : rc;
+    if (rc == kNetcdfTransfer && !call.create)
+        return nc4::open(call.path, call.mode, call.comm, call.info, ncidp, rule);
+    if (rc == kNetcdfTransfer && (call.mode & NC_NETCDF4))
+        return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule);
+    return rc == DTF_PNC_PASS || rc == kNetcdfTransfer ? call.real(ncidp) : rc;
 }
 
 int close_call(const char *name, int ncid, bool abort, int (*real)(int)) {

@@ -16,6 +16,7 @@
 #include "pnc_info.h"
 #include "runtime/runtime.hpp"
 #include "frontend/files.hpp"
+#include "model/netcdf4_mark.h"
 #include "transport/mpi_util.hpp"
 #include "types/convert.hpp"
 
@@ -392,6 +393,18 @@ void set_destination(Runtime &rt, ReadRecord &r) {
     if (!r.strided.valid()) r.stage(rt.buffers());
 }
 
+// A netCDF-4 file's get (model/netcdf4_mark.h): what no write covered reads as the fill value of each
+// part's variable in fill mode, as HDF5 gives it; a PnetCDF file's reads zeros there.
+void set_unwritten(const VirtualFile &vf, ReadRecord &r) {
+    int mark = -1, no_fill = 0;
+    if (vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) != NC_NOERR) return;
+    for (const match::ReadReq &part : r.parts) {
+        std::vector<char> fill = fill_value(vf.header, part.varid);
+        vf.header.inq_var_fill(part.varid, &no_fill, nullptr);
+        r.unwritten.push_back(no_fill ? std::vector<char>() : std::move(fill));
+    }
+}
+
 // The record of a get (its parts, where its values go), or PnetCDF's error for it.
 int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int fn, void **args,
                 std::unique_ptr<ReadRecord> *out) {
@@ -424,8 +437,10 @@ int prepare_get(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, int
         offset += box.size();
     }
     // Elements no writer wrote read as zeros, as in a file PnetCDF wrote (it writes fill values only
-    // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces).
+    // where the writer's fills, at enddef and ncmpi_fill_var_rec, put them: those come as pieces); in
+    // a netCDF-4 file as the fill value.
     set_destination(rt, *r);
+    set_unwritten(vf, *r);
     *out = std::move(r);
     return NC_NOERR;
 }
@@ -698,6 +713,7 @@ int vard_get(Runtime &rt, VirtualFile &vf, const VardTarget &t, types::MemLayout
             offset += t.boxes[i].size();
         }
         set_destination(rt, *r);
+        set_unwritten(vf, *r);
         batch.push_back(r.get());
     }
     if (vf.writer) {

@@ -123,11 +123,18 @@ struct ReadRecord {
         staging = pool.take(static_cast<size_t>(layout.nelems) * types::type_size(xtype));
         dest = staging.data();
     }
-    // Part i's elements in the destination set to zero (as no write covered them yet).
+    // What an element no write covered reads as, per part: zeros (empty), or one element's value (a
+    // netCDF-4 file's fill value, model/netcdf4_mark.h).
+    std::vector<std::vector<char>> unwritten;
+    // Part i's elements in the destination set as no write covered them yet: zeros, or `unwritten`.
     void zero_part(size_t i) {
         const size_t es = types::type_size(xtype), n = static_cast<size_t>(parts[i].box.size()) * es;
         if (n == 0) return; // (an empty get may have no buffer)
-        std::memset(dest + static_cast<size_t>(offsets[i]) * es, 0, n);
+        char *p = dest + static_cast<size_t>(offsets[i]) * es;
+        if (i < unwritten.size() && unwritten[i].size() == es)
+            for (size_t k = 0; k < n; k += es) std::memcpy(p + k, unwritten[i].data(), es);
+        else
+            std::memset(p, 0, n);
         counters::copied(false, n);
     }
 };

@@ -17,8 +17,8 @@ Scenarios
            file per writer process, front.<rank>.nc, written and read by one process each (nc_create,
            nc_open), every reader rank reading every file; --versions N: each written N times, the
            reader ranks reading each version.
-  refused  what dtf does not serve yet (a netCDF-4 file created in transfer mode: --format netcdf4;
-           in transfer mode files created serially, one per process: --access serial) refused at the writer's call,
+  refused  what dtf does not serve yet (in transfer mode a group in a netCDF-4 file: --format netcdf4;
+           files created serially, one per process: --access serial) refused at the writer's call,
            naming the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
            before launching, with the fix.
@@ -26,6 +26,7 @@ Python scenarios need --python (the venv of scripts/setup-python.sh): without on
 skipped (status 77) unless DTF_TEST_PYTHON=required. Every launch runs under dtfrun --walltime.
 """
 import argparse
+import difflib
 import os
 import re
 import shutil
@@ -78,6 +79,8 @@ def program(args, kind, role, folder, linked=None):
     """The command of a writer or reader of kind nc, pnc, python or inquire."""
     if kind == "inquire":
         return [args.inquire, folder]
+    if kind == "model":
+        return [args.nc4model, role, "nc", folder, args.format, args.access]
     tail = [folder, args.format, args.access]
     if kind == "python":
         return [args.python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncpair.py"), role] + tail
@@ -113,7 +116,7 @@ def same_file(a, b, fmt):
     of them (`ncdump -s`, full precision: header, storage, chunking, filters, endianness and every
     value), since HDF5 writes bytes of memory it never set into a file's padding (under ASan, whose
     malloc fills with 0xbe, two runs of one program differ there)."""
-    if fmt != "netcdf4":
+    if not fmt.startswith("netcdf4"):
         with open(a, "rb") as x, open(b, "rb") as y:
             return x.read() == y.read()
     expect(shutil.which("ncdump") is not None, "ncdump not found: scripts/install-deps.sh installs netcdf-bin")
@@ -169,18 +172,23 @@ def scenario_pair(args, work):
         for r in range(args.reader_ranks):
             with open(os.path.join(work, f"oracle.dump.{r}"), "rb") as a, \
                  open(os.path.join(work, f"dtf.dump.{r}"), "rb") as b:
-                expect(a.read() == b.read(), f"reader rank {r} read other bytes than on a plain file")
+                oracle_bytes, dtf_bytes = a.read(), b.read()
+            if oracle_bytes != dtf_bytes and args.reader == "model":  # (a text dump: the lines that differ)
+                diff = difflib.unified_diff(oracle_bytes.decode().splitlines(True), dtf_bytes.decode().splitlines(True),
+                                            "plain", "dtf")
+                print("".join(line[:200] + ("...\n" if len(line) > 200 else "") for line in list(diff)[:40]))
+            expect(oracle_bytes == dtf_bytes, f"reader rank {r} read other bytes than on a plain file")
     return 0
 
 
 def scenario_refused(args, work):
-    """What dtf does not serve yet, refused at the call, naming the config line: a netCDF-4 file
-    created in transfer mode (--format netcdf4), files created serially (--access serial)."""
+    """What dtf does not serve yet, refused at the call, naming the config line: a group defined in a
+    netCDF-4 file in transfer mode (--format netcdf4), files created serially (--access serial)."""
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
         f.write(CONFIG.format(mode=args.mode).replace('filename="front.nc"', 'filename="front.%nc"'))
     status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work)),
-                      {"DTF_TIMEOUT": "60"})
+                      {"DTF_TIMEOUT": "60", "NCPAIR_GROUP": "1"})
     expect(status != 0, "the run must fail")
     if args.access == "serial":  # (each side's first serial call is refused: whichever comes first ends the run)
         why = f"{ini}:5 names it in transfer mode, and dtf serves files opened by one process (without a communicator) " \
@@ -188,7 +196,8 @@ def scenario_refused(args, work):
         expect(f"nc_create of '{work}/front.0.nc': {why}" in out or f"nc_open of '{work}/front.0.nc': {why}" in out,
                f"the writer's nc_create or the reader's nc_open must be refused, saying: {why}")
     else:
-        why = f"nc_create_par of '{work}/front.nc' as a netCDF-4 (HDF5) file: {ini}:5 names it in transfer mode"
+        why = f"'{work}/front.nc' is a netCDF-4 file served in transfer mode ({ini}:5), which keeps the classic data " \
+              "model: groups (nc_def_grp) cannot be served"
         expect(why in out, f"the writer must be refused, saying: {why}")
         expect("component 'writer' was lost" in out, "the reader must say that it waited for the lost writer")
     return 0
@@ -214,13 +223,14 @@ def main():
     ap.add_argument("--lib", required=True, help="libdtf.so (for --preload)")
     ap.add_argument("--ncpair", required=True, help="ncpair.c built without dtf")
     ap.add_argument("--ncpair-linked", help="ncpair.c linked with libdtf (--linked)")
+    ap.add_argument("--nc4model", help="nc4model.c (--writer model --reader model)")
     ap.add_argument("--inquire", help="inquire_f.F90")
     ap.add_argument("--python", help="the Python of the venv scripts/setup-python.sh makes")
-    ap.add_argument("--writer", default="nc", choices=["nc", "pnc", "python"])
-    ap.add_argument("--reader", default="nc", choices=["nc", "pnc", "python", "inquire"])
+    ap.add_argument("--writer", default="nc", choices=["nc", "pnc", "python", "model"])
+    ap.add_argument("--reader", default="nc", choices=["nc", "pnc", "python", "inquire", "model"])
     ap.add_argument("--writer-ranks", type=int, default=2)
     ap.add_argument("--reader-ranks", type=int, default=3)
-    ap.add_argument("--format", default="cdf5", choices=["classic", "64bit-offset", "cdf5", "netcdf4"])
+    ap.add_argument("--format", default="cdf5", choices=["classic", "64bit-offset", "cdf5", "netcdf4", "netcdf4-classic"])
     ap.add_argument("--access", default="collective", choices=["collective", "independent", "serial"])
     ap.add_argument("--mode", default="transfer", choices=["file", "transfer"])
     ap.add_argument("--launch", default="jobs", choices=["jobs", "mpmd"])

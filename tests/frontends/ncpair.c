@@ -10,13 +10,14 @@
  *           decomposition), the records and n
  * Prints "ncpair reader: all values verified" when they are; exit status 1 on wrong data, 2 on an
  * error. With NCPAIR_DUMP=PREFIX each reader rank writes every byte it read to PREFIX.<rank> (the
- * tests compare them with the same programs run on a plain file). With NCPAIR_DELAY=S the writer
+ * tests compare them with the same programs run on a plain file). NCPAIR_GROUP=1: the writer defines a
+ * group in the file it created (a netCDF-4 file). With NCPAIR_DELAY=S the writer
  * sleeps S seconds before it creates the file (a reader that starts first looks at it before).
  * NCPAIR_WRITEBACK=1, NCPAIR_READBACK=1: the write-back below (open_again); the reader's existence
  * check is left out then (the file's config names no roles: comp1=/comp2=).
  *
  * usage: ncpair writer|reader nc|pnc DIR FORMAT ACCESS [NY NX NREC]
- *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4: HDF5, not through PnetCDF)
+ *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4, netcdf4-classic: HDF5, not through PnetCDF)
  *   ACCESS: collective or independent; or serial (nc): one file per writer process, below
  * serial: each writer rank creates DIR/front.<rank>.nc alone (nc_create) NCPAIR_VERSIONS times (default
  * 1: the same path again), t(y, x) doubles of that version and writer; each reader rank reads every
@@ -172,6 +173,8 @@ int main(int argc, char **argv) {
     if (!strcmp(format, "64bit-offset")) cmode |= NC_64BIT_OFFSET, expected_format = NC_FORMAT_64BIT_OFFSET;
     else if (!strcmp(format, "cdf5")) cmode |= NC_64BIT_DATA, expected_format = NC_FORMAT_CDF5;
     else if (!strcmp(format, "netcdf4")) cmode |= NC_NETCDF4, expected_format = NC_FORMAT_NETCDF4;
+    else if (!strcmp(format, "netcdf4-classic"))
+        cmode |= NC_NETCDF4 | NC_CLASSIC_MODEL, expected_format = NC_FORMAT_NETCDF4_CLASSIC;
     else if (strcmp(format, "classic")) {
         if (rank == 0) fprintf(stderr, "ncpair: unknown format '%s'\n", format);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -230,6 +233,7 @@ int main(int argc, char **argv) {
             PNC(ncmpi_close(ncid));
         } else {
             NC(nc_create_par(path, cmode, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
+            if (getenv("NCPAIR_GROUP")) NC(nc_def_grp(ncid, "sub", &n)); /* (a netCDF-4 feature dtf refuses) */
             NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
             NC(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
             NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[1]));

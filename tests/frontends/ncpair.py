@@ -14,7 +14,8 @@ from mpi4py import MPI
 import netCDF4
 
 FORMATS = {"classic": ("NETCDF3_CLASSIC", 1), "64bit-offset": ("NETCDF3_64BIT_OFFSET", 2),
-           "cdf5": ("NETCDF3_64BIT_DATA", 5), "netcdf4": ("NETCDF4", 3)}
+           "cdf5": ("NETCDF3_64BIT_DATA", 5), "netcdf4": ("NETCDF4", 3),
+           "netcdf4-classic": ("NETCDF4_CLASSIC", 4)}
 TITLE, UNITS, SCALE = "dtf front ends", "K", np.array([0.5, 2.0])
 
 

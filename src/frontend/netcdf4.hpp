@@ -1,0 +1,24 @@
+// netCDF-4 files in transfer mode (netcdf4.cpp): what netCDF-C's open and create calls (netcdf.cpp)
+// hand over for a path the config serves in transfer mode. No PnetCDF or netCDF-C header here: the
+// two define the same names, and netcdf4.cpp is the one file that includes netCDF-C's.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace dtf::runtime {
+
+// netCDF-C's own function `name` (not libdtf's): netcdf.cpp finds it.
+void *netcdf_c_function(const char *name);
+
+namespace nc4 {
+
+// nc_create_par of a netCDF-4 file (cmode has NC_NETCDF4) at `path`, which `rule` ("dtf.ini:12")
+// serves in transfer mode: a virtual netCDF-4 file over a virtual CDF-5 one. Returns a netCDF code.
+int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
+// nc_open_par of such a path: the file its writer made, a netCDF-4 one as above, a classic one as is.
+int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
+
+} // namespace nc4
+} // namespace dtf::runtime

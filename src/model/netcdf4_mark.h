@@ -1,0 +1,9 @@
+// The mark of a netCDF-4 file served in transfer mode (frontend/netcdf4.cpp): a global attribute of
+// the virtual CDF-5 file under it, never shown to the program, holding the file's netCDF-4 format. Its
+// readers read elements no write reached as the variable's fill value, as HDF5 gives them (a PnetCDF
+// file reads zeros there). No other include: netcdf4.cpp includes netCDF-C's headers, not PnetCDF's.
+#pragma once
+
+namespace dtf::model {
+constexpr char kNetcdf4Mark[] = "_dtf_netCDF4";
+} // namespace dtf::model
