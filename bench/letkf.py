@@ -38,6 +38,8 @@ Sweeps:
          at each: a core per rank), as two jobs and in one MPMD launch: the protocol's own cost; and
          the 16x16x20 runs in one launch once more with DTF_TRACE, summed by dtf-trace into
          OUT/runN.trace.txt (about two minutes).
+  netcdf4 the LETKF pattern through netCDF-C on netCDF-4 files beside PnetCDF (bench/netcdf4.py runs
+         it and writes its report; about six minutes).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
          MPMD launch (up to 32 processes; about 20 seconds).
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
@@ -121,6 +123,16 @@ ORIGINAL = [(label, 2, 2, 1, grid, None, 3, 6, dict(SMALL_MODES, calls="original
 # the counts, not the times), 16x16x4 points per rank, in one MPMD launch.
 GROWTH = [("growth", m, 1, 1, (16, 16, 4), None, 1, 5,
            {"modes": "transfer,transfer-replay,mpi-raw", "launch": "mpmd"}) for m in (1, 2, 4, 8, 16)]
+# netCDF-4 files (issue 45): the LETKF pattern through netCDF-C on netCDF-4 files (letkf_io --api
+# netcdf4) beside the same through PnetCDF, at small blocks (16x16x20, 32x20x98 per rank: 2 members x
+# 2 ranks) and the default size, as two jobs and in one MPMD launch, and PnetCDF in netCDF-C's shape
+# (--api pnetcdf-blocking: blocking calls, files read in turn); bench/netcdf4.py runs it and reports
+# file-sync / transfer and transfer netCDF-4 / transfer PnetCDF.
+NETCDF4_MODES = "transfer,transfer-replay,file-sync"
+NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6, dict(modes=NETCDF4_MODES, rotate=1, api=api, **launch))
+           for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (2, 1, (128, 128, 16)))
+           for suffix, launch in (("", {}), (".mpmd", {"launch": "mpmd"}))
+           for api in ("pnetcdf", "pnetcdf-blocking", "netcdf4")]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -147,6 +159,7 @@ SWEEPS = {
     "original": ORIGINAL,
     "growth": GROWTH,
     "persist": PERSIST,
+    "netcdf4": NETCDF4,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the
     # second rep starts with the second mode. The original's calls in every mode they run in, replay
     # reaching its third cycle.
@@ -154,7 +167,8 @@ SWEEPS = {
               ("original", 2, 2, 1, (12, 10, 3), None, 1, 4,
                {"modes": ALL_MODES.replace("transfer-persist,", ""), "calls": "original"}),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
-              ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE})],
+              ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE}),
+              ("netcdf4", 2, 2, 1, (12, 10, 3), None, 1, 3, {"modes": NETCDF4_MODES + ",file", "api": "netcdf4"})],
 }
 
 
@@ -234,6 +248,8 @@ def command(build, run_dir, spec, csv_prefix, timeout, ini):
         args += ["--rotate", "1"]
     if "calls" in opt:
         args += ["--calls", opt["calls"]]
+    if "api" in opt:
+        args += ["--api", opt["api"]]
     args = [str(a) for a in args]
     if opt.get("launch") == "mpich":  # (the MPICH build of letkf_io and dtf; bench/letkf.py main)
         build = opt["build"]

@@ -24,6 +24,14 @@
  * of its own; and the model reads them there into the interior of halo-padded arrays, by iget with
  * an MPI subarray type. Not with mode transfer-persist.
  *
+ * --api netcdf4: the same data through netCDF-C on netCDF-4 files (NC_NETCDF4 | NC_CLASSIC_MODEL, opened
+ * and created in parallel): blocking collective puts (netCDF-C has no nonblocking calls) and blocking
+ * independent gets, the assimilation reading and closing each file in turn (in the order the model closes
+ * them), nc_sync and nc_close; not with --calls original nor transfer-persist (dtf writes no netCDF-4 file
+ * of its own). --api pnetcdf-blocking: PnetCDF in that shape (blocking collective puts and gets, each
+ * file read and closed in turn): the peer of netcdf4 that tells what netCDF-C and dtf's netCDF-4 layer
+ * add from what blocking calls cost.
+ *
  * Modes, run in the order given within one launch, `reps` times, `cycles` cycles each (with
  * --rotate 1, rep r starts with the (r mod n)-th of the n modes, so that with n reps each mode takes
  * each place once: a mode is not favoured by what ran before it):
@@ -61,6 +69,16 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <pnetcdf.h>
+#ifdef LETKF_NETCDF4 /* (netcdf.h defines these limits too, with other values; letkf_io uses none) */
+#undef NC_MIN_INT64
+#undef NC_MAX_DIMS
+#undef NC_MAX_ATTRS
+#undef NC_MAX_VARS
+#undef NC_MAX_VAR_DIMS
+#undef NC_QUANTIZE_BITGROOM_ATT_NAME
+#include <netcdf.h>
+#include <netcdf_par.h>
+#endif
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -160,6 +178,7 @@ typedef struct {
     int rotate; /* rep r runs the modes from the (r mod n)-th on (--rotate) */
     int compute_ms; /* per cycle and role (--compute) */
     int original;   /* --calls original: the original DTF's benchmark's calls (the header comment) */
+    int api;        /* --api: PnetCDF's nonblocking calls, PnetCDF's blocking ones, netCDF-C's (the header comment) */
     char modes[128];
 } Opts;
 
@@ -299,6 +318,116 @@ static Blk shifted(Blk b) { /* an interior block in the halo array's indices */
 
 /* ---- netCDF files --------------------------------------------------------------------------- */
 
+/* ---- the file calls: PnetCDF's, or netCDF-C's on netCDF-4 files (--api netcdf4) ---------------- */
+
+enum Api { API_PNETCDF, API_PNETCDF_BLOCKING, API_NETCDF4 };
+static const char *const api_name[] = {"pnetcdf", "pnetcdf-blocking", "netcdf4"};
+static int g_nc4;      /* --api netcdf4 */
+static int g_blocking; /* --api netcdf4 or pnetcdf-blocking: blocking puts and gets, files read in turn */
+
+#ifdef LETKF_NETCDF4
+#define NC4(call) NC(call)
+#else
+#define NC4(call) die("%s: this letkf_io was built without netCDF-C", #call)
+#endif
+
+static void f_create(MPI_Comm comm, const char *path, int *ncid) {
+    if (g_nc4) NC4(nc_create_par(path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, comm, MPI_INFO_NULL, ncid));
+    else NC(ncmpi_create(comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, ncid));
+}
+
+static void f_open(MPI_Comm comm, const char *path, int omode, int *ncid) {
+    if (g_nc4) NC4(nc_open_par(path, omode, comm, MPI_INFO_NULL, ncid));
+    else NC(ncmpi_open(comm, path, omode, MPI_INFO_NULL, ncid));
+}
+
+static void f_def_dim(int ncid, const char *name, MPI_Offset len, int *id) {
+    if (g_nc4) NC4(nc_def_dim(ncid, name, (size_t)len, id));
+    else NC(ncmpi_def_dim(ncid, name, len, id));
+}
+
+static void f_def_var(int ncid, const char *name, nc_type type, int nd, const int *dims, int *id) {
+    if (g_nc4) NC4(nc_def_var(ncid, name, type, nd, dims, id));
+    else NC(ncmpi_def_var(ncid, name, type, nd, dims, id));
+}
+
+static void f_put_title(int ncid) {
+    if (g_nc4) NC4(nc_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
+    else NC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
+}
+
+/* netCDF-4: then every variable in collective access (a record variable grows only so). */
+static void f_enddef(int ncid) {
+    if (!g_nc4) {
+        NC(ncmpi_enddef(ncid));
+        return;
+    }
+    int nvars = 0;
+    NC4(nc_enddef(ncid));
+    NC4(nc_inq_nvars(ncid, &nvars));
+    for (int v = 0; v < nvars; ++v) NC4(nc_var_par_access(ncid, v, NC_COLLECTIVE));
+}
+
+static void f_inq_varid(int ncid, const char *name, int *id) {
+    if (g_nc4) NC4(nc_inq_varid(ncid, name, id));
+    else NC(ncmpi_inq_varid(ncid, name, id));
+}
+
+/* A put or get of a block: PnetCDF's nonblocking call (completed by f_wait_all), netCDF-C's blocking
+ * one (collective puts, independent gets). */
+static void f_iput(int ncid, int varid, int nd, const MPI_Offset *st, const MPI_Offset *ct, const void *buf,
+                   nc_type memtype) {
+    if (!g_nc4 && g_blocking) {
+        if (memtype == NC_DOUBLE) NC(ncmpi_put_vara_double_all(ncid, varid, st, ct, buf));
+        else NC(ncmpi_put_vara_float_all(ncid, varid, st, ct, buf));
+        return;
+    }
+    if (!g_nc4) {
+        if (memtype == NC_DOUBLE) NC(ncmpi_iput_vara_double(ncid, varid, st, ct, buf, NULL));
+        else NC(ncmpi_iput_vara_float(ncid, varid, st, ct, buf, NULL));
+        return;
+    }
+#ifdef LETKF_NETCDF4
+    size_t s[4], c[4];
+    for (int k = 0; k < nd; ++k) s[k] = (size_t)st[k], c[k] = (size_t)ct[k];
+    if (memtype == NC_DOUBLE) NC(nc_put_vara_double(ncid, varid, s, c, buf));
+    else NC(nc_put_vara_float(ncid, varid, s, c, buf));
+#else
+    (void)nd;
+    NC4(nc_put_vara);
+#endif
+}
+
+static void f_iget_float(int ncid, int varid, int nd, const MPI_Offset *st, const MPI_Offset *ct, float *buf) {
+    if (!g_nc4) {
+        if (g_blocking) NC(ncmpi_get_vara_float_all(ncid, varid, st, ct, buf));
+        else NC(ncmpi_iget_vara_float(ncid, varid, st, ct, buf, NULL));
+        return;
+    }
+#ifdef LETKF_NETCDF4
+    size_t s[4], c[4];
+    for (int k = 0; k < nd; ++k) s[k] = (size_t)st[k], c[k] = (size_t)ct[k];
+    NC(nc_get_vara_float(ncid, varid, s, c, buf));
+#else
+    (void)nd;
+    NC4(nc_get_vara_float);
+#endif
+}
+
+static void f_wait_all(int ncid) {
+    if (!g_blocking) NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+}
+
+static void f_sync(int ncid) {
+    if (g_nc4) NC4(nc_sync(ncid));
+    else NC(ncmpi_sync(ncid));
+}
+
+static void f_close(int ncid) {
+    if (g_nc4) NC4(nc_close(ncid));
+    else NC(ncmpi_close(ncid));
+}
+
 /* The modes whose files dtf handles in mode="transfer". */
 static int is_transfer(const char *mode) {
     return !strcmp(mode, "transfer") || !strcmp(mode, "transfer-replay") || !strcmp(mode, "transfer-persist");
@@ -334,19 +463,19 @@ static const char *field_name(enum File f, int field) {
 static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
     const int halo = f == ANAL ? HALO : 0, rec = f == HIST;
     int dt = -1, dz, dy, dx, d[4];
-    if (rec) NC(ncmpi_def_dim(ncid, "time", NC_UNLIMITED, &dt));
-    NC(ncmpi_def_dim(ncid, "z", c->o.kmax, &dz));
-    NC(ncmpi_def_dim(ncid, "y", c->NY + 2 * halo, &dy));
-    NC(ncmpi_def_dim(ncid, "x", c->NX + 2 * halo, &dx));
+    if (rec) f_def_dim(ncid, "time", NC_UNLIMITED, &dt);
+    f_def_dim(ncid, "z", c->o.kmax, &dz);
+    f_def_dim(ncid, "y", c->NY + 2 * halo, &dy);
+    f_def_dim(ncid, "x", c->NX + 2 * halo, &dx);
     int na = 0;
     if (f != BACK) {
-        if (rec) NC(ncmpi_def_var(ncid, "time", NC_DOUBLE, 1, &dt, &aid[na++]));
-        NC(ncmpi_def_var(ncid, "z", NC_DOUBLE, 1, &dz, &aid[na++]));
-        NC(ncmpi_def_var(ncid, "y", NC_DOUBLE, 1, &dy, &aid[na++]));
-        NC(ncmpi_def_var(ncid, "x", NC_DOUBLE, 1, &dx, &aid[na++]));
+        if (rec) f_def_var(ncid, "time", NC_DOUBLE, 1, &dt, &aid[na++]);
+        f_def_var(ncid, "z", NC_DOUBLE, 1, &dz, &aid[na++]);
+        f_def_var(ncid, "y", NC_DOUBLE, 1, &dy, &aid[na++]);
+        f_def_var(ncid, "x", NC_DOUBLE, 1, &dx, &aid[na++]);
         d[0] = dy, d[1] = dx;
-        NC(ncmpi_def_var(ncid, "lon", NC_DOUBLE, 2, d, &aid[na++]));
-        NC(ncmpi_def_var(ncid, "lat", NC_DOUBLE, 2, d, &aid[na++]));
+        f_def_var(ncid, "lon", NC_DOUBLE, 2, d, &aid[na++]);
+        f_def_var(ncid, "lat", NC_DOUBLE, 2, d, &aid[na++]);
     }
     const int n3d = f == HIST ? HIST_3D : ANAL_3D, n2d = f == HIST ? HIST_2D : ANAL_2D;
     for (int v = 0; v < n3d + n2d; ++v) {
@@ -360,10 +489,10 @@ static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
         if (v < n3d) d[nd++] = dz;
         d[nd++] = dy;
         d[nd++] = dx;
-        NC(ncmpi_def_var(ncid, field_name(f, v), NC_FLOAT, nd, d, &fid[v]));
+        f_def_var(ncid, field_name(f, v), NC_FLOAT, nd, d, &fid[v]);
     }
-    NC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
-    NC(ncmpi_enddef(ncid));
+    f_put_title(ncid);
+    f_enddef(ncid);
 }
 
 /* Start/count of a block of nz levels in a (record) variable. */
@@ -379,7 +508,7 @@ static int box(MPI_Offset *st, MPI_Offset *ct, int rec, int nz, int is3d, Blk b)
 /* Evict a written file from the page cache after making it durable (file-sync mode). */
 static void sync_and_evict(int ncid, MPI_Comm comm, const char *path) {
     int rank;
-    NC(ncmpi_sync(ncid));
+    f_sync(ncid);
     MPI_Comm_rank(comm, &rank);
     if (rank == 0) {
         int fd = open(path, O_RDONLY);
@@ -402,13 +531,13 @@ static void close_session(int ncid, const char *path, MPI_Comm comm, const char 
         stop(P_TRANSFER);
     }
     if (attached) NC(ncmpi_buffer_detach(ncid));
-    NC(ncmpi_close(ncid));
+    f_close(ncid);
     stop(P_CLOSE);
 }
 
 /* Complete the puts or gets of a session, then close it. */
 static void finish(int ncid, const char *path, MPI_Comm comm, const char *mode, int writer) {
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    f_wait_all(ncid);
     stop(P_IO);
     close_session(ncid, path, comm, mode, writer, 0);
 }
@@ -439,7 +568,7 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
     MPI_Offset st[4], ct[4];
     const int first_bput = nf - bput_fields(c, f);
     start();
-    NC(ncmpi_create(c->comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    f_create(c->comm, path, &ncid);
     define(ncid, c, f, fid, aid);
     if (first_bput < nf) {
         MPI_Offset attach = 0;
@@ -452,18 +581,18 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
     const int ix = c->rank % c->o.px, iy = c->rank / c->o.px, a = rec;
     MPI_Offset zero = 0, one = c->rank == 0, nz = c->rank == 0 ? c->o.kmax : 0;
     double when = cycle;
-    if (rec && !c->o.original) NC(ncmpi_iput_vara_double(ncid, aid[0], &zero, &one, &when, NULL));
-    NC(ncmpi_iput_vara_double(ncid, aid[a], &zero, &nz, d->axis[1], NULL));
+    if (rec && !c->o.original) f_iput(ncid, aid[0], 1, &zero, &one, &when, NC_DOUBLE);
+    f_iput(ncid, aid[a], 1, &zero, &nz, d->axis[1], NC_DOUBLE);
     st[0] = b.y0, ct[0] = ix == 0 ? b.ny : 0;
-    NC(ncmpi_iput_vara_double(ncid, aid[a + 1], st, ct, d->axis[2], NULL));
+    f_iput(ncid, aid[a + 1], 1, st, ct, d->axis[2], NC_DOUBLE);
     st[0] = b.x0, ct[0] = iy == 0 ? b.nx : 0;
-    NC(ncmpi_iput_vara_double(ncid, aid[a + 2], st, ct, d->axis[3], NULL));
+    f_iput(ncid, aid[a + 2], 1, st, ct, d->axis[3], NC_DOUBLE);
     st[0] = b.y0, ct[0] = b.ny, st[1] = b.x0, ct[1] = b.nx;
-    NC(ncmpi_iput_vara_double(ncid, aid[a + 3], st, ct, d->coord[0], NULL));
-    NC(ncmpi_iput_vara_double(ncid, aid[a + 4], st, ct, d->coord[1], NULL));
+    f_iput(ncid, aid[a + 3], 2, st, ct, d->coord[0], NC_DOUBLE);
+    f_iput(ncid, aid[a + 4], 2, st, ct, d->coord[1], NC_DOUBLE);
     for (int v = 0; v < first_bput; ++v) {
-        box(st, ct, rec, c->o.kmax, v < n3d, b);
-        NC(ncmpi_iput_vara_float(ncid, fid[v], st, ct, data[v], NULL));
+        const int nd = box(st, ct, rec, c->o.kmax, v < n3d, b);
+        f_iput(ncid, fid[v], nd, st, ct, data[v], NC_FLOAT);
     }
     if (c->o.original) {
         NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
@@ -474,7 +603,7 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
         }
     }
     g_cur->b[P_IO] += (double)blk_size(b) * sizeof(float) * (n3d * c->o.kmax + nf - n3d);
-    NC(ncmpi_wait_all(ncid, NC_REQ_ALL, NULL, NULL));
+    f_wait_all(ncid);
     stop(P_IO);
     return ncid;
 }
@@ -483,9 +612,9 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
  * reads. */
 static int open_vars(const char *path, MPI_Comm comm, int omode, enum File f, int *varid) {
     int ncid;
-    NC(ncmpi_open(comm, path, omode, MPI_INFO_NULL, &ncid));
+    f_open(comm, path, omode, &ncid);
     for (int i = 0; i < nreads(f); ++i)
-        NC(ncmpi_inq_varid(ncid, field_name(f == HIST ? HIST : ANAL, read_var(f, i, 1).field), &varid[i]));
+        f_inq_varid(ncid, field_name(f == HIST ? HIST : ANAL, read_var(f, i, 1).field), &varid[i]);
     return ncid;
 }
 
@@ -499,8 +628,8 @@ static int post_reads(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk 
     stop(P_OPEN);
     for (int i = 0; i < nreads(f); ++i) {
         ReadVar r = read_var(f, i, c->o.kmax);
-        box(st, ct, f == HIST, r.nz, r.is3d, b);
-        NC(ncmpi_iget_vara_float(ncid, varid[i], st, ct, dst[i], NULL));
+        const int nd = box(st, ct, f == HIST, r.nz, r.is3d, b);
+        f_iget_float(ncid, varid[i], nd, st, ct, dst[i]);
         g_cur->b[P_IO] += (double)blk_size(b) * r.nz * sizeof(float);
     }
     stop(P_IO);
@@ -517,13 +646,13 @@ static void write_back(Ctx *c, const char *path, float **src, const char *mode) 
     int fid[ANAL_3D + ANAL_2D], ncid;
     MPI_Offset st[4], ct[4];
     start();
-    NC(ncmpi_create(c->comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    f_create(c->comm, path, &ncid);
     define(ncid, c, BACK, fid, NULL);
     stop(P_OPEN);
     for (int i = 0; i < ANAL_READS; ++i) {
         ReadVar r = read_var(BACK, i, c->o.kmax);
-        box(st, ct, 0, r.nz, r.is3d, c->mine);
-        NC(ncmpi_iput_vara_float(ncid, fid[r.field], st, ct, src[i], NULL));
+        const int nd = box(st, ct, 0, r.nz, r.is3d, c->mine);
+        f_iput(ncid, fid[r.field], nd, st, ct, src[i], NC_FLOAT);
         g_cur->b[P_IO] += (double)blk_size(c->mine) * r.nz * sizeof(float);
     }
     finish(ncid, path, c->comm, mode, 1);
@@ -811,16 +940,23 @@ __attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *r
         return;
     }
     /* Every file of every member is opened and its gets posted before any is completed, so that
-     * all can arrive at once. */
+     * all can arrive at once; blocking gets (--api netcdf4, pnetcdf-blocking): each file is read and
+     * closed in turn, in the order the model closes them. */
     char path[4096];
     int ncid[2 * c->M];
-    for (int m = 0; m < c->M; ++m) {
+    for (enum File f = HIST; g_blocking && f <= ANAL; ++f)
+        for (int m = 0; m < c->M; ++m) {
+            file_name(path, sizeof path, c, f, m, mode, cycle);
+            read_file(c, path, MPI_COMM_WORLD, f, f == HIST ? c->mine : shifted(c->mine),
+                      (f == HIST ? d->hist + (size_t)m * HIST_READS : d->anal + (size_t)m * ANAL_READS), mode);
+        }
+    for (int m = 0; !g_blocking && m < c->M; ++m) {
         file_name(path, sizeof path, c, HIST, m, mode, cycle);
         ncid[2 * m] = post_reads(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS);
         file_name(path, sizeof path, c, ANAL, m, mode, cycle);
         ncid[2 * m + 1] = post_reads(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS);
     }
-    for (enum File f = HIST; f <= ANAL; ++f) /* in the order the model closes them */
+    for (enum File f = HIST; !g_blocking && f <= ANAL; ++f) /* in the order the model closes them */
         for (int m = 0; m < c->M; ++m) {
             file_name(path, sizeof path, c, f, m, mode, cycle);
             finish(ncid[2 * m + (int)f], path, MPI_COMM_WORLD, mode, 0);
@@ -942,6 +1078,7 @@ static void usage(void) {
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--rotate 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE]\n"
                 "                [--label NAME] [--calls plain|original]\n"
+                "                [--api pnetcdf|pnetcdf-blocking|netcdf4]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
                 "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
                 "  the cycles then start with a barrier that sleeps instead of spinning\n"
@@ -949,6 +1086,8 @@ static void usage(void) {
                 "  --calls original: the original DTF benchmark's calls (bput, put_var1_double_all, the\n"
                 "  write-back into the analysis file opened with NC_WRITE, flexible igets; new file names\n"
                 "  every cycle); not with transfer-persist\n"
+                "  --api netcdf4: netCDF-C on netCDF-4 files (classic model), blocking calls; pnetcdf-blocking:\n"
+                "  PnetCDF's blocking calls in that shape; not with --calls original nor transfer-persist\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -965,7 +1104,8 @@ static int int_arg(int argc, char **argv, int i) {
 }
 
 static Opts parse(int argc, char **argv) {
-    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, 0, 0, "transfer,transfer-replay,file,file-sync,mpi-raw"};
+    Opts o = {"", "default", ".", NULL, "letkf.ini", 2, 1, 1, 64, 64, 16, 0, 0, 4, 1, 1, 0, 0, 0, 0,
+              "transfer,transfer-replay,file,file-sync,mpi-raw"};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -985,6 +1125,11 @@ static Opts parse(int argc, char **argv) {
         else if (!strcmp(a, "--compute")) o.compute_ms = int_arg(argc, argv, ++i);
         else if (!strcmp(a, "--calls") && more && (!strcmp(argv[i + 1], "plain") || !strcmp(argv[i + 1], "original")))
             o.original = !strcmp(argv[++i], "original");
+        else if (!strcmp(a, "--api") && more) {
+            for (o.api = API_NETCDF4; o.api >= 0 && strcmp(argv[i + 1], api_name[o.api]); --o.api) {}
+            if (o.api < 0) usage();
+            ++i;
+        }
         else if (!strcmp(a, "--grid")) {
             o.imax = int_arg(argc, argv, ++i);
             o.jmax = int_arg(argc, argv, ++i);
@@ -1006,6 +1151,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     Ctx c = {0};
     c.o = parse(argc, argv);
+    g_nc4 = c.o.api == API_NETCDF4;
+    g_blocking = c.o.api != API_PNETCDF;
     const int model = strcmp(c.o.role, "model") == 0;
     c.M = c.o.members, c.P = c.o.px * c.o.py, c.A = c.M * c.P;
     c.NX = c.o.gx ? c.o.gx : c.o.px * c.o.imax;
@@ -1059,6 +1206,8 @@ int main(int argc, char **argv) {
                 die("unknown mode '%s' (transfer, transfer-replay, transfer-persist, file, file-sync, mpi-raw)", mode);
             if (c.o.original && !strcmp(mode, "transfer-persist"))
                 die("--calls original: not with mode transfer-persist (its analysis files are written back into)");
+            if (g_blocking && (c.o.original || !strcmp(mode, "transfer-persist")))
+                die("--api %s: not with --calls original nor mode transfer-persist", api_name[c.o.api]);
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);

@@ -62,8 +62,8 @@ int dtf_init(const char *config_path, const char *component_name);
 
 /* Move the data of an open file between the components.
  * Collective over all ranks of both components that opened the file (the communicators given to
- * ncmpi_create/ncmpi_open). For files in mode="file" and files dtf does not handle it does nothing and
- * returns DTF_SUCCESS. */
+ * ncmpi_create/ncmpi_open, or nc_create_par/nc_open_par: ncid is PnetCDF's or netCDF-C's). For files in
+ * mode="file" and files dtf does not handle it does nothing and returns DTF_SUCCESS. */
 int dtf_transfer(const char *filename, int ncid);
 
 /* Finalize dtf and disconnect from the peer components.

@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "runtime/runtime.hpp"
 #include "frontend/files.hpp"
+#include "frontend/netcdf4.hpp"
 #include "transport/mpi_util.hpp"
 
 using dtf::runtime::Runtime;
@@ -49,7 +50,10 @@ DTF_API int dtf_transfer(const char *filename, int ncid) {
                 dtf::fail(DTF_ERR_ARG, "dtf_transfer('%s', %d): ncid %d is the file '%s'", filename, ncid, ncid,
                           actual.c_str());
         };
-        if (auto *vf = files(*rt).virtual_file(ncid)) {
+        // (a PnetCDF ncid, or netCDF-C's of a file on PnetCDF: the virtual file under it)
+        auto *vf = files(*rt).virtual_file(ncid);
+        if (!vf && !files(*rt).open_file(ncid)) vf = files(*rt).virtual_file(dtf::runtime::nc4::pnetcdf_ncid(ncid));
+        if (vf) {
             check(vf->path);
             return dtf::runtime::session_transfer(*rt, *vf);
         }

@@ -17,6 +17,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,7 +59,15 @@ void *next_definition(const char *name) {
 
 } // namespace
 
-void *netcdf_c_function(const char *name) { return next_definition(name); }
+// (kept once found: netCDF-C may be loaded after a first look, by Python's import)
+void *netcdf_c_function(const char *name) {
+    static std::mutex mutex;
+    static std::map<std::string, void *> found;
+    std::lock_guard<std::mutex> lock(mutex);
+    void *&p = found[name];
+    if (!p) p = next_definition(name);
+    return p;
+}
 
 namespace {
 

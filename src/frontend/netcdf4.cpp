@@ -127,7 +127,7 @@ struct Shape {
 
 int shape_of(const File &f, int varid, Shape *s) {
     nc_type type;
-    int ndims, dimids[NC_MAX_VAR_DIMS], unlim = -1;
+    int ndims = 0, dimids[NC_MAX_VAR_DIMS], unlim = -1;
     int rc = f.d->inq_var_all(f.inner, varid, nullptr, &type, &ndims, dimids, nullptr, nullptr, nullptr, nullptr,
                               nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
     if (rc == NC_NOERR) rc = f.d->inq_type(f.inner, type, nullptr, &s->type_size);
@@ -919,12 +919,18 @@ void register_table(const std::string &path) {
          "(NC_UDF0, NC_UDF1) are taken by another library", path.c_str());
 }
 
-// The inner file's dispatch table, checked to be netCDF-C's PnetCDF one.
-const NC_Dispatch *inner_table(int inner, const std::string &path) {
+// netCDF-C's head of `ncid`, if netCDF-C knows it.
+const NcHead *head_of(int ncid) {
     const auto check_id = c_function<int (*)(int, NcHead **)>("NC_check_id");
     NcHead *head = nullptr;
-    if (!check_id || check_id(inner, &head) != NC_NOERR || !head || head->ext_ncid != inner || !head->dispatch ||
-        head->dispatch->model != NC_FORMATX_PNETCDF || head->dispatch->dispatch_version != NC_DISPATCH_VERSION)
+    return check_id && check_id(ncid, &head) == NC_NOERR && head && head->dispatch ? head : nullptr;
+}
+
+// The inner file's dispatch table, checked to be netCDF-C's PnetCDF one.
+const NC_Dispatch *inner_table(int inner, const std::string &path) {
+    const NcHead *head = head_of(inner);
+    if (!head || head->ext_ncid != inner || head->dispatch->model != NC_FORMATX_PNETCDF ||
+        head->dispatch->dispatch_version != NC_DISPATCH_VERSION)
         fail(DTF_ERR_UNSUPPORTED, "netCDF-4 file '%s' in transfer mode: this netCDF-C (dispatch version %d "
              "expected) does not keep its files as dtf expects", path.c_str(), NC_DISPATCH_VERSION);
     return head->dispatch;
@@ -943,6 +949,13 @@ int wrap(File &f, int mode, MPI_Comm comm, MPI_Info info, bool create, int *ncid
 }
 
 } // namespace
+
+int pnetcdf_ncid(int ncid) {
+    if (const File *f = find(ncid)) ncid = f->inner;
+    const NcHead *head = head_of(ncid);
+    // (netCDF-C's PnetCDF path keeps PnetCDF's ncid as its internal one)
+    return head && head->dispatch->model == NC_FORMATX_PNETCDF ? head->int_ncid : -1;
+}
 
 int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule) {
     File f;
@@ -1027,6 +1040,8 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
     using Call = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
     return reinterpret_cast<Call>(netcdf_c_function("nc_open_par"))(path, mode, comm, info, ncidp);
 }
+
+int pnetcdf_ncid(int) { return -1; }
 
 } // namespace dtf::runtime::nc4
 

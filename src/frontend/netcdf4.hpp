@@ -19,6 +19,9 @@ namespace nc4 {
 int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
 // nc_open_par of such a path: the file its writer made, a netCDF-4 one as above, a classic one as is.
 int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
+// The PnetCDF ncid under netCDF-C's `ncid` (a netCDF-4 file above, or a file netCDF-C's PnetCDF path
+// opened), for dtf_transfer; -1 if there is none.
+int pnetcdf_ncid(int ncid);
 
 } // namespace nc4
 } // namespace dtf::runtime
