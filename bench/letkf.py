@@ -41,7 +41,7 @@ Sweeps:
   netcdf4 the LETKF pattern through netCDF-C on netCDF-4 files beside PnetCDF (bench/netcdf4.py runs
          it and writes its report; about six minutes).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
-         MPMD launch (up to 32 processes; about 20 seconds).
+         MPMD launch (up to 32 processes; about 20 seconds); growth-small: 1 to 8 members.
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
 """
 import argparse
@@ -158,6 +158,7 @@ SWEEPS = {
     "small": SMALL + SMALL_TRACE,
     "original": ORIGINAL,
     "growth": GROWTH,
+    "growth-small": [g for g in GROWTH if g[1] <= 8],
     "persist": PERSIST,
     "netcdf4": NETCDF4,
     # 2 x 1 ranks per member, so that halos, edges and an M x N decomposition are all exercised; the

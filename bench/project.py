@@ -46,7 +46,8 @@ the plan): each matcher's writes + reads + pieces times the time per unit of pla
 growth --out OUT: the same pattern at 1 to 16 members, one rank per member): messages of all ranks
 and of the busiest rank, per cycle, each mode; it exits 1 if a count differs by more than 2% and more
 than 2 messages (a message sent while a cycle's counters are read counts in the next cycle).
---measure BUILD_DIR runs that sweep first (into BUILD_DIR/project-check; ctest bench.project.model).
+--measure BUILD_DIR runs that sweep first, to 8 members (--sweep growth-small, into BUILD_DIR/project-check;
+ctest bench.project.model; bench.growth.counts runs 16).
 docs/PERFORMANCE.md, "The seeds' scale, projected", shows the projection (bench/report.py).
 """
 import argparse
@@ -366,7 +367,8 @@ def main():
     args = a.parse_args()
     if args.measure:
         args.validate = os.path.join(os.path.abspath(args.measure), "project-check")
-        sweep = [sys.executable, os.path.join(HERE, "letkf.py"), args.measure, "--sweep", "growth", "--out", args.validate]
+        sweep = [sys.executable, os.path.join(HERE, "letkf.py"), args.measure, "--sweep", "growth-small", "--out",
+                 args.validate]
         if subprocess.run(sweep).returncode != 0:
             sys.exit("project.py: the growth sweep failed")
         args.planning = args.planning or os.path.join(args.validate, "planning.csv")

@@ -32,7 +32,7 @@ struct FileRule {
     int writer_closes = 1;
     bool write_only = false;
     bool mirror_io_root = false;
-    // Serial files (opened by one process, without a communicator; file mode): how many processes of
+    // Serial files (opened by one process, without a communicator; both modes): how many processes of
     // each reading component read each version (0: every rank of it). A writer's next version of the
     // path waits until that many have closed the last one.
     int serial_readers = 0;

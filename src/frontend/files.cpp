@@ -216,6 +216,8 @@ void closed(Runtime &rt, const std::string &path, bool writer, transport::Group 
 
 } // namespace
 
+thread_local bool SerialOpen::active_ = false;
+
 int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     Target t;
     if (!find_target(rt, open.path, &t)) return DTF_PNC_PASS;
@@ -223,11 +225,11 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     const char *call = open.name;
     const int mode = open.mode;
     if (!open.pnetcdf && t.rule->mode == config::Mode::Transfer) {
-        if (open.serial)
-            fail(DTF_ERR_UNSUPPORTED, "%s of '%s': %s:%d names it in transfer mode, and dtf serves files opened by one "
-                 "process (without a communicator) in file mode only (mode=\"file\"); or open it with nc_open_par or "
-                 "nc_create_par over the component's ranks", call, t.path.c_str(), rt.config().path.c_str(),
-                 t.rule->line);
+        if (open.serial && (t.rule->persist || t.rule->falls_back() || t.rule->replay_io))
+            fail(DTF_ERR_UNSUPPORTED, "%s of '%s' by one process: %s:%d serves it in transfer mode with %s, which dtf "
+                 "does not build for serial files yet: leave it out, or serve the file in file mode (mode=\"file\")",
+                 call, t.path.c_str(), rt.config().path.c_str(), t.rule->line,
+                 t.rule->persist ? "persist=1" : t.rule->replay_io ? "replay_io=1" : "fallback=");
         if (create && (mode & NC_NETCDF4) && (t.rule->persist || t.rule->falls_back()))
             fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d serves it in transfer mode with %s, "
                  "which dtf does not build for netCDF-4 files yet (it would write a CDF-5 file): leave it out, or "

@@ -102,6 +102,21 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp);
 // file dtf does not handle.
 int close_file(Runtime &rt, bool pnetcdf, int ncid, bool abort, const std::function<int()> &real_close);
 
+// netCDF-C's serial open or create (nc_open, nc_create) of a path served in transfer mode, made by
+// netcdf.cpp as a parallel one over MPI_COMM_SELF while this lasts: the writer's session is serial
+// (WriterSession::serial: its reader processes each open it alone).
+class SerialOpen {
+public:
+    SerialOpen() { active_ = true; }
+    ~SerialOpen() { active_ = false; }
+    SerialOpen(const SerialOpen &) = delete;
+    SerialOpen &operator=(const SerialOpen &) = delete;
+    static bool active() { return active_; }
+
+private:
+    static thread_local bool active_;
+};
+
 // File mode: wait until this rank may open the file to write it (every reader has read the last
 // version) or to read it (the writer has closed one more version than this rank has read); `call`
 // names the call for the timeout message.

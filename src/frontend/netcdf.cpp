@@ -8,9 +8,11 @@
 //                  one) are dtf's nested calls and pass straight on.
 //   transfer mode  the calls are made by netcdf4.cpp: a classic file as is, netCDF-C's PnetCDF calls
 //                  served (vfile.cpp); a netCDF-4 file as a virtual netCDF-4 file over a CDF-5 one.
-//   serial calls   nc_create, nc_open (one process, no communicator): in file mode a session of this
-//                  process alone (the writer of a path counts the processes that read a version,
-//                  serial_readers=); in transfer mode refused, not built yet (USER-GUIDE section 10).
+//   serial calls   nc_create, nc_open (one process, no communicator): a session of this process alone;
+//                  in file mode the writer of a path counts the processes that read a version
+//                  (serial_readers=); in transfer mode the call is made as a parallel one over
+//                  MPI_COMM_SELF, and the writer's session takes that many reader processes, each
+//                  opening it alone (SerialOpen, WriterSession::serial).
 // Calls before dtf_init and from inside dtf pass straight on.
 #include <dlfcn.h>
 #include <link.h>
@@ -19,6 +21,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,9 +84,29 @@ int missing(const char *name) {
     return guard([&]() -> int { fail(DTF_ERR_INTERNAL, "%s: netCDF-C's own %s was not found", name, name); });
 }
 
+// A create's mode with the format netCDF-C gives it when it names none: its default format's flags
+// (nc_set_default_format, which netCDF4-python's serial create uses; read by setting it and back).
+int with_default_format(int mode) {
+    if (mode & (NC_64BIT_OFFSET | NC_64BIT_DATA | NC_NETCDF4)) return mode;
+    using SetDefault = int (*)(int, int *);
+    const auto set = reinterpret_cast<SetDefault>(netcdf_c_function("nc_set_default_format"));
+    int format = NC_FORMAT_CLASSIC;
+    if (!set || set(NC_FORMAT_CLASSIC, &format) != NC_NOERR) return mode;
+    set(format, nullptr);
+    switch (format) {
+    case NC_FORMAT_64BIT_OFFSET: return mode | NC_64BIT_OFFSET;
+    case NC_FORMAT_CDF5: return mode | NC_64BIT_DATA;
+    case NC_FORMAT_NETCDF4: return mode | NC_NETCDF4;
+    case NC_FORMAT_NETCDF4_CLASSIC: return mode | NC_NETCDF4 | NC_CLASSIC_MODEL;
+    default: return mode;
+    }
+}
+
 // The library's call, made as the config says for its path: in transfer mode (a parallel open or
 // create) by netcdf4.cpp, outside dtf (its PnetCDF calls are the ones dtf serves).
-int serve(const OpenCall &call, int *ncidp) {
+int serve(const OpenCall &given, int *ncidp) {
+    OpenCall call = given;
+    if (call.create) call.mode = with_default_format(call.mode);
     int rc = DTF_PNC_PASS;
     std::string rule;
     if (!Entry::nested()) {
@@ -96,11 +119,18 @@ int serve(const OpenCall &call, int *ncidp) {
                 rule = format("%s:%d", rt->config().path.c_str(), t.rule->line);
         }
     }
-    if (rc == kNetcdfTransfer && !call.create)
-        return nc4::open(call.path, call.mode, call.comm, call.info, ncidp, rule);
-    if (rc == kNetcdfTransfer && (call.mode & NC_NETCDF4))
-        return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule);
-    return rc == DTF_PNC_PASS || rc == kNetcdfTransfer ? call.real(ncidp) : rc;
+    if (rc != kNetcdfTransfer) return rc == DTF_PNC_PASS ? call.real(ncidp) : rc;
+    // (a serial call: made as a parallel one over this process alone, so that netCDF-C takes its
+    // PnetCDF path for a classic file too)
+    std::optional<SerialOpen> serial;
+    if (call.serial) serial.emplace();
+    if (!call.create) return nc4::open(call.path, call.mode, call.comm, call.info, ncidp, rule);
+    if (call.mode & NC_NETCDF4) return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule);
+    if (!call.serial) return call.real(ncidp);
+    using CreatePar = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
+    const auto create_par = reinterpret_cast<CreatePar>(netcdf_c_function("nc_create_par"));
+    if (!create_par) return missing("nc_create_par");
+    return create_par(call.path, call.mode, MPI_COMM_SELF, MPI_INFO_NULL, ncidp);
 }
 
 int close_call(const char *name, int ncid, bool abort, int (*real)(int)) {

@@ -148,6 +148,7 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     vf->cmode = cmode;
     vf->header = model::Header(format);
     vf->ws = open_writer_session(rt, *vf);
+    if (SerialOpen::active()) vf->ws->serial = true, vf->ws->serial_readers = rule.serial_readers;
     return finish_open(rt, std::move(vf), ncidp);
 }
 

@@ -278,6 +278,7 @@ struct ReaderSide {
     // rank or the matcher checks.
     bool assumed = false;
     bool opened = false;      // its leader's ReaderOpened came (not for an assumed one)
+    std::vector<int> serial_opened; // a serial file (WriterSession::serial): the processes that opened it so far
     bool known() const { return !ranks.empty(); }
 };
 
@@ -292,6 +293,11 @@ struct WriterSession {
     // The reader components (one for a comp1/comp2 rule). A replayed session has one (replay_io=1
     // takes one reader): the replay code speaks of readers.front().
     std::vector<ReaderSide> readers;
+    // A serial file (netCDF-C's nc_create: this writer process alone), whose reader processes each open
+    // it alone: each sends its own ReaderOpened, and the reader group is their union once
+    // serial_readers of them came (serial_readers=; 0: every rank of the reader component).
+    bool serial = false;
+    int serial_readers = 0;
     // Unique in the run (Runtime::new_stamp() of the root, agreed at the first dtf_transfer): names
     // the session's plan on both sides, since session numbers start again once a path is forgotten.
     int64_t stamp = 0;

@@ -168,7 +168,10 @@ std::shared_ptr<WriterSession> open_writer_session(Runtime &rt, const FileSessio
     auto ws = std::make_shared<WriterSession>();
     ws->path = fs.path;
     ws->session = fs.session;
-    for (int reader : fs.peers) ws->readers.push_back(ReaderSide{reader, {}, 0, false, 0});
+    for (int reader : fs.peers) {
+        ws->readers.emplace_back();
+        ws->readers.back().component = reader;
+    }
     ws->group = fs.group;
     ws->local = ws->group->channel();
     ws->rank = fs.rank;
@@ -519,33 +522,45 @@ void send_pieces(Runtime &rt, WriterSession &ws, int reader, int reader_rank, co
 // this session (with its next FileDefined to them).
 bool learn_readers(Runtime &rt, WriterSession &ws) {
     bool all = true;
-    for (ReaderSide &side : ws.readers) {
-        if (side.opened || side.assumed) continue;
-        auto m = rt.take(for_session(ws, side.component, MessageKind::ReaderOpened));
-        if (!m) {
-            all = false;
-            continue;
+    for (ReaderSide &side : ws.readers)
+        while (!side.opened && !side.assumed) {
+            auto m = rt.take(for_session(ws, side.component, MessageKind::ReaderOpened));
+            if (!m) {
+                all = false;
+                break;
+            }
+            PayloadReader r(m->payload, "reader-opened");
+            std::vector<int> ranks = r.ints(1 << 24);
+            side.plan = r.i64();
+            const int64_t stamp = r.i64();
+            if (ranks.empty())
+                fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
+                     rt.config().component_name(side.component).c_str());
+            if (!ws.stamp_known) {
+                ws.stamp = stamp;
+                ws.stamp_known = true;
+            } else if (ws.rank == ws.leader && stamp != ws.stamp) {
+                fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' opened another session of it (stamp %lld, not "
+                     "%lld)", ws.path.c_str(), ws.session, rt.config().component_name(side.component).c_str(),
+                     static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
+            }
+            // A serial file's readers open it one process at a time: the group is their union, known
+            // once serial_readers of them came.
+            std::vector<int> &into = ws.serial ? side.serial_opened : side.ranks;
+            into.insert(into.end(), ranks.begin(), ranks.end());
+            if (ws.serial) {
+                std::sort(into.begin(), into.end());
+                into.erase(std::unique(into.begin(), into.end()), into.end());
+                side.plan = 0;
+                const int expected = ws.serial_readers ? ws.serial_readers : rt.peer(side.component).remote_size;
+                if (into.size() < static_cast<size_t>(expected)) continue;
+                side.ranks = into;
+            }
+            side.opened = true;
+            if (ws.rank == 0 && ws.defined_to_all &&
+                side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
+                rt.withdraw(side.component, ws.path, ws.session);
         }
-        side.opened = true;
-        PayloadReader r(m->payload, "reader-opened");
-        side.ranks = r.ints(1 << 24);
-        side.plan = r.i64();
-        const int64_t stamp = r.i64();
-        if (!ws.stamp_known) {
-            ws.stamp = stamp;
-            ws.stamp_known = true;
-        } else if (ws.rank == ws.leader && stamp != ws.stamp) {
-            fail(DTF_ERR_PEER, "'%s' (session %d): component '%s' opened another session of it (stamp %lld, not %lld)",
-                 ws.path.c_str(), ws.session, rt.config().component_name(side.component).c_str(),
-                 static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
-        }
-        if (side.ranks.empty())
-            fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
-                 rt.config().component_name(side.component).c_str());
-        if (ws.rank == 0 && ws.defined_to_all &&
-            side.ranks.size() < static_cast<size_t>(rt.peer(side.component).remote_size))
-            rt.withdraw(side.component, ws.path, ws.session);
-    }
     return all;
 }
 
