@@ -17,8 +17,8 @@ Scenarios
            file per writer process, front.<rank>.nc, written and read by one process each (nc_create,
            nc_open), every reader rank reading every file; --versions N: each written N times, the
            reader ranks reading each version.
-  refused  what dtf does not serve yet (in transfer mode a group in a netCDF-4 file: --format netcdf4)
-           refused at the writer's call,
+  refused  what dtf does not serve yet (in transfer mode a group in a netCDF-4 file: --format netcdf4;
+           serial files with replay_io=1: --access serial) refused at the writer's call,
            naming the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
            before launching, with the fix.
@@ -183,13 +183,20 @@ def scenario_pair(args, work):
 
 def scenario_refused(args, work):
     """What dtf does not serve yet, refused at the call, naming the config line: a group defined in a
-    netCDF-4 file in transfer mode."""
+    netCDF-4 file in transfer mode; serial files (--access serial) with replay_io=1."""
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
-        f.write(CONFIG.format(mode=args.mode).replace('filename="front.nc"', 'filename="front.%nc"'))
+        text = CONFIG.format(mode=args.mode).replace('filename="front.nc"', 'filename="front.%nc"')
+        f.write(text + ("replay_io=1\n" if args.access == "serial" else ""))
     status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work)),
                       {"DTF_TIMEOUT": "60", "NCPAIR_GROUP": "1"})
     expect(status != 0, "the run must fail")
+    if args.access == "serial":  # (each side's first serial call is refused: whichever comes first ends the run)
+        why = f"by one process: {ini}:5 serves it in transfer mode with replay_io=1, which dtf does not build for " \
+              "serial files yet"
+        expect(f"nc_create of '{work}/front.0.nc' {why}" in out or f"nc_open of '{work}/front.0.nc' {why}" in out,
+               f"the writer's nc_create or the reader's nc_open must be refused, saying: {why}")
+        return 0
     why = f"'{work}/front.nc' is a netCDF-4 file served in transfer mode ({ini}:5), which keeps the classic data " \
           "model: groups (nc_def_grp) cannot be served"
     expect(why in out, f"the writer must be refused, saying: {why}")
