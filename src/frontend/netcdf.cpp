@@ -106,13 +106,13 @@ int with_default_format(int mode) {
 // create) by netcdf4.cpp, outside dtf (its PnetCDF calls are the ones dtf serves).
 int serve(const OpenCall &given, int *ncidp) {
     OpenCall call = given;
-    if (call.create) call.mode = with_default_format(call.mode);
     int rc = DTF_PNC_PASS;
     std::string rule;
     if (!Entry::nested()) {
         Entry entry;
         if (Runtime *rt = Runtime::instance()) {
             trace::Span span("netcdf", call.name);
+            if (call.create) call.mode = with_default_format(call.mode);
             rc = guard([&] { return open_or_create(*rt, call, ncidp); });
             Target t;
             if (rc == kNetcdfTransfer && find_target(*rt, call.path, &t))
