@@ -38,8 +38,8 @@ Sweeps:
          at each: a core per rank), as two jobs and in one MPMD launch: the protocol's own cost; and
          the 16x16x20 runs in one launch once more with DTF_TRACE, summed by dtf-trace into
          OUT/runN.trace.txt (about two minutes).
-  netcdf4 the LETKF pattern through netCDF-C on netCDF-4 files beside PnetCDF (bench/netcdf4.py runs
-         it and writes its report; about six minutes).
+  netcdf4 the LETKF pattern through netCDF-C on netCDF-4 files beside PnetCDF, parallel and one file
+         per model rank (bench/netcdf4.py runs it and writes its report; about seven minutes).
   growth the messages per cycle against processes: 1 to 16 members of one rank per component in one
          MPMD launch (up to 32 processes; about 20 seconds); growth-small: 1 to 8 members.
   smoke  a tiny run of every mode with verification, for the test suite (a few seconds).
@@ -126,13 +126,16 @@ GROWTH = [("growth", m, 1, 1, (16, 16, 4), None, 1, 5,
 # netCDF-4 files (issue 45): the LETKF pattern through netCDF-C on netCDF-4 files (letkf_io --api
 # netcdf4) beside the same through PnetCDF, at small blocks (16x16x20, 32x20x98 per rank: 2 members x
 # 2 ranks) and the default size, as two jobs and in one MPMD launch, and PnetCDF in netCDF-C's shape
-# (--api pnetcdf-blocking: blocking calls, files read in turn); bench/netcdf4.py runs it and reports
-# file-sync / transfer and transfer netCDF-4 / transfer PnetCDF.
+# (--api pnetcdf-blocking: blocking calls, files read in turn), and netCDF-4 one file per model rank
+# (--api netcdf4-serial: no replay, which dtf refuses for serial files); bench/netcdf4.py runs it and
+# reports file-sync / transfer and transfer netCDF-4 / transfer PnetCDF.
 NETCDF4_MODES = "transfer,transfer-replay,file-sync"
-NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6, dict(modes=NETCDF4_MODES, rotate=1, api=api, **launch))
+SERIAL_MODES = "transfer,file-sync"
+NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6,
+            dict(modes=SERIAL_MODES if api == "netcdf4-serial" else NETCDF4_MODES, rotate=1, api=api, **launch))
            for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (2, 1, (128, 128, 16)))
            for suffix, launch in (("", {}), (".mpmd", {"launch": "mpmd"}))
-           for api in ("pnetcdf", "pnetcdf-blocking", "netcdf4")]
+           for api in ("pnetcdf", "pnetcdf-blocking", "netcdf4", "netcdf4-serial")]
 # Every mode, for the smoke test.
 ALL_MODES = "transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw"
 SWEEPS = {
@@ -169,7 +172,9 @@ SWEEPS = {
                {"modes": ALL_MODES.replace("transfer-persist,", ""), "calls": "original"}),
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
               ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE}),
-              ("netcdf4", 2, 2, 1, (12, 10, 3), None, 1, 3, {"modes": NETCDF4_MODES + ",file", "api": "netcdf4"})],
+              ("netcdf4", 2, 2, 1, (12, 10, 3), None, 1, 3, {"modes": NETCDF4_MODES + ",file", "api": "netcdf4"}),
+              ("netcdf4-serial", 2, 2, 1, (12, 10, 3), None, 1, 3,
+               {"modes": SERIAL_MODES + ",file", "api": "netcdf4-serial"})],
 }
 
 

@@ -28,7 +28,14 @@
  * and created in parallel): blocking collective puts (netCDF-C has no nonblocking calls) and blocking
  * independent gets, the assimilation reading and closing each file in turn (in the order the model closes
  * them), nc_sync and nc_close; not with --calls original nor transfer-persist (dtf writes no netCDF-4 file
- * of its own). --api pnetcdf-blocking: PnetCDF in that shape (blocking collective puts and gets, each
+ * of its own). --api netcdf4-serial: the same, but as SCALE-RM writes its output, one file per process:
+ * each model rank creates its history and analysis files alone (nc_create, DIR/<kind>.m<member>.p<rank>
+ * ...: its block only, local dimensions, its own axes), and each assimilation rank opens every model
+ * rank's file alone (nc_open) and reads the part that meets its block (into its arrays through a buffer
+ * when that is not its whole block; nothing when they do not meet); the write-back stays one parallel
+ * file per member. Every rank of the assimilation opens each file, so dtf's default serial_readers=
+ * (every rank of the reading component) is its count. Not with transfer-replay (dtf refuses replay_io=1
+ * for serial files). --api pnetcdf-blocking: PnetCDF in that shape (blocking collective puts and gets, each
  * file read and closed in turn): the peer of netcdf4 that tells what netCDF-C and dtf's netCDF-4 layer
  * add from what blocking calls cost.
  *
@@ -320,9 +327,10 @@ static Blk shifted(Blk b) { /* an interior block in the halo array's indices */
 
 /* ---- the file calls: PnetCDF's, or netCDF-C's on netCDF-4 files (--api netcdf4) ---------------- */
 
-enum Api { API_PNETCDF, API_PNETCDF_BLOCKING, API_NETCDF4 };
-static const char *const api_name[] = {"pnetcdf", "pnetcdf-blocking", "netcdf4"};
-static int g_nc4;      /* --api netcdf4 */
+enum Api { API_PNETCDF, API_PNETCDF_BLOCKING, API_NETCDF4, API_NETCDF4_SERIAL };
+static const char *const api_name[] = {"pnetcdf", "pnetcdf-blocking", "netcdf4", "netcdf4-serial"};
+static int g_nc4;      /* --api netcdf4 or netcdf4-serial */
+static int g_serial;   /* --api netcdf4-serial: the model's files one per rank, created and opened alone */
 static int g_blocking; /* --api netcdf4 or pnetcdf-blocking: blocking puts and gets, files read in turn */
 
 #ifdef LETKF_NETCDF4
@@ -336,8 +344,14 @@ static void f_create(MPI_Comm comm, const char *path, int *ncid) {
     else NC(ncmpi_create(comm, path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, ncid));
 }
 
+/* A file of one process (--api netcdf4-serial). */
+static void f_create_serial(const char *path, int *ncid) {
+    NC4(nc_create(path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, ncid));
+}
+
 static void f_open(MPI_Comm comm, const char *path, int omode, int *ncid) {
-    if (g_nc4) NC4(nc_open_par(path, omode, comm, MPI_INFO_NULL, ncid));
+    if (comm == MPI_COMM_SELF) NC4(nc_open(path, omode, ncid)); /* (a file of one process) */
+    else if (g_nc4) NC4(nc_open_par(path, omode, comm, MPI_INFO_NULL, ncid));
     else NC(ncmpi_open(comm, path, omode, MPI_INFO_NULL, ncid));
 }
 
@@ -356,14 +370,16 @@ static void f_put_title(int ncid) {
     else NC(ncmpi_put_att_text(ncid, NC_GLOBAL, "title", 22, "letkf_io benchmark run"));
 }
 
-/* netCDF-4: then every variable in collective access (a record variable grows only so). */
-static void f_enddef(int ncid) {
+/* netCDF-4: then every variable in collective access (a record variable grows only so), unless the
+ * file is a process's own (netcdf4-serial: no parallel access). */
+static void f_enddef(int ncid, int serial) {
     if (!g_nc4) {
         NC(ncmpi_enddef(ncid));
         return;
     }
     int nvars = 0;
     NC4(nc_enddef(ncid));
+    if (serial) return;
     NC4(nc_inq_nvars(ncid, &nvars));
     for (int v = 0; v < nvars; ++v) NC4(nc_var_par_access(ncid, v, NC_COLLECTIVE));
 }
@@ -434,12 +450,16 @@ static int is_transfer(const char *mode) {
 }
 
 /* DIR/<kind>.m<member>.<mode letter>.nc; with --calls original, new names every cycle:
- * DIR/<kind>.c<cycle>.m<member>.<mode letter>.nc (the write-back goes into the analysis file then). */
-static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, const char *mode, int cycle) {
+ * DIR/<kind>.c<cycle>.m<member>.<mode letter>.nc (the write-back goes into the analysis file then);
+ * with --api netcdf4-serial, model rank `rank`'s own history and analysis files:
+ * DIR/<kind>.m<member>.p<rank>.<mode letter>.nc. */
+static void file_name(char *out, size_t n, const Ctx *c, enum File f, int member, int rank, const char *mode,
+                      int cycle) {
     static const char *const kind[] = {"hist", "anal", "back"};
-    char when[24] = "";
+    char when[24] = "", part[24] = "";
     if (c->o.original) snprintf(when, sizeof when, "c%d.", cycle);
-    snprintf(out, n, "%s/%s.%sm%d.%s.nc", c->o.dir, kind[f], when, member,
+    if (g_serial && f != BACK) snprintf(part, sizeof part, "p%d.", rank);
+    snprintf(out, n, "%s/%s.%sm%d.%s%s.nc", c->o.dir, kind[f], when, member, part,
              !strcmp(mode, "transfer")          ? "t"
              : !strcmp(mode, "transfer-replay") ? "r"
              : !strcmp(mode, "transfer-persist") ? "p"
@@ -459,14 +479,14 @@ static const char *field_name(enum File f, int field) {
     return name;
 }
 
-/* Define a file; varids of fields in fid[], of axes/coordinates in aid[]. */
-static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
-    const int halo = f == ANAL ? HALO : 0, rec = f == HIST;
+/* Define a file of ny x nx columns; varids of fields in fid[], of axes/coordinates in aid[]. */
+static void define(int ncid, const Ctx *c, enum File f, int ny, int nx, int *fid, int *aid) {
+    const int rec = f == HIST;
     int dt = -1, dz, dy, dx, d[4];
     if (rec) f_def_dim(ncid, "time", NC_UNLIMITED, &dt);
     f_def_dim(ncid, "z", c->o.kmax, &dz);
-    f_def_dim(ncid, "y", c->NY + 2 * halo, &dy);
-    f_def_dim(ncid, "x", c->NX + 2 * halo, &dx);
+    f_def_dim(ncid, "y", ny, &dy);
+    f_def_dim(ncid, "x", nx, &dx);
     int na = 0;
     if (f != BACK) {
         if (rec) f_def_var(ncid, "time", NC_DOUBLE, 1, &dt, &aid[na++]);
@@ -492,7 +512,7 @@ static void define(int ncid, const Ctx *c, enum File f, int *fid, int *aid) {
         f_def_var(ncid, field_name(f, v), NC_FLOAT, nd, d, &fid[v]);
     }
     f_put_title(ncid);
-    f_enddef(ncid);
+    f_enddef(ncid, g_serial && f != BACK);
 }
 
 /* Start/count of a block of nz levels in a (record) variable. */
@@ -562,14 +582,19 @@ static int bput_fields(const Ctx *c, enum File f) { return !c->o.original ? 0 : 
  * the last fields by bput (into a buffer attached for them), wait_all. */
 static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cycle) {
     const int n3d = f == HIST ? HIST_3D : ANAL_3D, nf = n3d + (f == HIST ? HIST_2D : ANAL_2D), rec = f == HIST;
-    const Blk b = f == HIST ? c->mine : halo_blk(c, c->rank);
+    const int halo = f == ANAL ? HALO : 0;
+    const Blk mine = f == HIST ? c->mine : halo_blk(c, c->rank);
+    /* The block in the file's indices: its own file's (netcdf4-serial) starts at 0, 0 */
+    const Blk b = g_serial ? (Blk){0, mine.nx, 0, mine.ny} : mine;
     float **data = f == HIST ? d->hist : d->anal;
     int fid[ANAL_3D + ANAL_2D], aid[6], ncid;
     MPI_Offset st[4], ct[4];
     const int first_bput = nf - bput_fields(c, f);
     start();
-    f_create(c->comm, path, &ncid);
-    define(ncid, c, f, fid, aid);
+    if (g_serial) f_create_serial(path, &ncid);
+    else f_create(c->comm, path, &ncid);
+    if (g_serial) define(ncid, c, f, b.ny, b.nx, fid, aid);
+    else define(ncid, c, f, c->NY + 2 * halo, c->NX + 2 * halo, fid, aid);
     if (first_bput < nf) {
         MPI_Offset attach = 0;
         for (int v = first_bput; v < nf; ++v)
@@ -577,9 +602,11 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
         NC(ncmpi_buffer_attach(ncid, attach));
     }
     stop(P_OPEN);
-    /* Axes and coordinates: each along its dimension by the ranks on the first row/column. */
-    const int ix = c->rank % c->o.px, iy = c->rank / c->o.px, a = rec;
-    MPI_Offset zero = 0, one = c->rank == 0, nz = c->rank == 0 ? c->o.kmax : 0;
+    /* Axes and coordinates: each along its dimension by the ranks on the first row/column (every rank
+     * in its own file). */
+    const int ix = g_serial ? 0 : c->rank % c->o.px, iy = g_serial ? 0 : c->rank / c->o.px, a = rec,
+              first = g_serial || c->rank == 0;
+    MPI_Offset zero = 0, one = first, nz = first ? c->o.kmax : 0;
     double when = cycle;
     if (rec && !c->o.original) f_iput(ncid, aid[0], 1, &zero, &one, &when, NC_DOUBLE);
     f_iput(ncid, aid[a], 1, &zero, &nz, d->axis[1], NC_DOUBLE);
@@ -641,13 +668,37 @@ static void read_file(Ctx *c, const char *path, MPI_Comm comm, enum File f, Blk 
     finish(post_reads(c, path, comm, f, b, dst), path, comm, mode, 0);
 }
 
+static float *alloc_floats(size_t n);
+
+/* --api netcdf4-serial: read the variables of `f` this role reads from each model rank's own file of
+ * member m, each opened alone, the part of it that meets this rank's block, into dst[i] (laid out as
+ * this rank's block): in place if it is the whole block, else through a buffer (none if they do not
+ * meet: the file is opened and closed all the same, since every rank of the assimilation opens it). */
+static void read_rank_files(Ctx *c, enum File f, int m, float **dst, const char *mode, int cycle) {
+    static float *scratch[HIST_READS > ANAL_READS ? HIST_READS : ANAL_READS];
+    char path[4096];
+    for (int i = 0; i < nreads(f); ++i)
+        if (!scratch[i]) scratch[i] = alloc_floats(blk_size(c->mine) * (size_t)c->o.kmax);
+    for (int r = 0; r < c->P; ++r) {
+        const Blk file = f == HIST ? model_blk(c, r) : halo_blk(c, r); /* the file's block of the global array */
+        const Blk part = intersect(c->mine, model_blk(c, r)), at = f == HIST ? part : shifted(part);
+        const Blk local = blk_size(part) ? (Blk){at.x0 - file.x0, at.nx, at.y0 - file.y0, at.ny} : (Blk){0, 0, 0, 0};
+        const int whole = part.nx == c->mine.nx && part.ny == c->mine.ny;
+        file_name(path, sizeof path, c, f, m, r, mode, cycle);
+        read_file(c, path, MPI_COMM_SELF, f, local, whole ? dst : scratch, mode);
+        for (int i = 0; !whole && i < nreads(f); ++i)
+            copy_part(scratch[i], part, dst[i], c->mine, part, read_var(f, i, c->o.kmax).nz);
+        stop(P_IO);
+    }
+}
+
 /* Write the variables the assimilation writes back (block `b`, from src[i]). */
 static void write_back(Ctx *c, const char *path, float **src, const char *mode) {
     int fid[ANAL_3D + ANAL_2D], ncid;
     MPI_Offset st[4], ct[4];
     start();
     f_create(c->comm, path, &ncid);
-    define(ncid, c, BACK, fid, NULL);
+    define(ncid, c, BACK, c->NY, c->NX, fid, NULL);
     stop(P_OPEN);
     for (int i = 0; i < ANAL_READS; ++i) {
         ReadVar r = read_var(BACK, i, c->o.kmax);
@@ -919,15 +970,16 @@ __attribute__((noinline)) static void model_cycle(Ctx *c, ModelData *d, Links *r
         return;
     }
     char hist[4096], anal[4096], back[4096];
-    file_name(hist, sizeof hist, c, HIST, c->member, mode, cycle);
-    file_name(anal, sizeof anal, c, ANAL, c->member, mode, cycle);
-    file_name(back, sizeof back, c, BACK, c->member, mode, cycle);
+    file_name(hist, sizeof hist, c, HIST, c->member, c->rank, mode, cycle);
+    file_name(anal, sizeof anal, c, ANAL, c->member, c->rank, mode, cycle);
+    file_name(back, sizeof back, c, BACK, c->member, c->rank, mode, cycle);
     const int h = model_put(c, d, HIST, hist, cycle), a = model_put(c, d, ANAL, anal, cycle);
     /* The rest of the forecast: the output is written, the files not yet closed. */
     compute(c->o.compute_ms);
     mark();
-    close_session(h, hist, c->comm, mode, 1, bput_fields(c, HIST) > 0);
-    close_session(a, anal, c->comm, mode, 1, bput_fields(c, ANAL) > 0);
+    const MPI_Comm own = g_serial ? MPI_COMM_SELF : c->comm; /* (whose files: a sync's barrier) */
+    close_session(h, hist, own, mode, 1, bput_fields(c, HIST) > 0);
+    close_session(a, anal, own, mode, 1, bput_fields(c, ANAL) > 0);
     if (c->o.original)
         written_back(c, anal, d->padded, d->interior, mode);
     else
@@ -946,25 +998,26 @@ __attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *r
     int ncid[2 * c->M];
     for (enum File f = HIST; g_blocking && f <= ANAL; ++f)
         for (int m = 0; m < c->M; ++m) {
-            file_name(path, sizeof path, c, f, m, mode, cycle);
-            read_file(c, path, MPI_COMM_WORLD, f, f == HIST ? c->mine : shifted(c->mine),
-                      (f == HIST ? d->hist + (size_t)m * HIST_READS : d->anal + (size_t)m * ANAL_READS), mode);
+            float **dst = f == HIST ? d->hist + (size_t)m * HIST_READS : d->anal + (size_t)m * ANAL_READS;
+            file_name(path, sizeof path, c, f, m, 0, mode, cycle);
+            if (g_serial) read_rank_files(c, f, m, dst, mode, cycle);
+            else read_file(c, path, MPI_COMM_WORLD, f, f == HIST ? c->mine : shifted(c->mine), dst, mode);
         }
     for (int m = 0; !g_blocking && m < c->M; ++m) {
-        file_name(path, sizeof path, c, HIST, m, mode, cycle);
+        file_name(path, sizeof path, c, HIST, m, 0, mode, cycle);
         ncid[2 * m] = post_reads(c, path, MPI_COMM_WORLD, HIST, c->mine, d->hist + (size_t)m * HIST_READS);
-        file_name(path, sizeof path, c, ANAL, m, mode, cycle);
+        file_name(path, sizeof path, c, ANAL, m, 0, mode, cycle);
         ncid[2 * m + 1] = post_reads(c, path, MPI_COMM_WORLD, ANAL, shifted(c->mine), d->anal + (size_t)m * ANAL_READS);
     }
     for (enum File f = HIST; !g_blocking && f <= ANAL; ++f) /* in the order the model closes them */
         for (int m = 0; m < c->M; ++m) {
-            file_name(path, sizeof path, c, f, m, mode, cycle);
+            file_name(path, sizeof path, c, f, m, 0, mode, cycle);
             finish(ncid[2 * m + (int)f], path, MPI_COMM_WORLD, mode, 0);
         }
     mark();
     compute(c->o.compute_ms);
     for (int m = 0; m < c->M; ++m) {
-        file_name(path, sizeof path, c, c->o.original ? ANAL : BACK, m, mode, cycle);
+        file_name(path, sizeof path, c, c->o.original ? ANAL : BACK, m, 0, mode, cycle);
         if (c->o.original)
             written_back(c, path, d->back + (size_t)m * ANAL_READS, NULL, mode);
         else
@@ -1078,7 +1131,7 @@ static void usage(void) {
                 "                [--global NX NY] [--cycles C] [--reps R] [--modes transfer,transfer-replay,transfer-persist,file,file-sync,mpi-raw]\n"
                 "                [--verify 0|1] [--rotate 0|1] [--compute MS] [--dir DIR] [--config INI] [--csv FILE]\n"
                 "                [--label NAME] [--calls plain|original]\n"
-                "                [--api pnetcdf|pnetcdf-blocking|netcdf4]\n"
+                "                [--api pnetcdf|pnetcdf-blocking|netcdf4|netcdf4-serial]\n"
                 "  --compute: MS milliseconds of CPU work per cycle in each role (model: after its puts\n"
                 "  completed, before it closes the files; assimilation: after reading, before writing back);\n"
                 "  the cycles then start with a barrier that sleeps instead of spinning\n"
@@ -1087,7 +1140,9 @@ static void usage(void) {
                 "  write-back into the analysis file opened with NC_WRITE, flexible igets; new file names\n"
                 "  every cycle); not with transfer-persist\n"
                 "  --api netcdf4: netCDF-C on netCDF-4 files (classic model), blocking calls; pnetcdf-blocking:\n"
-                "  PnetCDF's blocking calls in that shape; not with --calls original nor transfer-persist\n"
+                "  PnetCDF's blocking calls in that shape; netcdf4-serial: netCDF-4, one file per model rank\n"
+                "  (created and opened alone); not with --calls original nor transfer-persist (nor\n"
+                "  netcdf4-serial with transfer-replay)\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -1126,7 +1181,7 @@ static Opts parse(int argc, char **argv) {
         else if (!strcmp(a, "--calls") && more && (!strcmp(argv[i + 1], "plain") || !strcmp(argv[i + 1], "original")))
             o.original = !strcmp(argv[++i], "original");
         else if (!strcmp(a, "--api") && more) {
-            for (o.api = API_NETCDF4; o.api >= 0 && strcmp(argv[i + 1], api_name[o.api]); --o.api) {}
+            for (o.api = API_NETCDF4_SERIAL; o.api >= 0 && strcmp(argv[i + 1], api_name[o.api]); --o.api) {}
             if (o.api < 0) usage();
             ++i;
         }
@@ -1151,7 +1206,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     Ctx c = {0};
     c.o = parse(argc, argv);
-    g_nc4 = c.o.api == API_NETCDF4;
+    g_nc4 = c.o.api == API_NETCDF4 || c.o.api == API_NETCDF4_SERIAL;
+    g_serial = c.o.api == API_NETCDF4_SERIAL;
     g_blocking = c.o.api != API_PNETCDF;
     const int model = strcmp(c.o.role, "model") == 0;
     c.M = c.o.members, c.P = c.o.px * c.o.py, c.A = c.M * c.P;
@@ -1208,6 +1264,8 @@ int main(int argc, char **argv) {
                 die("--calls original: not with mode transfer-persist (its analysis files are written back into)");
             if (g_blocking && (c.o.original || !strcmp(mode, "transfer-persist")))
                 die("--api %s: not with --calls original nor mode transfer-persist", api_name[c.o.api]);
+            if (g_serial && !strcmp(mode, "transfer-replay"))
+                die("--api netcdf4-serial: not with mode transfer-replay (dtf refuses replay_io=1 for serial files)");
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);

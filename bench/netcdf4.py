@@ -5,7 +5,8 @@ usage: bench/netcdf4.py BUILD_DIR [--out DIR] [--md FILE] [--from DIR]
 
 Runs bench/letkf.py's sweep netcdf4 (letkf_io through netCDF-C on netCDF-4 files, --api netcdf4, the
 same through PnetCDF, and through PnetCDF's blocking calls in netCDF-C's shape, --api pnetcdf-blocking;
-each launch running transfer, transfer-replay and file-sync in turn; 2
+each launch running transfer, transfer-replay and file-sync in turn; and netCDF-4 files one per model
+rank, --api netcdf4-serial, transfer and file-sync; 2
 members of 2 ranks at 16x16x20 and 32x20x98 points per rank, 2 members of 1 rank at the default
 128x128x16; as two jobs and in one MPMD launch), then reports per size and launch the median cycle
 time (the slowest model rank's, cycles 1 on) of each mode and:
@@ -16,6 +17,8 @@ time (the slowest model rank's, cycles 1 on) of each mode and:
                               written through PnetCDF, the same data: the target is <= 1.2 (replay too)
   nc4 / pnc-b transfer        the same against PnetCDF's blocking calls in netCDF-C's shape: what the
                               netCDF-4 layer adds, apart from what blocking calls cost
+  one file per process        file-sync / transfer of those files (the target is >= 5 at the default
+                              size), and their transfer against the parallel files' and PnetCDF's
 --md FILE writes the report there (docs/PERFORMANCE-NETCDF4.md); --from DIR reports an earlier run.
 """
 import argparse
@@ -108,6 +111,33 @@ def report(samples, meta, command):
               "10-12 ms in two, 115-139 ms and 52 ms in the others), so they show the stalls of processes "
               "waiting on oversubscribed cores more than the APIs; the default size (4 processes) is the "
               "comparison.", ""]
+    return lines + serial_report(samples, meta)
+
+
+def serial_report(samples, meta):
+    """The section of the files one per model rank (--api netcdf4-serial)."""
+    lines = ["## One file per model rank", "",
+             "nc4-s: letkf_io --api netcdf4-serial, SCALE-RM's output: each model rank creates its history "
+             "and analysis files alone (`nc_create`, its block, local dimensions) and every assimilation rank "
+             "opens each of them alone (`nc_open`), reading the part that meets its block (dtf's default "
+             "`serial_readers=`: every rank of the reading component); the write-back stays one parallel file "
+             "per member. No replay: dtf refuses `replay_io=1` for serial files (not built). Medians in ms as "
+             "above; nc4 and pnc transfer from the table above.", "",
+             "| size | launch | nc4-s transfer | nc4-s file-sync | nc4-s file-sync / transfer | nc4-s / nc4 transfer "
+             "| nc4-s / pnc transfer |", "|---|---|---|---|---|---|---|"]
+    sync = []
+    for size, launch, apis in table(samples, meta):
+        s = apis.get("netcdf4-serial", ({}, None))[0]
+        n, p = (apis.get(a, ({}, None))[0].get("transfer") for a in ("netcdf4", "pnetcdf"))
+        t, f = s.get("transfer"), s.get("file-sync")
+        if "128x128" in size:
+            sync.append(ratio(f, t))
+        lines.append(f"| {size} | {launch} | " + " | ".join(plot.fmt_ms(x * 1e3) if x else "-" for x in (t, f)) +
+                     " | " + " | ".join(cell(x) for x in (ratio(f, t), ratio(t, n), ratio(t, p))) + " |")
+    ok = [x for x in sync if x is not None]
+    lines += ["", f"- file-sync / transfer at the default size, one file per model rank: "
+              f"{', '.join(cell(x) for x in sync)} (target >= 5: {'met' if ok and min(ok) >= 5 else 'not met'}).",
+              ""]
     return lines
 
 

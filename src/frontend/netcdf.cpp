@@ -124,8 +124,9 @@ int serve(const OpenCall &given, int *ncidp) {
     // PnetCDF path for a classic file too)
     std::optional<SerialOpen> serial;
     if (call.serial) serial.emplace();
-    if (!call.create) return nc4::open(call.path, call.mode, call.comm, call.info, ncidp, rule);
-    if (call.mode & NC_NETCDF4) return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule);
+    if (!call.create) return nc4::open(call.path, call.mode, call.comm, call.info, ncidp, rule, call.serial);
+    if (call.mode & NC_NETCDF4)
+        return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule, call.serial);
     if (!call.serial) return call.real(ncidp);
     using CreatePar = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
     const auto create_par = reinterpret_cast<CreatePar>(netcdf_c_function("nc_create_par"));

@@ -84,6 +84,7 @@ struct File {
     int mode = 0;                   // what inq_format_extended answers
     bool writer = false;
     bool opened = false; // by nc_open_par (a file its writer defined): endianness as read back
+    bool serial = false; // by nc_create or nc_open: no parallel access (nc_var_par_access)
     bool indef = false;
     std::map<int, Var> vars;
     std::set<int> hidden; // the variables (NC_GLOBAL: the file) whose hidden attribute the inner file has
@@ -586,7 +587,11 @@ int t_inq_var_all(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp,
     return NC_NOERR;
 }
 
-int t_var_par_access(int ncid, int varid, int access) { DTF_NC4_FORWARD(var_par_access, varid, access); }
+int t_var_par_access(int ncid, int varid, int access) {
+    DTF_NC4_FILE;
+    if (f.serial) return NC_ENOPAR; // (before the variable is looked at, as netCDF-C does)
+    return f.d->var_par_access(f.inner, varid, access);
+}
 
 int t_def_var_fill(int ncid, int varid, int no_fill, const void *value) {
     DTF_NC4_FILE;
@@ -957,8 +962,10 @@ int pnetcdf_ncid(int ncid) {
     return head && head->dispatch->model == NC_FORMATX_PNETCDF ? head->int_ncid : -1;
 }
 
-int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule) {
+int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
+           bool serial) {
     File f;
+    f.serial = serial;
     int rc = guard([&] {
         register_table(path);
         return NC_NOERR;
@@ -987,9 +994,11 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
     return rc;
 }
 
-int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule) {
+int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
+         bool serial) {
     const auto open_par = c_function<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_open_par");
     File f;
+    f.serial = serial;
     if (int rc = open_par(path, mode, comm, info, &f.inner)) return rc;
     // a classic file is as its writer made it; a netCDF-4 one carries the hidden attribute
     int rc = guard([&] {

@@ -16,9 +16,13 @@ namespace nc4 {
 
 // nc_create_par of a netCDF-4 file (cmode has NC_NETCDF4) at `path`, which `rule` ("dtf.ini:12")
 // serves in transfer mode: a virtual netCDF-4 file over a virtual CDF-5 one. Returns a netCDF code.
-int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
+// `serial`: the program called nc_create (made parallel over MPI_COMM_SELF): the file then refuses
+// parallel calls as netCDF-C does (nc_var_par_access: NC_ENOPAR).
+int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
+           bool serial);
 // nc_open_par of such a path: the file its writer made, a netCDF-4 one as above, a classic one as is.
-int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule);
+int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
+         bool serial);
 // The PnetCDF ncid under netCDF-C's `ncid` (a netCDF-4 file above, or a file netCDF-C's PnetCDF path
 // opened), for dtf_transfer; -1 if there is none.
 int pnetcdf_ncid(int ncid);

@@ -395,9 +395,10 @@ void set_destination(Runtime &rt, ReadRecord &r) {
 
 // A netCDF-4 file's get (model/netcdf4_mark.h): what no write covered reads as the fill value of each
 // part's variable in fill mode, as HDF5 gives it; a PnetCDF file's reads zeros there.
-void set_unwritten(const VirtualFile &vf, ReadRecord &r) {
+void set_unwritten(VirtualFile &vf, ReadRecord &r) {
     int mark = -1, no_fill = 0;
-    if (vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) != NC_NOERR) return;
+    if (vf.netcdf4 < 0) vf.netcdf4 = vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) == NC_NOERR;
+    if (!vf.netcdf4) return;
     for (const match::ReadReq &part : r.parts) {
         std::vector<char> fill = fill_value(vf.header, part.varid);
         vf.header.inq_var_fill(part.varid, &no_fill, nullptr);

@@ -43,6 +43,9 @@ struct VirtualFile : FileSession {
     int turn_closes = 0;    // writer: closes of the file in this turn so far (FileRule::writer_closes)
     int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
     int enddefs = 0;        // writer: enddefs in this session
+    // Whether the header carries the netCDF-4 mark (model/netcdf4_mark.h), looked up at the first get
+    // (-1 before): the mark is put at the first enddef and never removed, so a get's answer holds.
+    int netcdf4 = -1;
     int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
                                // component, while its file is not complete (0 once it is: Persisted)
     struct PendingPut {

@@ -10,8 +10,8 @@
  *   reader  opens DIR/front.nc, writes every inquiry's answer and every value of every variable
  *           (fill values where nothing was written) to NCPAIR_DUMP.<rank> as text: the test compares it
  *           with the same programs run on a plain file
- * Prints "ncpair reader: all values verified" (as ncpair does: the same test runs both); exit status 1
- * on a difference, 2 on an error.
+ * The reader prints "nc4model reader: dumped" (it checks nothing itself: frontends.py compares the dumps);
+ * exit status 1 on a difference (writer), 2 on an error.
  *
  * usage: nc4model writer|reader nc DIR netcdf4|netcdf4-classic ACCESS (ACCESS: as ncpair's, unused)
  */
@@ -266,7 +266,7 @@ static int reader(const char *path) {
         }
     }
     free(t.text);
-    if (rank == 0) printf("ncpair reader: all values verified\n");
+    if (rank == 0) printf("nc4model reader: dumped\n");
     return 0;
 }
 

@@ -119,6 +119,15 @@ static double sval(int version, int writer, MPI_Offset y, MPI_Offset x) {
     return 1e6 * version + 1e4 * writer + tval(y, x);
 }
 
+/* A file created or opened alone takes no parallel access: netCDF-C refuses it on a netCDF-4 file
+ * (NC_ENOPAR) and takes it on a classic one. */
+static void expect_serial_access(int ncid, int varid, int cmode, int rank) {
+    const int rc = nc_var_par_access(ncid, varid, NC_COLLECTIVE), want = (cmode & NC_NETCDF4) ? NC_ENOPAR : NC_NOERR;
+    if (rc == want) return;
+    fprintf(stderr, "ncpair rank %d: nc_var_par_access on a serial file returned %d, netCDF-C's %d\n", rank, rc, want);
+    ++g_bad;
+}
+
 static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Offset nx) {
     int rank, size, all = 0, ncid, dims[2], t;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -137,11 +146,13 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
                 NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[1]));
                 NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims, &t));
                 NC(nc_enddef(ncid));
+                expect_serial_access(ncid, t, cmode, rank);
                 NC(nc_put_var_double(ncid, t, tb));
             } else {
                 NC(nc_open(path, NC_NOWRITE, &ncid));
                 if (v == 1 && rank == size - 1 && versions > 1) sleep(1);
                 NC(nc_inq_varid(ncid, "t", &t));
+                expect_serial_access(ncid, t, cmode, rank);
                 NC(nc_get_var_double(ncid, t, tb));
                 for (MPI_Offset i = 0; i < ny * nx; i++) expect(tb[i] == sval(v, w, i / nx, i % nx), "value", rank);
                 dump(tb, sizeof(double) * (size_t)(ny * nx));
