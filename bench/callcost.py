@@ -15,7 +15,7 @@ alternation. They do not count waiting in the kernel, cache misses or what MPI's
 cost in the kernel; bench/letkf.py times the same runs.
 
   callcost.py BUILD [--grid 16 16 20] [--members 1] [--px 1] [--cycles 20] [--modes transfer-replay,file,mpi-raw]
-              [--calls original] [--out DIR] [--md FILE]
+              [--calls original] [--api pnetcdf|pnetcdf-blocking|netcdf4] [--out DIR] [--md FILE]
 
 --calls original: the original DTF's benchmark's calls (letkf_io --calls original; its config sections
 too: bench/letkf.ini).
@@ -41,6 +41,8 @@ def run(build, role, mode, cycles, a):
             "--dir", out, "--config", a.config, "--modes", mode, "--verify", 0]
     if a.calls:
         args += ["--calls", a.calls]
+    if a.api:
+        args += ["--api", a.api]
     args = [str(x) for x in args]
     exe = os.path.join(build, "bench", "letkf_io")
     ranks = str(a.members * a.px)
@@ -85,7 +87,7 @@ def per_cycle(build, role, mode, a):
     few = functions(run(build, role, mode, a.cycles, a))
     many = functions(run(build, role, mode, 3 * a.cycles, a))
     n = 2 * a.cycles
-    wanted = lambda f: f == CYCLE_FN[role] or f == "dtf_transfer" or f.startswith("ncmpi_")
+    wanted = lambda f: f == CYCLE_FN[role] or f == "dtf_transfer" or f.startswith(("ncmpi_", "nc_"))
     rows = {}
     for f in set(few) | set(many):
         if not wanted(f):
@@ -124,6 +126,7 @@ def main():
     ap.add_argument("--modes", default="transfer-replay,file,mpi-raw")
     ap.add_argument("--roles", default="model,assim")
     ap.add_argument("--calls", default=None, help="letkf_io --calls (original: the original DTF's benchmark's calls)")
+    ap.add_argument("--api", default=None, help="letkf_io --api (netcdf4: netCDF-C's calls on netCDF-4 files)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--md", default=None)
     a = ap.parse_args()

@@ -98,13 +98,20 @@ def report(samples, meta, command):
               f"size {span(api_d)}, at every size {span(api)} (target <= 1.2: "
               f"{'met' if api and max(api) <= 1.2 else 'not met'}); against PnetCDF in the same shape "
               f"(blocking calls, files in turn): at the default size {span(shape_d)}, at every size "
-              f"{span(shape)}. What stands in the way, measured: "
-              "netCDF-C has no nonblocking calls, so every get is a batch of its own and the files of a "
-              "cycle are read one after the other. Matched (transfer), each get costs a request, a plan and "
-              "a data message round trip with the writer's matcher; replayed, no control message travels "
-              "(the same count as PnetCDF's) but each get still takes a data message of its own (the last "
-              "column), where PnetCDF's posted gets of a file take one per writer rank. Merging a replayed "
-              "session's blocking gets into one message per writer rank is the next step.",
+              f"{span(shape)}. What stands in the way, measured: netCDF-C has no nonblocking calls, so every "
+              "get is a batch of its own and the files of a cycle are read one after the other. Matched "
+              "(transfer), each get costs a request, a plan and a data message round trip with the writer's "
+              "matcher (PnetCDF's blocking calls in the same shape pay it too: pnc-b); replayed, no control "
+              "message travels (the same count as PnetCDF's) but each get takes a data message of its own "
+              "(the last column). In instructions (bench/callcost.py --api, default size, replayed cycle) "
+              "the assimilation rank's cycle is 1.28x PnetCDF's blocking one (17.7 M against 13.8 M: the "
+              "difference is netCDF-C's nc_open_par, 1 M instructions against ncmpi_open's 45 k: its format "
+              "probe through MPI-IO, its file list, the inner file's hidden attributes) and the model "
+              "rank's 1.09x; a get costs fewer (31 k against 42 k). Receiving a session's later batches "
+              "ahead into dtf's buffers (one round of receives instead of one per get; merging them into "
+              "one message per writer rank needs the same copy, since the later gets' buffers are not "
+              "known yet) was tried and measured slower on this machine (65 against 47 ms per replayed "
+              "cycle): the copy costs more CPU than the waits it saves on 2 shared cores.",
               "- The rows of 2 x 2 ranks run 8 processes on this machine's 2 cores: their cycle time is "
               "bimodal for both APIs, about 10-20 ms or 100-200 ms from launch to launch at 16x16x20 in one "
               "MPMD launch (4 launches each measured by hand: nc4 107-205 ms in three, 22 ms in one; pnc-b "
@@ -122,7 +129,12 @@ def serial_report(samples, meta):
              "opens each of them alone (`nc_open`), reading the part that meets its block (dtf's default "
              "`serial_readers=`: every rank of the reading component); the write-back stays one parallel file "
              "per member. No replay: dtf refuses `replay_io=1` for serial files (not built). Medians in ms as "
-             "above; nc4 and pnc transfer from the table above.", "",
+             "above; nc4 and pnc transfer from the table above. With 2 ranks per member each assimilation rank "
+             "opens 8 files a cycle and each of its gets is a request, plan and data round trip with the "
+             "writer process (516 control messages a cycle on the busiest rank, 272 with one rank per member, "
+             "against 10-15 for the parallel files replayed); with 8 processes on 2 cores each round trip waits for the other "
+             "process to be scheduled, and those rows take longer than reading the synced files from disk. "
+             "Replay for serial files would take the round trips away.", "",
              "| size | launch | nc4-s transfer | nc4-s file-sync | nc4-s file-sync / transfer | nc4-s / nc4 transfer "
              "| nc4-s / pnc transfer |", "|---|---|---|---|---|---|---|"]
     sync = []

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "common/error.hpp"
 #include "match/index.hpp"
@@ -238,6 +240,30 @@ int64_t covered_count(const Box &read, const std::vector<Box> &regions) {
     const std::vector<Box> &parts = inside ? regions : clipped;
     if (pairwise_disjoint(parts)) return total_size(parts);
     return read.size() - total_size(uncovered(read, parts));
+}
+
+void drop_overwritten_fills(std::vector<Piece> &pieces) {
+    if (std::none_of(pieces.begin(), pieces.end(), [](const Piece &p) { return p.fill; })) return;
+    std::map<std::pair<int, uint64_t>, std::vector<const Piece *>> data_of; // by (reader, read id)
+    for (const auto &p : pieces)
+        if (!p.fill) data_of[{p.reader, p.read_id}].push_back(&p);
+    std::vector<char> drop(pieces.size(), 0);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const Piece &f = pieces[i];
+        const auto it = f.fill ? data_of.find({f.reader, f.read_id}) : data_of.end();
+        if (it == data_of.end()) continue;
+        std::vector<Box> regions;
+        bool after = true;
+        for (const Piece *d : it->second) {
+            after = after && applies_before(f, *d);
+            regions.push_back(d->region);
+        }
+        drop[i] = after && covered_count(f.region, regions) == f.region.size();
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (!drop[i]) pieces[k++] = std::move(pieces[i]);
+    pieces.resize(k);
 }
 
 int64_t covered_count(const Box &read, const std::vector<Piece> &pieces) {

@@ -102,6 +102,12 @@ std::vector<Piece> match(const std::vector<WriteReq> &writes, const std::vector<
 int64_t covered_count(const Box &read, const std::vector<Box> &regions);
 int64_t covered_count(const Box &read, const std::vector<Piece> &pieces);
 
+// Drop the fill pieces (Piece::fill) whose region the data pieces of the same read cover whole,
+// when each of those took effect after the fill (applies_before): applying the rest leaves every
+// element as applying all would. (In fill mode, a netCDF-4 file's default, each variable's enddef
+// fill precedes the data that overwrites it.) O(F (D + P log P)) for F fills and D data pieces of a read.
+void drop_overwritten_fills(std::vector<Piece> &pieces);
+
 // The elements of `read` in no region (to be filled with the fill value), exactly, as pairwise
 // disjoint boxes (empty when fully covered, {read} when there are no regions). Computed by
 // subtracting one region after the other from the remaining boxes: O(P U n) with U remaining boxes

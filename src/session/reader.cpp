@@ -607,8 +607,11 @@ void apply_messages(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
 // How the pieces of `batch` cover its gets: whether they must be applied in the order their writes took
 // effect (`*ordered`: data pieces overlap, or a fill takes effect after data), and the parts no piece
 // covers whole (`uncovered`). False when `ahead` and some element is not covered by a data piece.
-bool coverage(const std::vector<ReadRecord *> &batch, const std::vector<match::Piece> &pieces, bool ahead,
+// Fill pieces that data written after them covers whole are dropped from `pieces` first: in fill mode
+// (a netCDF-4 file's default) each variable's enddef fill precedes the data, which overwrites it.
+bool coverage(const std::vector<ReadRecord *> &batch, std::vector<match::Piece> &pieces, bool ahead,
               bool *ordered, std::vector<PostedBatch::Part> *uncovered) {
+    match::drop_overwritten_fills(pieces);
     std::map<uint64_t, std::vector<const match::Piece *>> of_read;
     for (const auto &p : pieces) of_read[p.read_id].push_back(&p);
     for (auto *r : batch)

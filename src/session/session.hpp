@@ -572,7 +572,15 @@ inline void fill_region(const match::Box &outer, char *buf, const match::Box &re
     const size_t es = fill.size();
     counters::copied(false, static_cast<uint64_t>(region.size()) * es);
     match::for_each_run(outer, region, [&](int64_t off, int64_t step, int64_t, int64_t len) {
-        for (int64_t k = 0; k < len; ++k) std::memcpy(buf + static_cast<size_t>(off + k * step) * es, fill.data(), es);
+        char *at = buf + static_cast<size_t>(off) * es;
+        if (step != 1 || len < 1) {
+            for (int64_t k = 0; k < len; ++k) std::memcpy(at + static_cast<size_t>(k * step) * es, fill.data(), es);
+            return;
+        }
+        // a contiguous run: one element, then the run doubled from itself
+        std::memcpy(at, fill.data(), es);
+        const size_t n = static_cast<size_t>(len) * es;
+        for (size_t done = es; done < n; done *= 2) std::memcpy(at + done, at, std::min(done, n - done));
     });
 }
 // Writer: FileDefined to the readers, once (writer.cpp): at the first put (writer_put), so that the

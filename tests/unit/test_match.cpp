@@ -596,7 +596,8 @@ bool check_read(const ReadReq &r, const std::vector<WriteReq> &writes, const std
 }
 
 void test_match_random() {
-    int bad_match = 0, bad_cover = 0;
+    int bad_match = 0, bad_cover = 0, bad_drop = 0;
+    size_t dropped = 0;
     for (int c = 0; c < g_cases; ++c) {
         const Workload w = random_workload();
         const std::vector<Piece> got = match(w.writes, w.reads);
@@ -604,13 +605,47 @@ void test_match_random() {
         if (got != want && ++bad_match <= 3)
             std::fprintf(stderr, "  match: %zu pieces, brute force %zu\n%s---\n%s", got.size(), want.size(),
                          lines(got).c_str(), lines(want).c_str());
-        for (const ReadReq &r : w.reads)
+        // The fills data overwrites dropped: every element still ends with its last write.
+        std::vector<Piece> kept = got;
+        drop_overwritten_fills(kept);
+        dropped += got.size() - kept.size();
+        for (const ReadReq &r : w.reads) {
             if (!check_read(r, w.writes, got) && ++bad_cover <= 3)
                 std::fprintf(stderr, "  coverage of read (rank %d, id %llu) %s is wrong\n", r.rank,
                              static_cast<unsigned long long>(r.id), r.box.to_string().c_str());
+            if (!check_read(r, w.writes, kept) && ++bad_drop <= 3)
+                std::fprintf(stderr, "  read (rank %d, id %llu) %s: dropping overwritten fills changed it\n",
+                             r.rank, static_cast<unsigned long long>(r.id), r.box.to_string().c_str());
+        }
     }
     CHECK("match() equals brute force on random workloads", bad_match == 0);
     CHECK("coverage, uncovered and overlap winner exact", bad_cover == 0);
+    CHECK("dropping the fills data overwrites leaves every element's last write", bad_drop == 0 && dropped > 0);
+}
+
+void test_drop_overwritten_fills() {
+    // A fill at enddef (seq 0) over a 4x4 block, then two writers' data (seq 1) over its rows 0-1 and
+    // 2-3: the fill goes. A second read's data covers half: its fill stays. A fill after the data
+    // (seq 2, ncmpi_fill_var_rec) stays.
+    auto piece = [](int writer, uint64_t id, uint64_t read, uint64_t seq, bool fill, Box region) {
+        Piece p{writer, id, 0, read, 7, std::move(region)};
+        p.seq = seq, p.fill = fill;
+        return p;
+    };
+    std::vector<Piece> pieces = {
+        piece(0, 1, 1, 0, true, Box::vara({0, 0}, {4, 4})),  piece(0, 2, 1, 1, false, Box::vara({0, 0}, {2, 4})),
+        piece(1, 1, 1, 1, false, Box::vara({2, 0}, {2, 4})), piece(0, 1, 2, 0, true, Box::vara({0, 0}, {4, 4})),
+        piece(0, 2, 2, 1, false, Box::vara({0, 0}, {2, 4})), piece(0, 3, 3, 1, false, Box::vara({0, 0}, {1, 4})),
+        piece(0, 4, 3, 2, true, Box::vara({0, 0}, {1, 4})),
+    };
+    drop_overwritten_fills(pieces);
+    CHECK_EQ("overwritten fills dropped", lines(pieces),
+             "reader 0 read 1 <- writer 0 write 2 seq 1 var 7 [0:2:1, 0:4:1]\n"
+             "reader 0 read 1 <- writer 1 write 1 seq 1 var 7 [2:2:1, 0:4:1]\n"
+             "reader 0 read 2 <- writer 0 write 1 (fill) seq 0 var 7 [0:4:1, 0:4:1]\n"
+             "reader 0 read 2 <- writer 0 write 2 seq 1 var 7 [0:2:1, 0:4:1]\n"
+             "reader 0 read 3 <- writer 0 write 3 seq 1 var 7 [0:1:1, 0:4:1]\n"
+             "reader 0 read 3 <- writer 0 write 4 (fill) seq 2 var 7 [0:1:1, 0:4:1]\n");
 }
 
 void test_match_fixed() {
@@ -855,6 +890,7 @@ int main(int argc, char **argv) {
     test_index();
     test_match_fixed();
     test_match_random();
+    test_drop_overwritten_fills();
     test_match_scale();
     test_wire();
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
