@@ -212,36 +212,6 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
 
 namespace {
 
-// What the reader group's leader (leader_of) finds by `find` (which may wait), given to every rank of
-// the group, or its failure, thrown on every rank. The leader reports a failure before the others hear
-// of it: a program that aborts when its first rank fails (an MPI_Abort on another rank) must not take
-// the reason with it.
-std::vector<char> from_leader(Runtime &rt, const VirtualFile &f, const std::string &context,
-                              const std::function<std::vector<char>()> &find) {
-    const int leader = leader_of(f.path, f.size);
-    std::vector<char> got;
-    if (f.rank == leader) {
-        PayloadWriter w;
-        try {
-            std::vector<char> found = find();
-            w.i32(0);
-            w.bytes(found);
-        } catch (const Error &e) {
-            report_error(e.code(), e.what());
-            w.i32(e.code());
-            w.str(e.what());
-        }
-        got = w.take();
-    }
-    rt.broadcast(*f.group, leader, &got, context);
-    PayloadReader status(got, context.c_str());
-    if (const int code = status.i32()) {
-        const std::string why = status.str();
-        throw Error(code, f.rank == leader ? why : format("rank %d: %s", leader, why.c_str()), true);
-    }
-    return status.bytes();
-}
-
 // Each reader rank waits for the writer's FileDefined of the session, which came to every rank of the
 // reader component, or, where the session replays a plan of known readers (ReaderSide::assumed), to each
 // reader rank from its own writer rank: no collective.
@@ -335,7 +305,9 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
     const VirtualFile &f = *probe;
     const std::string context = format("MPI_File_open of '%s' (transfer mode: a look at its header before "
                                        "ncmpi_open, session %d)", path.c_str(), f.session);
-    return from_leader(rt, f, context, [&] {
+    // Each rank on its own, with the definition it receives itself (as its ncmpi_open does next): no
+    // collective, which would make the reader ranks wait for one another at every open.
+    return [&] {
         auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
         const PathCounters *c = rt.find_counters(path);
         const Message *m = writer ? nullptr : defined();
@@ -360,7 +332,7 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
             fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
                  rt.config().component_name(f.peer).c_str());
         return h.file_header();
-    });
+    }();
 }
 
 namespace {

@@ -100,10 +100,11 @@ int resume_turn(Runtime &rt, const std::string &path, std::shared_ptr<transport:
 // dtf_finalize: a file whose turn did not end closed as at its last close (files.cpp, end_turns).
 void close_turn(Runtime &rt, std::unique_ptr<VirtualFile> file);
 // What a real file at `path` would begin with for this rank now (MPI_File_open's probe, probe.cpp),
-// collective over `group`: the bytes PnetCDF writes at the start of the file (Header::file_header) for
-// the session the next read-only open would read, as its writer defined it (waiting for that
-// definition, as vfile_open does, when this rank knows no version of the file yet), or for the last
-// session this rank closed (a later version has not come yet: a real file would still hold that one).
+// decided by each rank of `group` alone (no collective): the bytes PnetCDF writes at the start of the
+// file (Header::file_header) for the session the next read-only open would read, as its writer defined
+// it (waiting for that definition, as vfile_open does, when this rank knows no version of the file
+// yet), or for the last session this rank closed (a later version has not come yet: a real file would
+// still hold that one).
 // Nothing is taken from the queue. Empty: no virtual file here (the component is the file's writer
 // and holds no header, or a reader whose writer went on without it): the file system answers.
 std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config::FileRule &rule,
