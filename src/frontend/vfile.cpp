@@ -307,32 +307,30 @@ std::vector<char> vfile_probe(Runtime &rt, const std::string &path, const config
                                        "ncmpi_open, session %d)", path.c_str(), f.session);
     // Each rank on its own, with the definition it receives itself (as its ncmpi_open does next): no
     // collective, which would make the reader ranks wait for one another at every open.
-    return [&] {
-        auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
-        const PathCounters *c = rt.find_counters(path);
-        const Message *m = writer ? nullptr : defined();
-        if (!m && c && c->header) return c->header->file_header(); // the version this rank read or wrote last
-        if (!m && writer) return std::vector<char>();
-        if (!m)
-            rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
-                return format("%s waited for component '%s' to define it and begin writing it (its first put, "
-                              "dtf_transfer or close)", context.c_str(), rt.config().component_name(f.peer).c_str());
-            }, f.peer);
-        Definition d = read_definition(m->payload);
-        if (d.planned) {
-            auto plan = reader_plan(rt, path, f.ranks, d.writer_ranks);
-            if (!plan || plan->stamp != d.planned)
-                fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer pattern "
-                     "in, which these reader ranks do not hold", context.c_str(),
-                     rt.config().component_name(f.peer).c_str());
-            return plan->defined->file_header();
-        }
-        model::Header h;
-        if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
-            fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
+    auto defined = [&] { return rt.peek([&](const Message &m) { return is_definition(m, path, f.session); }); };
+    const PathCounters *c = rt.find_counters(path);
+    const Message *m = writer ? nullptr : defined();
+    if (!m && c && c->header) return c->header->file_header(); // the version this rank read or wrote last
+    if (!m && writer) return std::vector<char>();
+    if (!m)
+        rt.wait_until([&] { return (m = defined()) != nullptr; }, [&] {
+            return format("%s waited for component '%s' to define it and begin writing it (its first put, "
+                          "dtf_transfer or close)", context.c_str(), rt.config().component_name(f.peer).c_str());
+        }, f.peer);
+    Definition d = read_definition(m->payload);
+    if (d.planned) {
+        auto plan = reader_plan(rt, path, f.ranks, d.writer_ranks);
+        if (!plan || plan->stamp != d.planned)
+            fail(DTF_ERR_PEER, "%s: component '%s' defined it as in the session it recorded its transfer pattern "
+                 "in, which these reader ranks do not hold", context.c_str(),
                  rt.config().component_name(f.peer).c_str());
-        return h.file_header();
-    }();
+        return plan->defined->file_header();
+    }
+    model::Header h;
+    if (model::Header::decode(d.header.data(), d.header.size(), &h) != NC_NOERR)
+        fail(DTF_ERR_PEER, "%s: malformed header from component '%s'", context.c_str(),
+             rt.config().component_name(f.peer).c_str());
+    return h.file_header();
 }
 
 namespace {
