@@ -591,10 +591,13 @@ static int model_put(Ctx *c, ModelData *d, enum File f, const char *path, int cy
     MPI_Offset st[4], ct[4];
     const int first_bput = nf - bput_fields(c, f);
     start();
-    if (g_serial) f_create_serial(path, &ncid);
-    else f_create(c->comm, path, &ncid);
-    if (g_serial) define(ncid, c, f, b.ny, b.nx, fid, aid);
-    else define(ncid, c, f, c->NY + 2 * halo, c->NX + 2 * halo, fid, aid);
+    if (g_serial) {
+        f_create_serial(path, &ncid);
+        define(ncid, c, f, b.ny, b.nx, fid, aid);
+    } else {
+        f_create(c->comm, path, &ncid);
+        define(ncid, c, f, c->NY + 2 * halo, c->NX + 2 * halo, fid, aid);
+    }
     if (first_bput < nf) {
         MPI_Offset attach = 0;
         for (int v = first_bput; v < nf; ++v)
@@ -999,9 +1002,12 @@ __attribute__((noinline)) static void assim_cycle(Ctx *c, AssimData *d, Links *r
     for (enum File f = HIST; g_blocking && f <= ANAL; ++f)
         for (int m = 0; m < c->M; ++m) {
             float **dst = f == HIST ? d->hist + (size_t)m * HIST_READS : d->anal + (size_t)m * ANAL_READS;
+            if (g_serial) {
+                read_rank_files(c, f, m, dst, mode, cycle);
+                continue;
+            }
             file_name(path, sizeof path, c, f, m, 0, mode, cycle);
-            if (g_serial) read_rank_files(c, f, m, dst, mode, cycle);
-            else read_file(c, path, MPI_COMM_WORLD, f, f == HIST ? c->mine : shifted(c->mine), dst, mode);
+            read_file(c, path, MPI_COMM_WORLD, f, f == HIST ? c->mine : shifted(c->mine), dst, mode);
         }
     for (int m = 0; !g_blocking && m < c->M; ++m) {
         file_name(path, sizeof path, c, HIST, m, 0, mode, cycle);

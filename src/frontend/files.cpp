@@ -136,9 +136,6 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
     if (writer) {
         // Every reader has read the last version: in a session of its ranks, or with serial_readers=
         // (default: all) of its processes one by one (a serial file).
-        auto serial_wanted = [&](int p) {
-            return t.rule->serial_readers ? t.rule->serial_readers : rt.peer(p).remote_size;
-        };
         auto serial_done = [&](int p) {
             const auto it = c.serial_reads.find(p);
             if (it == c.serial_reads.end()) return 0;
@@ -147,14 +144,16 @@ void wait_for_turn(Runtime &rt, const Target &t, bool writer, const char *call) 
         };
         auto lagging = [&] {
             for (int p : t.peers)
-                if (c.peer_reads[p] < c.my_writes && serial_done(p) < serial_wanted(p)) return p;
+                if (c.peer_reads[p] < c.my_writes && serial_done(p) < rt.serial_readers(t.rule->serial_readers, p))
+                    return p;
             return -1;
         };
         rt.wait_until([&] { return lagging() < 0; }, [&] {
             const int p = lagging() < 0 ? t.peers.front() : lagging();
             const std::string serial = c.serial_reads.count(p)
                 ? format("; %d of its processes closed it serially, of the %d that read each version (serial_readers=, "
-                         "%s:%d)", serial_done(p), serial_wanted(p), rt.config().path.c_str(), t.rule->line)
+                         "%s:%d)", serial_done(p), rt.serial_readers(t.rule->serial_readers, p),
+                         rt.config().path.c_str(), t.rule->line)
                 : std::string();
             return format("%s of '%s' waited for component '%s' to finish reading version %d of it before "
                           "overwriting it (it has closed %d read sessions%s)",

@@ -208,10 +208,6 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
     return finish_open(rt, std::move(vf), ncidp);
 }
 
-} // namespace
-
-namespace {
-
 // Each reader rank waits for the writer's FileDefined of the session, which came to every rank of the
 // reader component, or, where the session replays a plan of known readers (ReaderSide::assumed), to each
 // reader rank from its own writer rank: no collective.

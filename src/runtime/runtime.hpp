@@ -250,6 +250,11 @@ public:
     bool gone(int component) const;
     const PeerLink &peer(int component) const;
     PeerLink &peer_link(int component);
+    // The reader processes that read each version of a serial file (nc_create by one process), each
+    // opening it alone: `configured` (FileRule::serial_readers), or, 0, every rank of `component`.
+    int serial_readers(int configured, int component) const {
+        return configured > 0 ? configured : peer(component).remote_size;
+    }
     bool connected_to(int component) const { return peers_.count(component) != 0; }
     // Poll progress() with backoff until done() holds; throws DTF_ERR_TIMEOUT with what() after
     // DTF_TIMEOUT seconds. The runtime lock is released while it sleeps. `peer`: the component it

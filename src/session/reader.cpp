@@ -607,11 +607,8 @@ void apply_messages(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
 // How the pieces of `batch` cover its gets: whether they must be applied in the order their writes took
 // effect (`*ordered`: data pieces overlap, or a fill takes effect after data), and the parts no piece
 // covers whole (`uncovered`). False when `ahead` and some element is not covered by a data piece.
-// Fill pieces that data written after them covers whole are dropped from `pieces` first: in fill mode
-// (a netCDF-4 file's default) each variable's enddef fill precedes the data, which overwrites it.
-bool coverage(const std::vector<ReadRecord *> &batch, std::vector<match::Piece> &pieces, bool ahead,
+bool coverage(const std::vector<ReadRecord *> &batch, const std::vector<match::Piece> &pieces, bool ahead,
               bool *ordered, std::vector<PostedBatch::Part> *uncovered) {
-    match::drop_overwritten_fills(pieces);
     std::map<uint64_t, std::vector<const match::Piece *>> of_read;
     for (const auto &p : pieces) of_read[p.read_id].push_back(&p);
     for (auto *r : batch)
@@ -680,6 +677,9 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
                 bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
+    // (fills that data written after them covers whole: in fill mode, a netCDF-4 file's default, each
+    // variable's enddef fill precedes the data, which overwrites it)
+    match::drop_overwritten_fills(pieces);
     if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
     for (auto *r : batch)
         for (size_t i = 0; i < r->parts.size(); ++i) out.by_id[r->parts[i].id] = PostedBatch::Part{r, i};

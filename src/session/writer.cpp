@@ -552,8 +552,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
                 std::sort(into.begin(), into.end());
                 into.erase(std::unique(into.begin(), into.end()), into.end());
                 side.plan = 0;
-                const int expected = ws.serial_readers ? ws.serial_readers : rt.peer(side.component).remote_size;
-                if (into.size() < static_cast<size_t>(expected)) continue;
+                if (into.size() < static_cast<size_t>(rt.serial_readers(ws.serial_readers, side.component))) continue;
                 side.ranks = into;
             }
             side.opened = true;
