@@ -128,10 +128,7 @@ int serve(const OpenCall &given, int *ncidp) {
     if (call.mode & NC_NETCDF4)
         return nc4::create(call.path, call.mode, call.comm, call.info, ncidp, rule, call.serial);
     if (!call.serial) return call.real(ncidp);
-    using CreatePar = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
-    const auto create_par = reinterpret_cast<CreatePar>(netcdf_c_function("nc_create_par"));
-    if (!create_par) return missing("nc_create_par");
-    return create_par(call.path, call.mode, MPI_COMM_SELF, MPI_INFO_NULL, ncidp);
+    return nc4::create_serial_classic(call.path, call.mode, ncidp);
 }
 
 int close_call(const char *name, int ncid, bool abort, int (*real)(int)) {

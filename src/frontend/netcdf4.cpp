@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -44,10 +45,13 @@ struct NcHead {
     int ext_ncid;
     int int_ncid;
     const NC_Dispatch *dispatch;
+    void *dispatchdata;
+    char *path;
+    int mode; // (open_inner sets it; what inq_format_extended answers for a classic file)
 };
 
 constexpr const char *kHidden = model::kNetcdf4Mark; // (the file's, and each hinted variable's)
-constexpr int kHiddenVersion = 1;
+static_assert(model::kNetcdf4Format == NC_FORMAT_NETCDF4 && model::kNetcdf4ClassicFormat == NC_FORMAT_NETCDF4_CLASSIC);
 constexpr double kDefaultChunkBytes = 16777216.0; // netCDF-C 4.9's target size of a default chunk
 constexpr size_t kDefault1dUnlimBytes = 4096;     // its default chunk of a 1-D record variable
 // The chunk cache of a variable in a file netCDF-C 4.9.0 opened (HDF5's default, measured), and of
@@ -95,9 +99,11 @@ struct File {
 std::mutex g_mutex;
 std::map<int, File> g_files; // by the ncid netCDF-C gave the file (groups: none but the root)
 int g_slot = 0;              // NC_UDF0 or NC_UDF1, once the table is registered
+const NC_Dispatch *g_pnetcdf = nullptr; // netCDF-C's PnetCDF table, once a file showed it (inner_table)
 
 // What create and open hand to the table's create and open, which netCDF-C calls inside them.
 thread_local File *t_pending = nullptr;
+thread_local bool t_inner = false; // an inner file's open, handed to netCDF-C's PnetCDF table (open_inner)
 
 template <class F> F c_function(const char *name) {
     return reinterpret_cast<F>(netcdf_c_function(name));
@@ -186,7 +192,7 @@ int storage_of(const Var &v, const Shape &s) {
 // ---- the hidden attributes ------------------------------------------------------------------------
 
 std::vector<long long> encode(const File &f, int varid) {
-    if (varid == NC_GLOBAL) return {kHiddenVersion, f.format};
+    if (varid == NC_GLOBAL) return {model::kNetcdf4MarkVersion, f.format};
     const Var &v = f.vars.at(varid);
     std::vector<long long> e{v.storage, v.endian, static_cast<long long>(v.chunks.size())};
     e.insert(e.end(), v.chunks.begin(), v.chunks.end());
@@ -250,7 +256,7 @@ int put_hidden(File &f) {
 int load_hidden(File &f) {
     std::vector<long long> e;
     if (int rc = read_hidden(f, NC_GLOBAL, &e)) return rc;
-    if (e.size() != 2 || e[0] != kHiddenVersion) return NC_ENOTNC;
+    if (e.size() != 2 || e[0] != model::kNetcdf4MarkVersion) return NC_ENOTNC;
     f.format = static_cast<int>(e[1]);
     f.hidden.insert(NC_GLOBAL);
     int nvars = 0;
@@ -337,7 +343,10 @@ int t_create(const char *, int, size_t, int, size_t *, void *, const NC_Dispatch
     return NC_NOERR;
 }
 
-int t_open(const char *, int, int, size_t *, void *, const NC_Dispatch *, int ncid) {
+int open_inner(const char *path, int mode, int basepe, size_t *hint, void *mpidata, int ncid);
+
+int t_open(const char *path, int mode, int basepe, size_t *hint, void *mpidata, const NC_Dispatch *, int ncid) {
+    if (t_inner) return open_inner(path, mode, basepe, hint, mpidata, ncid);
     return t_create(nullptr, 0, 0, 0, nullptr, nullptr, nullptr, ncid);
 }
 
@@ -925,7 +934,7 @@ void register_table(const std::string &path) {
 }
 
 // netCDF-C's head of `ncid`, if netCDF-C knows it.
-const NcHead *head_of(int ncid) {
+NcHead *head_of(int ncid) {
     const auto check_id = c_function<int (*)(int, NcHead **)>("NC_check_id");
     NcHead *head = nullptr;
     return check_id && check_id(ncid, &head) == NC_NOERR && head && head->dispatch ? head : nullptr;
@@ -938,7 +947,77 @@ const NC_Dispatch *inner_table(int inner, const std::string &path) {
         head->dispatch->dispatch_version != NC_DISPATCH_VERSION)
         fail(DTF_ERR_UNSUPPORTED, "netCDF-4 file '%s' in transfer mode: this netCDF-C (dispatch version %d "
              "expected) does not keep its files as dtf expects", path.c_str(), NC_DISPATCH_VERSION);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_pnetcdf = head->dispatch;
     return head->dispatch;
+}
+
+// Whether netCDF-C opens a file of a user-defined format without reading it (4.9.0 and before; 4.9.1
+// reads its magic number first, and would then take a CDF-5 file's own path).
+bool udf_open_reads_nothing() {
+    static const bool nothing = [] {
+        const auto libvers = c_function<const char *(*)()>("nc_inq_libvers");
+        int major = 0, minor = 0, patch = 0;
+        return libvers && std::sscanf(libvers(), "%d.%d.%d", &major, &minor, &patch) == 3 &&
+               major * 10000 + minor * 100 + patch <= 40900;
+    }();
+    return nothing;
+}
+
+// The inner file's open through netCDF-C's PnetCDF table without netCDF-C's format probe (an
+// MPI_File_open and a read of the magic number, which dtf answers with a temporary file of the
+// header: 170 us here): netCDF-C opens it as a file of dtf's format (no probe in 4.9.0), and the
+// table's open (t_open, then here) hands the file to the PnetCDF table, with the mode netCDF-C gives a
+// file it probed (its format's flags, no NC_NETCDF4). Once a file showed the PnetCDF table;
+// otherwise, or with a netCDF-C that reads a user format's file, the open it probes.
+int open_par_inner(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp) {
+    using OpenPar = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
+    const auto open_par = c_function<OpenPar>("nc_open_par");
+    if (!open_par) return NC_EINTERNAL;
+    bool direct = false;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        direct = g_pnetcdf && g_slot && udf_open_reads_nothing();
+    }
+    if (!direct) return open_par(path, mode, comm, info, ncidp);
+    t_inner = true;
+    const int rc = open_par(path, mode | g_slot, comm, info, ncidp);
+    t_inner = false;
+    return rc;
+}
+
+int open_inner(const char *path, int mode, int basepe, size_t *hint, void *mpidata, int ncid) {
+    NcHead *head = head_of(ncid);
+    if (!head) return NC_EINTERNAL;
+    const int base = mode & ~(NC_NETCDF4 | NC_UDF0 | NC_UDF1);
+    head->dispatch = g_pnetcdf;
+    head->mode = base;
+    if (int rc = g_pnetcdf->open(path, base, basepe, hint, mpidata, g_pnetcdf, ncid)) return rc;
+    int format = 0;
+    if (int rc = g_pnetcdf->inq_format(ncid, &format)) return rc;
+    if (format == NC_FORMAT_64BIT_OFFSET) head->mode |= NC_64BIT_OFFSET;
+    if (format == NC_FORMAT_64BIT_DATA) head->mode |= NC_64BIT_DATA;
+    return NC_NOERR;
+}
+
+// A classic file opened or created serially (nc_open, nc_create), which dtf made parallel over
+// MPI_COMM_SELF: netCDF-C answers its format as its classic library's, not as its PnetCDF path's.
+int serial_classic_format(int ncid, int *formatp, int *modep) {
+    if (int rc = g_pnetcdf->inq_format_extended(ncid, nullptr, modep)) return rc;
+    if (formatp) *formatp = NC_FORMATX_NC3;
+    return NC_NOERR;
+}
+
+void as_serial_classic(int ncid) {
+    static NC_Dispatch table;
+    NcHead *head = head_of(ncid);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!head || head->dispatch != g_pnetcdf) return;
+    if (!table.inq_format_extended) {
+        table = *g_pnetcdf;
+        table.inq_format_extended = serial_classic_format;
+    }
+    head->dispatch = &table;
 }
 
 // netCDF-C's call making the virtual netCDF-4 file over the inner one (`f`), which it closes if that fails.
@@ -954,6 +1033,24 @@ int wrap(File &f, int mode, MPI_Comm comm, MPI_Info info, bool create, int *ncid
 }
 
 } // namespace
+
+int create_serial_classic(const char *path, int cmode, int *ncidp) {
+    const auto create_par = c_function<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_create_par");
+    if (!create_par) return NC_EINTERNAL;
+    if (int rc = create_par(path, cmode, MPI_COMM_SELF, MPI_INFO_NULL, ncidp)) return rc;
+    // (netCDF-C's classic library fills by default; its PnetCDF path, as PnetCDF, does not)
+    int rc = guard([&] {
+        inner_table(*ncidp, path);
+        return NC_NOERR;
+    });
+    if (rc == NC_NOERR) rc = g_pnetcdf->set_fill(*ncidp, NC_FILL, nullptr);
+    if (rc != NC_NOERR) {
+        c_function<int (*)(int)>("nc_abort")(*ncidp);
+        return rc;
+    }
+    as_serial_classic(*ncidp);
+    return NC_NOERR;
+}
 
 int pnetcdf_ncid(int ncid) {
     if (const File *f = find(ncid)) ncid = f->inner;
@@ -996,10 +1093,9 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
 
 int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
          bool serial) {
-    const auto open_par = c_function<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_open_par");
     File f;
     f.serial = serial;
-    if (int rc = open_par(path, mode, comm, info, &f.inner)) return rc;
+    if (int rc = open_par_inner(path, mode, comm, info, &f.inner)) return rc;
     // a classic file is as its writer made it; a netCDF-4 one carries the hidden attribute
     int rc = guard([&] {
         f.d = inner_table(f.inner, path);
@@ -1007,6 +1103,7 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
     });
     int attid = -1;
     if (rc == NC_NOERR && f.d->inq_attid(f.inner, NC_GLOBAL, kHidden, &attid) != NC_NOERR) {
+        if (serial) as_serial_classic(f.inner);
         *ncidp = f.inner;
         return NC_NOERR;
     }
@@ -1037,7 +1134,7 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
 
 namespace dtf::runtime::nc4 {
 
-int create(const char *path, int, MPI_Comm, MPI_Info, int *, const std::string &rule) {
+int create(const char *path, int, MPI_Comm, MPI_Info, int *, const std::string &rule, bool) {
     return guard([&]() -> int {
         fail(DTF_ERR_UNSUPPORTED, "nc_create_par of '%s' as a netCDF-4 file: %s names it in transfer mode, and this "
              "dtf was built without netCDF-C's headers (netcdf_dispatch.h; Debian: libnetcdf-pnetcdf-dev): serve it "
@@ -1045,9 +1142,15 @@ int create(const char *path, int, MPI_Comm, MPI_Info, int *, const std::string &
     });
 }
 
-int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &) {
+int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &, bool) {
     using Call = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
     return reinterpret_cast<Call>(netcdf_c_function("nc_open_par"))(path, mode, comm, info, ncidp);
+}
+
+int create_serial_classic(const char *path, int cmode, int *ncidp) {
+    using Call = int (*)(const char *, int, MPI_Comm, MPI_Info, int *);
+    return reinterpret_cast<Call>(netcdf_c_function("nc_create_par"))(path, cmode, MPI_COMM_SELF, MPI_INFO_NULL,
+                                                                        ncidp);
 }
 
 int pnetcdf_ncid(int) { return -1; }

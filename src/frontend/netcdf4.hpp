@@ -23,6 +23,9 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
 // nc_open_par of such a path: the file its writer made, a netCDF-4 one as above, a classic one as is.
 int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, const std::string &rule,
          bool serial);
+// nc_create of a classic file at such a path: made parallel over MPI_COMM_SELF (netCDF-C's PnetCDF
+// path, which dtf serves), answering and filling as netCDF-C's classic library (the one nc_create takes).
+int create_serial_classic(const char *path, int cmode, int *ncidp);
 // The PnetCDF ncid under netCDF-C's `ncid` (a netCDF-4 file above, or a file netCDF-C's PnetCDF path
 // opened), for dtf_transfer; -1 if there is none.
 int pnetcdf_ncid(int ncid);

@@ -6,4 +6,9 @@
 
 namespace dtf::model {
 constexpr char kNetcdf4Mark[] = "_dtf_netCDF4";
+// The file's mark holds two NC_INT64 values: its version and netCDF-C's format of the file,
+// NC_FORMAT_NETCDF4 (no classic model: its writer may define in data mode, which netCDF-C then
+// enters by itself) or NC_FORMAT_NETCDF4_CLASSIC.
+constexpr long long kNetcdf4MarkVersion = 1;
+constexpr long long kNetcdf4Format = 3, kNetcdf4ClassicFormat = 4;
 } // namespace dtf::model

@@ -527,10 +527,11 @@ struct Sessions : Part {
     // Matchers' results of the last session per plan_key; at most kMemos.
     static constexpr size_t kMemos = 256;
     std::map<std::string, std::shared_ptr<const MatchMemo>> match_memos;
-    // The file patterns (plan_key) whose last session written here changed its definition after its
-    // first put: the next one gives its readers the definition when it is final, at its dtf_transfer
-    // or close, not at its first put (announce_definition).
-    std::set<std::string> late_definitions;
+    // Whether the last session of a file pattern (plan_key) written here changed its definition after
+    // its first put: then the next one gives its readers the definition when it is final, at its
+    // dtf_transfer or close, not at its first put (announce_definition; a pattern not written yet:
+    // defines_late).
+    std::map<std::string, bool> late_definitions;
 
     void serve(const std::shared_ptr<WriterSession> &ws);
     void start_early(const std::shared_ptr<WriterSession> &ws);
@@ -586,7 +587,8 @@ inline void fill_region(const match::Box &outer, char *buf, const match::Box &re
 // Writer: FileDefined to the readers, once (writer.cpp): at the first put (writer_put), so that the
 // readers may post their gets while the writer writes, or at the first dtf_transfer or the close,
 // when the definition is final, where the last session of the file's pattern changed its
-// definition after its first put (Sessions::late_definitions; note_definition records that at the close).
+// definition after its first put (Sessions::late_definitions; note_definition records that at the close),
+// or, its first session, where the file is a netCDF-4 one its writer may define in data mode.
 void announce_definition(Runtime &rt, FileSession &fs);
 void writer_put(Runtime &rt, FileSession &fs);
 void note_definition(Runtime &rt, const FileSession &fs);

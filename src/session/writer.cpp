@@ -13,6 +13,7 @@
 #include "common/log.hpp"
 #include "common/phase.hpp"
 #include "match/wire.hpp"
+#include "model/netcdf4_mark.h"
 #include "runtime/runtime.hpp"
 #include "session/session.hpp"
 #include "transport/mpi_util.hpp"
@@ -60,6 +61,26 @@ std::vector<int> matcher_ranks(int size, int group_size) {
     return m;
 }
 
+// Whether the file is a netCDF-4 one without the classic model (model/netcdf4_mark.h): netCDF-C leaves
+// and enters define mode by itself there, and netCDF4-python's way of writing one, a variable created
+// and written after the other, changes the definition after the first put as a rule.
+bool defines_in_data_mode(const model::Header &h) {
+    nc_type type = NC_NAT;
+    int64_t len = 0;
+    long long mark[2] = {0, 0};
+    return h.inq_att(NC_GLOBAL, model::kNetcdf4Mark, &type, &len) == NC_NOERR && len == 2 &&
+           h.get_att(NC_GLOBAL, model::kNetcdf4Mark, mark, NC_INT64) == NC_NOERR &&
+           mark[1] == model::kNetcdf4Format;
+}
+
+// Whether the readers get the definition at dtf_transfer or close, not at the first put: as the
+// pattern's last session needed (note_definition), or, for its first one, where it is likely to.
+bool defines_late(Runtime &rt, const FileSession &fs) {
+    const auto &known = sessions(rt).late_definitions;
+    const auto it = known.find(fs.ws->plan_key);
+    return it != known.end() ? it->second : defines_in_data_mode(fs.header);
+}
+
 } // namespace
 
 void writer_put(Runtime &rt, FileSession &fs) {
@@ -69,14 +90,12 @@ void writer_put(Runtime &rt, FileSession &fs) {
         ws.first_put = true;
         ws.first_put_revision = fs.header.revision();
     }
-    if (!fs.defined_sent && !sessions(rt).late_definitions.count(ws.plan_key)) announce_definition(rt, fs);
+    if (!fs.defined_sent && !defines_late(rt, fs)) announce_definition(rt, fs);
 }
 
 void note_definition(Runtime &rt, const FileSession &fs) {
     const WriterSession &ws = *fs.ws;
-    if (ws.first_put && fs.header.revision() != ws.first_put_revision)
-        sessions(rt).late_definitions.insert(ws.plan_key);
-    else sessions(rt).late_definitions.erase(ws.plan_key);
+    sessions(rt).late_definitions[ws.plan_key] = ws.first_put && fs.header.revision() != ws.first_put_revision;
 }
 
 // FileDefined, at the writer's first put (not at enddef: a program may define in steps, redef and enddef for

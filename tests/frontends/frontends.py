@@ -57,6 +57,13 @@ comp2="reader"
 mode="{mode}"
 num_sessions=2
 """
+# nc4model's classic.nc (a CDF-5 file its reader opens after the netCDF-4 one).
+CLASSIC_SECTION = """[FILE]
+filename="classic.nc"
+writer="writer"
+readers="reader"
+mode="{mode}"
+"""
 SKIP = 77
 
 
@@ -146,6 +153,8 @@ def scenario_pair(args, work):
         text = (WRITEBACK_CONFIG if args.writeback else CONFIG).format(mode=args.mode)
         if args.access == "serial":  # (a file per writer process)
             text = text.replace('filename="front.nc"', 'filename="front.%.nc"')
+        if args.reader == "model":  # (and a classic file beside it)
+            text += CLASSIC_SECTION.format(mode=args.mode)
         f.write(text)
     data = os.path.join(work, "data")
     os.mkdir(data)

@@ -6,9 +6,11 @@
  *           netCDF-C and HDF5, which dtf never serves), checking that each returns what it returns
  *           there and that every inquiry answers alike: before enddef, after it, after a variable
  *           defined in data mode (NC_NETCDF4 enters define mode by itself; the classic model refuses)
- *           and after it wrote its row blocks (dtf's readers take the definition at the first put)
+ *           and after it wrote its row blocks; then a variable defined after the values, and
+ *           DIR/classic.nc, a CDF-5 file (a definition, no values)
  *   reader  opens DIR/front.nc, writes every inquiry's answer and every value of every variable
- *           (fill values where nothing was written) to NCPAIR_DUMP.<rank> as text: the test compares it
+ *           (fill values where nothing was written), then DIR/classic.nc's format, mode and numbers,
+ *           to NCPAIR_DUMP.<rank> as text: the test compares it
  *           with the same programs run on a plain file
  * The reader prints "nc4model reader: dumped" (it checks nothing itself: frontends.py compares the dumps);
  * exit status 1 on a difference (writer), 2 on an error.
@@ -193,6 +195,21 @@ static void write_values(int ncid, int parallel, size_t y0, size_t ny) {
     NC(nc_put_vara_int(ncid, c, &c0, &cn, ci));
 }
 
+/* DIR/classic.nc beside DIR/front.nc: a CDF-5 file, which the reader opens after the netCDF-4 one */
+static void classic_path(const char *path, char *out, size_t n) {
+    snprintf(out, n, "%.*sclassic.nc", (int)(strrchr(path, '/') + 1 - path), path);
+}
+
+static void write_classic(const char *path) {
+    char name[4096];
+    int ncid, dim, v;
+    classic_path(path, name, sizeof name);
+    NC(nc_create_par(name, NC_64BIT_DATA | NC_CLOBBER, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
+    NC(nc_def_dim(ncid, "x", NX, &dim));
+    NC(nc_def_var(ncid, "c", NC_INT, 1, &dim, &v));
+    NC(nc_close(ncid));
+}
+
 static int writer(const char *path, int classic) {
     int rank, size, ncid, twin, v;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -225,7 +242,17 @@ static int writer(const char *path, int classic) {
     write_values(ncid, 1, y0, ny), write_values(twin, 0, y0, ny);
     d1.len = d2.len = 0, describe(ncid, &d1), describe(twin, &d2);
     ok &= same("the file after its values", &d1, &d2);
+    /* a variable defined after the values (netCDF4-python's order: each variable created, then written;
+     * its implicit enddef is collective: every rank puts) */
+    r1.len = r2.len = 0;
+    const short after[3] = {7, -7, 77};
+    add(&r1, "after %d\n", nc_def_var(ncid, "after", NC_SHORT, 1, (int[]){3}, &v));
+    add(&r1, "after put %d\n", nc_put_vara_short(ncid, v, (size_t[]){0}, (size_t[]){rank ? 0 : 2}, after));
+    add(&r2, "after %d\n", nc_def_var(twin, "after", NC_SHORT, 1, (int[]){3}, &v));
+    add(&r2, "after put %d\n", nc_put_vara_short(twin, v, (size_t[]){0}, (size_t[]){rank ? 0 : 2}, after));
+    ok &= same("the return codes of a definition after the values", &r1, &r2);
     NC(nc_close(ncid)), NC(nc_close(twin));
+    write_classic(path);
     free(r1.text), free(r2.text), free(d1.text), free(d2.text);
     int all = 0, bad = !ok;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -255,6 +282,17 @@ static int reader(const char *path) {
         add(&t, "\n");
         free(x);
     }
+    NC(nc_close(ncid));
+    /* a classic file, opened by a process that has opened a netCDF-4 one */
+    char name[4096];
+    int fmt, fx, mode, ndims, natts, unlim;
+    classic_path(path, name, sizeof name);
+    NC(nc_open_par(name, NC_NOWRITE, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
+    NC(nc_inq_format(ncid, &fmt));
+    NC(nc_inq_format_extended(ncid, &fx, &mode));
+    NC(nc_inq(ncid, &ndims, &nvars, &natts, &unlim));
+    add(&t, "classic.nc: format %d %d mode %#x dims %d vars %d atts %d unlimited %d\n", fmt, fx, mode, ndims, nvars,
+        natts, unlim);
     NC(nc_close(ncid));
     if (getenv("NCPAIR_DUMP")) {
         char dump[4096];

@@ -20,7 +20,8 @@
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4, netcdf4-classic: HDF5, not through PnetCDF)
  *   ACCESS: collective or independent; or serial (nc): one file per writer process, below
  * serial: each writer rank creates DIR/front.<rank>.nc alone (nc_create) NCPAIR_VERSIONS times (default
- * 1: the same path again), t(y, x) doubles of that version and writer; each reader rank reads every
+ * 1: the same path again), t(y, x) doubles of that version and writer, and h(y, x) of which it writes
+ * the first row alone (the rest is the library's default fill); each reader rank reads every
  * writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader rank
  * holding each file of the first version open a second before it reads (a writer that overwrote it
  * meanwhile would show).
@@ -129,7 +130,7 @@ static void expect_serial_access(int ncid, int varid, int cmode, int rank) {
 }
 
 static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Offset nx) {
-    int rank, size, all = 0, ncid, dims[2], t;
+    int rank, size, all = 0, ncid, dims[2], t, h;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int versions = env_int("NCPAIR_VERSIONS", 1), writers = env_int("NCPAIR_WRITERS", 1);
@@ -145,16 +146,26 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
                 NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[0]));
                 NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[1]));
                 NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims, &t));
+                NC(nc_def_var(ncid, "h", NC_DOUBLE, 2, dims, &h));
                 NC(nc_enddef(ncid));
                 expect_serial_access(ncid, t, cmode, rank);
                 NC(nc_put_var_double(ncid, t, tb));
+                NC(nc_put_vara_double(ncid, h, (size_t[]){0, 0}, (size_t[]){1, (size_t)nx}, tb));
             } else {
                 NC(nc_open(path, NC_NOWRITE, &ncid));
+                int format[2];
+                NC(nc_inq_format_extended(ncid, &format[0], &format[1]));
+                dump(format, sizeof format);
                 if (v == 1 && rank == size - 1 && versions > 1) sleep(1);
                 NC(nc_inq_varid(ncid, "t", &t));
                 expect_serial_access(ncid, t, cmode, rank);
                 NC(nc_get_var_double(ncid, t, tb));
                 for (MPI_Offset i = 0; i < ny * nx; i++) expect(tb[i] == sval(v, w, i / nx, i % nx), "value", rank);
+                dump(tb, sizeof(double) * (size_t)(ny * nx));
+                NC(nc_inq_varid(ncid, "h", &h));
+                NC(nc_get_var_double(ncid, h, tb));
+                for (MPI_Offset i = 0; i < ny * nx; i++)
+                    expect(tb[i] == (i < nx ? sval(v, w, 0, i) : NC_FILL_DOUBLE), "value of h", rank);
                 dump(tb, sizeof(double) * (size_t)(ny * nx));
             }
             NC(nc_close(ncid));
@@ -294,7 +305,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ncpair reader rank %d: stat(%s): %s\n", rank, path, strerror(errno));
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    int fmt = -1, ndims = 0, nvars = 0, ngatts = 0, unlim = -1;
+    int fmt = -1, ndims = 0, nvars = 0, ngatts = 0, unlim = -1, formatx = 0, mode = 0;
     MPI_Offset len_y = 0, len_x = 0, nrecs = 0;
     char title[64] = "", units[8] = "";
     double scale[2] = {0, 0};
@@ -315,6 +326,7 @@ int main(int argc, char **argv) {
         size_t l;
         NC(nc_open_par(path, NC_NOWRITE, MPI_COMM_WORLD, MPI_INFO_NULL, &ncid));
         NC(nc_inq_format(ncid, &fmt));
+        NC(nc_inq_format_extended(ncid, &formatx, &mode));
         NC(nc_inq(ncid, &ndims, &nvars, &ngatts, &unlim));
         NC(nc_inq_dimlen(ncid, 1, &l)), len_y = (MPI_Offset)l;
         NC(nc_inq_dimlen(ncid, 2, &l)), len_x = (MPI_Offset)l;
@@ -335,7 +347,7 @@ int main(int argc, char **argv) {
     expect(len_y == ny && len_x == nx && nrecs == nrec, "dimension lengths or record count", rank);
     expect(!strcmp(title, kTitle) && !strcmp(units, kUnits) && scale[0] == kScale[0] && scale[1] == kScale[1],
            "attributes", rank);
-    int head[6] = {fmt, ndims, nvars, ngatts, unlim, (int)nrecs};
+    int head[8] = {fmt, ndims, nvars, ngatts, unlim, (int)nrecs, formatx, mode};
     dump(head, sizeof head), dump(title, sizeof title), dump(units, sizeof units), dump(scale, sizeof scale);
 
     block(nx, size, rank, &start[2], &count[2]);

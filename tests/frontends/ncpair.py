@@ -33,8 +33,9 @@ def rval(r, y, x):
 
 
 def serial(comm, role, folder, fmt, ny, nx):
-    """ACCESS serial, as ncpair.c's: a file per writer process, front.<rank>.nc, written by it alone
-    NCPAIR_VERSIONS times; each reader process reads every writer's file alone, version by version."""
+    """ACCESS serial, as ncpair.c's: a file per writer process, front.<rank>.nc (t, and h of which only the
+    first row is written), written by it alone NCPAIR_VERSIONS times; each reader process reads every
+    writer's file alone, version by version."""
     rank, size = comm.Get_rank(), comm.Get_size()
     versions, writers = int(os.environ.get("NCPAIR_VERSIONS", "1")), int(os.environ.get("NCPAIR_WRITERS", "1"))
     y, x = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
@@ -51,14 +52,20 @@ def serial(comm, role, folder, fmt, ny, nx):
                     nc.createDimension("y", ny)
                     nc.createDimension("x", nx)
                     nc.createVariable("t", "f8", ("y", "x"))[:] = value
+                    nc.createVariable("h", "f8", ("y", "x"))[0, :] = value[0]  # (the rest: the default fill)
                 continue
             with netCDF4.Dataset(path, "r") as nc:
+                nc.set_auto_mask(False)
                 if v == 1 and rank == size - 1 and versions > 1:
                     time.sleep(1)
+                disk_format = nc.disk_format  # (nc_inq_format_extended's)
                 t = np.asarray(nc["t"][:], np.float64)
-            bad += int(np.count_nonzero(t != value))
+                h = np.asarray(nc["h"][:], np.float64)
+            fill = np.full_like(value, netCDF4.default_fillvals["f8"])
+            fill[0] = value[0]
+            bad += int(np.count_nonzero(t != value)) + int(np.count_nonzero(h != fill))
             if dump:
-                dump.write(t.tobytes())
+                dump.write(disk_format.encode().ljust(16, b"\0") + t.tobytes() + h.tobytes())
     if dump:
         dump.close()
     bad = comm.allreduce(bad, op=MPI.SUM)
