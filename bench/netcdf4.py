@@ -71,7 +71,8 @@ def report(samples, meta, command):
              "| pnc-b replay | nc4 file-sync / transfer | nc4 / pnc transfer | nc4 / pnc replay | nc4 / pnc-b transfer "
              "| nc4 / pnc-b replay | data messages nc4 / pnc / pnc-b |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    verdict = {"sync": [], "api": [], "shape": [], "api.default": [], "shape.default": []}
+    verdict = {k: [] for k in ("sync", "matched.all", "matched.default", "replay.all", "replay.default", "shape.all",
+                              "shape.default")}
     for size, launch, apis in table(samples, meta):
         (n, nm), (p, pm), (b, bm) = (apis.get(a, ({}, None)) for a in ("netcdf4", "pnetcdf", "pnetcdf-blocking"))
         ms = [x * 1e3 if x else None for x in (n.get("transfer"), n.get("transfer-replay"), n.get("file-sync"),
@@ -79,35 +80,44 @@ def report(samples, meta, command):
                                                 b.get("transfer"), b.get("transfer-replay"))]
         ratios = [ratio(ms[2], ms[0]), ratio(ms[0], ms[3]), ratio(ms[1], ms[4]), ratio(ms[0], ms[5]),
                   ratio(ms[1], ms[6])]
+        for where in ("all", "default") if "128x128" in size else ("all",):
+            verdict[f"matched.{where}"].append(ratios[1])
+            verdict[f"replay.{where}"].append(ratios[2])
+            verdict[f"shape.{where}"] += ratios[3:5]
         if "128x128" in size:
             verdict["sync"].append(ratios[0])
-            verdict["api.default"] += ratios[1:3]
-            verdict["shape.default"] += ratios[3:5]
-        verdict["api"] += ratios[1:3]
-        verdict["shape"] += ratios[3:5]
         counts = " / ".join(f"{x:g}" if x is not None else "-" for x in (nm, pm, bm))
         lines.append(f"| {size} | {launch} | " + " | ".join(plot.fmt_ms(x) if x else "-" for x in ms) + " | " +
                      " | ".join(cell(x) for x in ratios) + f" | {counts} |")
-    sync, api, shape, api_d, shape_d = ([x for x in verdict[k] if x is not None]
-                                        for k in ("sync", "api", "shape", "api.default", "shape.default"))
-    span = lambda v: f"{cell(min(v) if v else None)} to {cell(max(v) if v else None)}"  # noqa: E731
+    v = {k: [x for x in xs if x is not None] for k, xs in verdict.items()}
+    span = lambda k: f"{cell(min(v[k]) if v[k] else None)} to {cell(max(v[k]) if v[k] else None)}"  # noqa: E731
+    met = lambda k: "met" if v[k] and max(v[k]) <= 1.2 else "not met"  # noqa: E731
+    sync = v["sync"]
     lines += ["", "## Against the targets", "",
               f"- file-sync / transfer at the default size, netCDF-4 files: {', '.join(cell(x) for x in sync)} "
               f"(target >= 5: {'met' if sync and min(sync) >= 5 else 'not met'}).",
-              f"- transfer through netCDF-4 / transfer through PnetCDF, with and without replay: at the default "
-              f"size {span(api_d)}, at every size {span(api)} (target <= 1.2: "
-              f"{'met' if api and max(api) <= 1.2 else 'not met'}); against PnetCDF in the same shape "
-              f"(blocking calls, files in turn): at the default size {span(shape_d)}, at every size "
-              f"{span(shape)}. What stands in the way, measured: netCDF-C has no nonblocking calls, so every "
-              "get is a batch of its own and the files of a cycle are read one after the other. Matched "
-              "(transfer), each get costs a request, a plan and a data message round trip with the writer's "
-              "matcher (PnetCDF's blocking calls in the same shape pay it too: pnc-b); replayed, no control "
-              "message travels (the same count as PnetCDF's) but each get takes a data message of its own "
-              "(the last column). In instructions (bench/callcost.py --api, default size, replayed cycle) "
-              "the assimilation rank's cycle is 1.28x PnetCDF's blocking one (17.7 M against 13.8 M: the "
-              "difference is netCDF-C's nc_open_par, 1 M instructions against ncmpi_open's 45 k: its format "
-              "probe through MPI-IO, its file list, the inner file's hidden attributes) and the model "
-              "rank's 1.09x; a get costs fewer (31 k against 42 k). Receiving a session's later batches "
+              f"- transfer through netCDF-4 / transfer through PnetCDF, replayed: at the default size "
+              f"{span('replay.default')} (target <= 1.2: {met('replay.default')} there), at every size "
+              f"{span('replay.all')} ({met('replay.all')}); matched (replay_io=0, or a first cycle): at the "
+              f"default size {span('matched.default')}, at every size {span('matched.all')} "
+              f"({met('matched.all')}); against PnetCDF in the same shape (blocking calls, files in turn), "
+              f"both: at the default size {span('shape.default')}, at every size {span('shape.all')}. What "
+              "stands in the way, measured: netCDF-C has no nonblocking calls, so every get is a batch of "
+              "its own and the files of a cycle are read one after the other. Matched (transfer), each get "
+              "costs a request, a plan and a data message round trip with the writer's matcher (PnetCDF's "
+              "blocking calls in the same shape pay it too: pnc-b); replayed, no control message travels "
+              "(the same count as PnetCDF's) but each get takes a data message of its own (the last "
+              "column), which weighs most at small blocks. In instructions (bench/callcost.py --api, default "
+              "size, replayed cycle) the assimilation rank's cycle is 1.34x PnetCDF's blocking one (18.3 M "
+              "against 13.7 M: netCDF-C's nc_open_par and nc_create_par, 0.83 M and 0.61 M against "
+              "ncmpi_open's 38 k and ncmpi_create's 44 k, of which about 0.5 M each is netCDF-C clearing its "
+              "512 KiB file list, which it frees whenever no file is open: a memset that callgrind counts "
+              "byte by byte, some 20 us of time) and the model rank's 1.08x (31.1 M against 28.7 M: "
+              "nc_enddef's 657 k against 60 k, the fill records of netCDF-4's default fill mode); a get "
+              "costs about as much (49 k against 42 k). netCDF-C's format probe (an MPI_File_open of a "
+              "private copy of the header per open, its cost in the kernel and MPI-IO rather than in "
+              "instructions) is no longer made once a process has served a netCDF-4 file: at 2 x 16x16x20 "
+              "it took the assimilation's open phase from 0.73 to 2.2 ms a cycle. Receiving a session's later batches "
               "ahead into dtf's buffers (one round of receives instead of one per get; merging them into "
               "one message per writer rank needs the same copy, since the later gets' buffers are not "
               "known yet) was tried and measured slower on this machine (65 against 47 ms per replayed "
