@@ -311,6 +311,7 @@ struct WriterSession {
     uint64_t seq = 0;
     bool first_put = false;          // a put was made (in data mode)
     uint64_t first_put_revision = 0; // the header's revision() then (writer_put, note_definition)
+    bool defines_late = false;       // the readers get the definition at dtf_transfer or close (writer_put)
     // Gets of the writer on its own file (readback.cpp): the other ranks' writes it learned, how many
     // of its own it told them, and their messages not taken yet (by rank: each sends in order).
     std::vector<match::WriteReq> readback_writes;

@@ -89,8 +89,9 @@ void writer_put(Runtime &rt, FileSession &fs) {
     if (!ws.first_put) {
         ws.first_put = true;
         ws.first_put_revision = fs.header.revision();
+        ws.defines_late = defines_late(rt, fs);
     }
-    if (!fs.defined_sent && !defines_late(rt, fs)) announce_definition(rt, fs);
+    if (!fs.defined_sent && !ws.defines_late) announce_definition(rt, fs);
 }
 
 void note_definition(Runtime &rt, const FileSession &fs) {
