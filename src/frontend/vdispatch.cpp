@@ -250,8 +250,14 @@ int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *
 
 } // namespace
 
+bool netcdf4_file(VirtualFile &vf) {
+    int mark = -1;
+    if (vf.netcdf4 < 0) vf.netcdf4 = vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) == NC_NOERR;
+    return vf.netcdf4 != 0;
+}
+
 void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f) {
-    if (vf.rank != 0) return;
+    if (vf.rank != 0 || netcdf4_file(vf)) return;
     WriteRecord w;
     w.meta = next_write(vf, f.varid, match::Box::vara(f.start, f.count));
     w.meta.fill = true;
@@ -396,9 +402,8 @@ void set_destination(Runtime &rt, ReadRecord &r) {
 // A netCDF-4 file's get (model/netcdf4_mark.h): what no write covered reads as the fill value of each
 // part's variable in fill mode, as HDF5 gives it; a PnetCDF file's reads zeros there.
 void set_unwritten(VirtualFile &vf, ReadRecord &r) {
-    int mark = -1, no_fill = 0;
-    if (vf.netcdf4 < 0) vf.netcdf4 = vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) == NC_NOERR;
-    if (!vf.netcdf4) return;
+    int no_fill = 0;
+    if (!netcdf4_file(vf)) return;
     for (const match::ReadReq &part : r.parts) {
         std::vector<char> fill = fill_value(vf.header, part.varid);
         vf.header.inq_var_fill(part.varid, &no_fill, nullptr);

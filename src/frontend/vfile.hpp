@@ -44,7 +44,7 @@ struct VirtualFile : FileSession {
     int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
     int enddefs = 0;        // writer: enddefs in this session
     // Whether the header carries the netCDF-4 mark (model/netcdf4_mark.h), looked up at the first get
-    // (-1 before): the mark is put at the first enddef and never removed, so a get's answer holds.
+    // or fill (-1 before: netcdf4_file): the mark is put before the first enddef and never removed.
     int netcdf4 = -1;
     int64_t persist_after = 0; // continued, persist=1: the stamp of the session it continues, written by another
                                // component, while its file is not complete (0 once it is: Persisted)
@@ -118,8 +118,11 @@ int vfile_wait(Runtime &rt, VirtualFile &vf, bool all, int count, int *reqs, int
 int vfile_cancel(Runtime &rt, VirtualFile &vf, int num, int *reqs, int *statuses);
 int vfile_fill_record(Runtime &rt, VirtualFile &vf, int varid, MPI_Offset recno);
 // Writer: a fill of the variable's fill value over `f`, taking effect now (rank 0 records it; no
-// values move for it: readers write the fill value themselves).
+// values move for it: readers write the fill value themselves). None in a netCDF-4 file, whose
+// readers read what no write covered as the fill value anyway (set_unwritten, as HDF5 gives it).
 void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f);
+// Whether the file carries the netCDF-4 mark (model/netcdf4_mark.h; VirtualFile::netcdf4).
+bool netcdf4_file(VirtualFile &vf);
 // persist=1: the job that writes the file of the session closing now (vfile.cpp: the writer's
 // close), for queue_persist.
 std::shared_ptr<PersistJob> persist_job(Runtime &rt, VirtualFile &vf);
