@@ -112,7 +112,7 @@ def report(samples, meta, command):
               "against 13.7 M: netCDF-C's nc_open_par and nc_create_par, 0.83 M and 0.60 M against "
               "ncmpi_open's 38 k and ncmpi_create's 44 k, of which about 0.5 M each is netCDF-C clearing its "
               "512 KiB file list, which it frees whenever no file is open: a memset that callgrind counts "
-              "byte by byte, some 20 us of time) and the model rank's 1.07x (30.9 M against 28.7 M: "
+              "byte by byte, far less in time) and the model rank's 1.07x (30.9 M against 28.7 M: "
               "nc_enddef's 152 k against 60 k, 657 k while the writer recorded the fills of netCDF-4's "
               "default fill mode, which its readers give anyway); a get costs about as much (45 k against "
               "42 k). netCDF-C's format probe (an MPI_File_open of a "
