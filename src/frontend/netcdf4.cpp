@@ -966,7 +966,7 @@ bool udf_open_reads_nothing() {
 
 // The inner file's open through netCDF-C's PnetCDF table without netCDF-C's format probe (an
 // MPI_File_open and a read of the magic number, which dtf answers with a temporary file of the
-// header: 170 us here): netCDF-C opens it as a file of dtf's format (no probe in 4.9.0), and the
+// header): netCDF-C opens it as a file of dtf's format (no probe in 4.9.0), and the
 // table's open (t_open, then here) hands the file to the PnetCDF table, with the mode netCDF-C gives a
 // file it probed (its format's flags, no NC_NETCDF4). Once a file showed the PnetCDF table;
 // otherwise, or with a netCDF-C that reads a user format's file, the open it probes.

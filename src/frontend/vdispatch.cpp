@@ -251,8 +251,7 @@ int make_layout(const struct dtf_pnc_info &in, const Call &c, types::MemLayout *
 } // namespace
 
 bool netcdf4_file(VirtualFile &vf) {
-    int mark = -1;
-    if (vf.netcdf4 < 0) vf.netcdf4 = vf.header.inq_attid(NC_GLOBAL, model::kNetcdf4Mark, &mark) == NC_NOERR;
+    if (vf.netcdf4 < 0) vf.netcdf4 = model::netcdf4_format(vf.header) != 0;
     return vf.netcdf4 != 0;
 }
 

@@ -11,6 +11,7 @@
 #include "common/bytes.hpp"
 #include "common/error.hpp"
 #include "model/attr.hpp"
+#include "model/netcdf4_mark.h"
 #include "types/convert.hpp"
 
 namespace dtf::model {
@@ -1312,6 +1313,16 @@ int Header::decode(const char *data, size_t size, Header *out) {
     if (l.extent == 0) l.extent = l.begin_rec;
     *out = std::move(h);
     return NC_NOERR;
+}
+
+long long netcdf4_format(const Header &h) {
+    nc_type type = NC_NAT;
+    int64_t len = 0;
+    long long mark[2] = {0, 0};
+    if (h.inq_att(NC_GLOBAL, kNetcdf4Mark, &type, &len) != NC_NOERR || len != 2 ||
+        h.get_att(NC_GLOBAL, kNetcdf4Mark, mark, NC_INT64) != NC_NOERR)
+        return 0;
+    return mark[1];
 }
 
 } // namespace dtf::model

@@ -1,7 +1,7 @@
 // The mark of a netCDF-4 file served in transfer mode (frontend/netcdf4.cpp): a global attribute of
 // the virtual CDF-5 file under it, never shown to the program, holding the file's netCDF-4 format. Its
 // readers read elements no write reached as the variable's fill value, as HDF5 gives them (a PnetCDF
-// file reads zeros there). No other include: netcdf4.cpp includes netCDF-C's headers, not PnetCDF's.
+// file reads zeros there). No include: netcdf4.cpp includes netCDF-C's headers, not PnetCDF's.
 #pragma once
 
 namespace dtf::model {
@@ -11,4 +11,8 @@ constexpr char kNetcdf4Mark[] = "_dtf_netCDF4";
 // enters by itself) or NC_FORMAT_NETCDF4_CLASSIC.
 constexpr long long kNetcdf4MarkVersion = 1;
 constexpr long long kNetcdf4Format = 3, kNetcdf4ClassicFormat = 4;
+class Header;
+// The format the header's mark holds (kNetcdf4Format or kNetcdf4ClassicFormat); 0: no mark, a
+// PnetCDF file (header.cpp).
+long long netcdf4_format(const Header &h);
 } // namespace dtf::model

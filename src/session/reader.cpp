@@ -677,8 +677,8 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
                 bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
-    // (fills that data written after them covers whole: in fill mode, a netCDF-4 file's default, each
-    // variable's enddef fill precedes the data, which overwrites it)
+    // (fills that data written after them covers whole: in fill mode each variable's enddef fill
+    // precedes the data, which overwrites it)
     match::drop_overwritten_fills(pieces);
     if (!coverage(batch, pieces, ahead, &ordered, &uncovered)) return false;
     for (auto *r : batch)

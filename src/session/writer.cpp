@@ -64,14 +64,7 @@ std::vector<int> matcher_ranks(int size, int group_size) {
 // Whether the file is a netCDF-4 one without the classic model (model/netcdf4_mark.h): netCDF-C leaves
 // and enters define mode by itself there, and netCDF4-python's way of writing one, a variable created
 // and written after the other, changes the definition after the first put as a rule.
-bool defines_in_data_mode(const model::Header &h) {
-    nc_type type = NC_NAT;
-    int64_t len = 0;
-    long long mark[2] = {0, 0};
-    return h.inq_att(NC_GLOBAL, model::kNetcdf4Mark, &type, &len) == NC_NOERR && len == 2 &&
-           h.get_att(NC_GLOBAL, model::kNetcdf4Mark, mark, NC_INT64) == NC_NOERR &&
-           mark[1] == model::kNetcdf4Format;
-}
+bool defines_in_data_mode(const model::Header &h) { return model::netcdf4_format(h) == model::kNetcdf4Format; }
 
 // Whether the readers get the definition at dtf_transfer or close, not at the first put: as the
 // pattern's last session needed (note_definition), or, for its first one, where it is likely to.
