@@ -267,6 +267,22 @@ void record_fill(Runtime &rt, VirtualFile &vf, const model::Header::Region &f) {
 
 namespace {
 
+// A put on a file of netCDF-C's classic library in fill mode (VirtualFile::classic_fills): the records
+// it added are filled in every record variable before its values are written (NC3's NCvnrecs, which
+// does not ask the variables' own no_fill).
+void fill_added_records(Runtime &rt, VirtualFile &vf, int64_t numrecs_before) {
+    const model::Header &h = vf.header;
+    if (!vf.classic_fills || h.fill_mode() != NC_FILL || h.numrecs() <= numrecs_before) return;
+    for (int v = 0; v < static_cast<int>(h.vars().size()); ++v) {
+        if (!h.is_record_var(v)) continue;
+        model::Header::Region f{v, {}, h.shape(v)};
+        f.start.assign(f.count.size(), 0);
+        f.start[0] = numrecs_before;
+        f.count[0] = h.numrecs() - numrecs_before;
+        if (std::find(f.count.begin(), f.count.end(), 0) == f.count.end()) record_fill(rt, vf, f);
+    }
+}
+
 // The values of a put of `varid` in the variable's type: the user's memory itself when no conversion
 // is needed and it is laid out densely, else a gathered or converted copy (in *owned). Returns the conversion's
 // status (NC_ERANGE included); *values is set unless it is another error.
@@ -330,6 +346,7 @@ int put(Runtime &rt, VirtualFile &vf, const struct dtf_pnc_info &in, void **args
         if (in.kind != DTF_PNC_KIND_VARN || !c.boxes[i].empty()) vf.header.note_write(accesses[i]);
     if (!nonblocking) {
         count_numrecs(vf);
+        fill_added_records(rt, vf, numrecs_before);
         record_values(rt, vf, c.varid, c.boxes, values, std::move(owned));
         return conv;
     }

@@ -148,7 +148,10 @@ int vfile_create(Runtime &rt, const std::string &path, const config::FileRule &r
     vf->cmode = cmode;
     vf->header = model::Header(format);
     vf->ws = open_writer_session(rt, *vf);
-    if (SerialOpen::active()) vf->ws->serial = true, vf->ws->serial_readers = rule.serial_readers;
+    if (SerialOpen::active()) {
+        vf->ws->serial = true, vf->ws->serial_readers = rule.serial_readers;
+        vf->classic_fills = true; // (netcdf4.cpp sets the fill mode at create, as for a netCDF-4 file)
+    }
     return finish_open(rt, std::move(vf), ncidp);
 }
 
@@ -205,6 +208,10 @@ int continue_file(Runtime &rt, const std::string &path, const config::FileRule &
     // The readers learn the header at the first put, dtf_transfer or close, whichever comes first
     // (announce_definition).
     vf->ws = open_writer_session(rt, *vf);
+    if (SerialOpen::active()) {
+        vf->classic_fills = true;
+        vf->header.set_fill(NC_FILL, nullptr, true); // (netCDF-C's classic library's default at open)
+    }
     return finish_open(rt, std::move(vf), ncidp);
 }
 
@@ -592,7 +599,7 @@ int define_call(Runtime &rt, VirtualFile &vf, int fn, void **args) {
     case DTF_FN_ncmpi_end_indep_data: return h.end_indep_data();
     case DTF_FN_ncmpi_sync: case DTF_FN_ncmpi_sync_numrecs: return h.in_define_mode() ? NC_EINDEFINE : NC_NOERR;
     case DTF_FN_ncmpi_flush: return NC_NOERR; // (also in define mode, as PnetCDF 1.12.3)
-    case DTF_FN_ncmpi_set_fill: return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2));
+    case DTF_FN_ncmpi_set_fill: return h.set_fill(arg<int>(args, 1), arg<int *>(args, 2), vf.classic_fills);
     case DTF_FN_ncmpi_def_var_fill:
         return h.def_var_fill(arg<int>(args, 1), arg<int>(args, 2), arg<const void *>(args, 3));
     case DTF_FN_ncmpi_def_dim:

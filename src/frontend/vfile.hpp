@@ -40,6 +40,10 @@ struct VirtualFile : FileSession {
     // The hints given to ncmpi_create/ncmpi_open (ncmpi_inq_file_info returns them with PnetCDF's).
     std::vector<std::pair<std::string, std::string>> hints;
     bool continued = false; // writer: opened with NC_WRITE (not created)
+    // Writer of a serial file (netCDF-C's nc_create, nc_open with NC_WRITE), which netCDF-C's classic
+    // library would write: filled by default, nc_set_fill in data mode too, and, in fill mode, a put
+    // that adds records fills them in every record variable first (NC3's NCvnrecs).
+    bool classic_fills = false;
     int turn_closes = 0;    // writer: closes of the file in this turn so far (FileRule::writer_closes)
     int cmode = 0;          // writer: the mode flags given to ncmpi_create (persist=1 creates the file so)
     int enddefs = 0;        // writer: enddefs in this session

@@ -761,10 +761,10 @@ void fill_from_att(const Att &a, nc_type var_type, void *out) {
 
 } // namespace
 
-int Header::set_fill(int fillmode, int *old_modep) {
+int Header::set_fill(int fillmode, int *old_modep, bool data_mode) {
     changed();
     if (read_only_) return NC_EPERM;
-    if (!define_mode_) return NC_ENOTINDEFINE;
+    if (!define_mode_ && !data_mode) return NC_ENOTINDEFINE;
     if (fillmode != NC_FILL && fillmode != NC_NOFILL) return NC_EINVAL;
     if (old_modep != nullptr) *old_modep = fill_mode_;
     fill_mode_ = fillmode;

@@ -127,7 +127,8 @@ public:
     int rename_att(int varid, const char *name, const char *newname);
     // ncmpi_copy_att from this file to `out` (which may be *this).
     int copy_att(int varid_in, const char *name, Header &out, int varid_out) const;
-    int set_fill(int fillmode, int *old_modep);
+    // `data_mode`: netCDF-C's classic library sets it in data mode too (PnetCDF only in define mode).
+    int set_fill(int fillmode, int *old_modep, bool data_mode = false);
     int def_var_fill(int varid, int no_fill, const void *fill_value);
 
     // ---- inquiries (any mode); null output pointers are skipped; names need NC_MAX_NAME+1 bytes

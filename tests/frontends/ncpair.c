@@ -20,11 +20,16 @@
  *   FORMAT: classic, 64bit-offset, cdf5 (or netcdf4, netcdf4-classic: HDF5, not through PnetCDF)
  *   ACCESS: collective or independent; or serial (nc): one file per writer process, below
  * serial: each writer rank creates DIR/front.<rank>.nc alone (nc_create) NCPAIR_VERSIONS times (default
- * 1: the same path again), t(y, x) doubles of that version and writer, and h(y, x) of which it writes
- * the first row alone (the rest is the library's default fill); each reader rank reads every
- * writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader rank
- * holding each file of the first version open a second before it reads (a writer that overwrote it
- * meanwhile would show).
+ * 1: the same path again), t(y, x) doubles of that version and writer, h(y, x) of which it writes
+ * the first row alone, and r(time, x), q(time, x) ints of which it writes record 2 of r alone (the
+ * rest is the library's default fill: netCDF-C's classic library fills the records a write adds in
+ * every record variable), asking nc_set_fill in data mode for the default; each reader rank reads
+ * every writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader
+ * rank holding each file of the first version open a second before it reads (a writer that
+ * overwrote it meanwhile would show). NCPAIR_WRITEBACK=1: then reader rank k writes back the files
+ * k, k + size, ... alone (NC_WRITE): a variable c(x) added by nc_redef of which it writes c[0], and
+ * record 3 of r; NCPAIR_READBACK=1: each writer rank reads its file back alone and checks them, the
+ * fill values where nothing was written included (c, and record 3 of q).
  */
 #include <errno.h>
 #include <mpi.h>
@@ -129,8 +134,109 @@ static void expect_serial_access(int ncid, int varid, int cmode, int rank) {
     ++g_bad;
 }
 
+enum { kSerialRecs = 3, kWrittenRec = 2, kBackRec = 3, kBackValue = 42 };
+
+/* The records of r and q a serial reader reads: record kWrittenRec of r is nval, the rest fill. */
+static void read_records(int ncid, MPI_Offset nx, int rank) {
+    const size_t n = (size_t)(kSerialRecs * nx);
+    int *buf = malloc(sizeof(int) * n), r, q;
+    NC(nc_inq_varid(ncid, "r", &r));
+    NC(nc_inq_varid(ncid, "q", &q));
+    NC(nc_get_vara_int(ncid, r, (size_t[]){0, 0}, (size_t[]){kSerialRecs, (size_t)nx}, buf));
+    for (size_t i = 0; i < n; i++)
+        expect(buf[i] == ((MPI_Offset)i / nx == kWrittenRec ? nval((MPI_Offset)i % nx) : NC_FILL_INT), "value of r",
+               rank);
+    dump(buf, sizeof(int) * n);
+    NC(nc_get_vara_int(ncid, q, (size_t[]){0, 0}, (size_t[]){kSerialRecs, (size_t)nx}, buf));
+    for (size_t i = 0; i < n; i++) expect(buf[i] == NC_FILL_INT, "value of q (never written)", rank);
+    dump(buf, sizeof(int) * n);
+    free(buf);
+}
+
+static void write_serial(const char *path, int cmode, MPI_Offset ny, MPI_Offset nx, const double *tb, int rank) {
+    int ncid, dims[3], t, h, r, q, old = -1, *nb = malloc(sizeof(int) * (size_t)nx);
+    for (MPI_Offset i = 0; i < nx; i++) nb[i] = nval(i);
+    NC(nc_create(path, cmode, &ncid));
+    NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
+    NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[0]));
+    NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[1]));
+    NC(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[2]));
+    NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims, &t));
+    NC(nc_def_var(ncid, "h", NC_DOUBLE, 2, dims, &h));
+    NC(nc_def_var(ncid, "r", NC_INT, 2, (int[]){dims[2], dims[1]}, &r));
+    NC(nc_def_var(ncid, "q", NC_INT, 2, (int[]){dims[2], dims[1]}, &q));
+    NC(nc_enddef(ncid));
+    expect(nc_set_fill(ncid, NC_FILL, &old) == NC_NOERR && old == NC_FILL, "nc_set_fill in data mode", rank);
+    expect_serial_access(ncid, t, cmode, rank);
+    NC(nc_put_var_double(ncid, t, tb));
+    NC(nc_put_vara_double(ncid, h, (size_t[]){0, 0}, (size_t[]){1, (size_t)nx}, tb));
+    NC(nc_put_vara_int(ncid, r, (size_t[]){kWrittenRec, 0}, (size_t[]){1, (size_t)nx}, nb));
+    NC(nc_close(ncid));
+    free(nb);
+}
+
+static void read_serial(const char *path, int v, int w, int versions, MPI_Offset ny, MPI_Offset nx, int cmode,
+                        double *tb) {
+    int rank, size, ncid, t, h, format[2];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    NC(nc_open(path, NC_NOWRITE, &ncid));
+    NC(nc_inq_format_extended(ncid, &format[0], &format[1]));
+    dump(format, sizeof format);
+    if (v == 1 && rank == size - 1 && versions > 1) sleep(1);
+    NC(nc_inq_varid(ncid, "t", &t));
+    expect_serial_access(ncid, t, cmode, rank);
+    NC(nc_get_var_double(ncid, t, tb));
+    for (MPI_Offset i = 0; i < ny * nx; i++) expect(tb[i] == sval(v, w, i / nx, i % nx), "value", rank);
+    dump(tb, sizeof(double) * (size_t)(ny * nx));
+    NC(nc_inq_varid(ncid, "h", &h));
+    NC(nc_get_var_double(ncid, h, tb));
+    for (MPI_Offset i = 0; i < ny * nx; i++)
+        expect(tb[i] == (i < nx ? sval(v, w, 0, i) : NC_FILL_DOUBLE), "value of h", rank);
+    dump(tb, sizeof(double) * (size_t)(ny * nx));
+    read_records(ncid, nx, rank);
+    NC(nc_close(ncid));
+}
+
+/* NCPAIR_WRITEBACK: c(x) added by nc_redef (c[0] written) and record kBackRec of r (nval + 1). */
+static void write_back(const char *path, MPI_Offset nx) {
+    int ncid, x, r, c, value = kBackValue, *nb = malloc(sizeof(int) * (size_t)nx);
+    for (MPI_Offset i = 0; i < nx; i++) nb[i] = nval(i) + 1;
+    NC(nc_open(path, NC_WRITE, &ncid));
+    NC(nc_inq_dimid(ncid, "x", &x));
+    NC(nc_inq_varid(ncid, "r", &r));
+    NC(nc_redef(ncid));
+    NC(nc_def_var(ncid, "c", NC_INT, 1, &x, &c));
+    NC(nc_enddef(ncid));
+    NC(nc_put_var1_int(ncid, c, (size_t[]){0}, &value));
+    NC(nc_put_vara_int(ncid, r, (size_t[]){kBackRec, 0}, (size_t[]){1, (size_t)nx}, nb));
+    NC(nc_close(ncid));
+    free(nb);
+}
+
+/* NCPAIR_READBACK: what write_back wrote, and the fill values around it. */
+static void read_back(const char *path, MPI_Offset nx, int rank) {
+    int ncid, time, r, q, c, *buf = malloc(sizeof(int) * (size_t)nx);
+    size_t nrecs = 0;
+    NC(nc_open(path, NC_NOWRITE, &ncid));
+    NC(nc_inq_dimid(ncid, "time", &time));
+    NC(nc_inq_dimlen(ncid, time, &nrecs));
+    expect(nrecs == kBackRec + 1, "record count after the write-back", rank);
+    NC(nc_inq_varid(ncid, "r", &r));
+    NC(nc_inq_varid(ncid, "q", &q));
+    NC(nc_inq_varid(ncid, "c", &c));
+    NC(nc_get_var_int(ncid, c, buf));
+    for (MPI_Offset i = 0; i < nx; i++) expect(buf[i] == (i ? NC_FILL_INT : kBackValue), "value of c", rank);
+    NC(nc_get_vara_int(ncid, r, (size_t[]){kBackRec, 0}, (size_t[]){1, (size_t)nx}, buf));
+    for (MPI_Offset i = 0; i < nx; i++) expect(buf[i] == nval(i) + 1, "value of r written back", rank);
+    NC(nc_get_vara_int(ncid, q, (size_t[]){kBackRec, 0}, (size_t[]){1, (size_t)nx}, buf));
+    for (MPI_Offset i = 0; i < nx; i++) expect(buf[i] == NC_FILL_INT, "value of q in the added record", rank);
+    NC(nc_close(ncid));
+    free(buf);
+}
+
 static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Offset nx) {
-    int rank, size, all = 0, ncid, dims[2], t, h;
+    int rank, size, all = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int versions = env_int("NCPAIR_VERSIONS", 1), writers = env_int("NCPAIR_WRITERS", 1);
@@ -139,41 +245,24 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
     for (int v = 1; v <= versions; v++)
         for (int w = writer ? rank : 0; w < (writer ? rank + 1 : writers); w++) {
             snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
-            if (writer) {
-                for (MPI_Offset i = 0; i < ny * nx; i++) tb[i] = sval(v, w, i / nx, i % nx);
-                NC(nc_create(path, cmode, &ncid));
-                NC(nc_put_att_text(ncid, NC_GLOBAL, "title", sizeof kTitle - 1, kTitle));
-                NC(nc_def_dim(ncid, "y", (size_t)ny, &dims[0]));
-                NC(nc_def_dim(ncid, "x", (size_t)nx, &dims[1]));
-                NC(nc_def_var(ncid, "t", NC_DOUBLE, 2, dims, &t));
-                NC(nc_def_var(ncid, "h", NC_DOUBLE, 2, dims, &h));
-                NC(nc_enddef(ncid));
-                expect_serial_access(ncid, t, cmode, rank);
-                NC(nc_put_var_double(ncid, t, tb));
-                NC(nc_put_vara_double(ncid, h, (size_t[]){0, 0}, (size_t[]){1, (size_t)nx}, tb));
-            } else {
-                NC(nc_open(path, NC_NOWRITE, &ncid));
-                int format[2];
-                NC(nc_inq_format_extended(ncid, &format[0], &format[1]));
-                dump(format, sizeof format);
-                if (v == 1 && rank == size - 1 && versions > 1) sleep(1);
-                NC(nc_inq_varid(ncid, "t", &t));
-                expect_serial_access(ncid, t, cmode, rank);
-                NC(nc_get_var_double(ncid, t, tb));
-                for (MPI_Offset i = 0; i < ny * nx; i++) expect(tb[i] == sval(v, w, i / nx, i % nx), "value", rank);
-                dump(tb, sizeof(double) * (size_t)(ny * nx));
-                NC(nc_inq_varid(ncid, "h", &h));
-                NC(nc_get_var_double(ncid, h, tb));
-                for (MPI_Offset i = 0; i < ny * nx; i++)
-                    expect(tb[i] == (i < nx ? sval(v, w, 0, i) : NC_FILL_DOUBLE), "value of h", rank);
-                dump(tb, sizeof(double) * (size_t)(ny * nx));
+            if (!writer) {
+                read_serial(path, v, w, versions, ny, nx, cmode, tb);
+                continue;
             }
-            NC(nc_close(ncid));
+            for (MPI_Offset i = 0; i < ny * nx; i++) tb[i] = sval(v, w, i / nx, i % nx);
+            write_serial(path, cmode, ny, nx, tb, rank);
         }
+    for (int w = rank; w < (writer ? rank + 1 : writers); w += size) { /* (a writer: its own file) */
+        snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
+        if (!writer && env_on("NCPAIR_WRITEBACK")) write_back(path, nx);
+        if (writer && env_on("NCPAIR_READBACK")) read_back(path, nx, rank);
+    }
     free(tb);
     MPI_Allreduce(&g_bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!writer && rank == 0)
         printf(all ? "ncpair reader: %d wrong values\n" : "ncpair reader: all values verified\n", all);
+    if (writer && rank == 0 && env_on("NCPAIR_READBACK"))
+        printf(all ? "ncpair writer: %d wrong values read back\n" : "ncpair writer: write-back verified\n", all);
     return all ? 1 : 0;
 }
 

@@ -32,10 +32,18 @@ def rval(r, y, x):
     return (100000 * r + 1000 * y + x).astype(np.float32) + np.float32(0.5)
 
 
+RECORDS, RECORD = 3, 2  # (the records of r and q in a serial file, and the one of r written)
+
+
+def nval(x):
+    return 7 * x - 3
+
+
 def serial(comm, role, folder, fmt, ny, nx):
-    """ACCESS serial, as ncpair.c's: a file per writer process, front.<rank>.nc (t, and h of which only the
-    first row is written), written by it alone NCPAIR_VERSIONS times; each reader process reads every
-    writer's file alone, version by version."""
+    """ACCESS serial, as ncpair.c's: a file per writer process, front.<rank>.nc (t; h of which only the
+    first row is written; r and q of which only record 2 of r is written), written by it alone
+    NCPAIR_VERSIONS times; each reader process reads every writer's file alone, version by version.
+    (No write-back here.)"""
     rank, size = comm.Get_rank(), comm.Get_size()
     versions, writers = int(os.environ.get("NCPAIR_VERSIONS", "1")), int(os.environ.get("NCPAIR_WRITERS", "1"))
     y, x = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
@@ -51,8 +59,12 @@ def serial(comm, role, folder, fmt, ny, nx):
                     nc.title = TITLE
                     nc.createDimension("y", ny)
                     nc.createDimension("x", nx)
+                    nc.createDimension("time", None)
                     nc.createVariable("t", "f8", ("y", "x"))[:] = value
+                    nc.set_fill_on()  # (nc_set_fill in data mode: the default already)
                     nc.createVariable("h", "f8", ("y", "x"))[0, :] = value[0]  # (the rest: the default fill)
+                    nc.createVariable("r", "i4", ("time", "x"))[RECORD, :] = nval(np.arange(nx))
+                    nc.createVariable("q", "i4", ("time", "x"))
                 continue
             with netCDF4.Dataset(path, "r") as nc:
                 nc.set_auto_mask(False)
@@ -61,11 +73,15 @@ def serial(comm, role, folder, fmt, ny, nx):
                 disk_format = nc.disk_format  # (nc_inq_format_extended's)
                 t = np.asarray(nc["t"][:], np.float64)
                 h = np.asarray(nc["h"][:], np.float64)
+                r, q = (np.asarray(nc[name][:RECORDS], np.int32) for name in ("r", "q"))
             fill = np.full_like(value, netCDF4.default_fillvals["f8"])
             fill[0] = value[0]
-            bad += int(np.count_nonzero(t != value)) + int(np.count_nonzero(h != fill))
+            qfill = np.full((RECORDS, nx), netCDF4.default_fillvals["i4"], np.int32)
+            rfill = qfill.copy()
+            rfill[RECORD] = nval(np.arange(nx))
+            bad += sum(int(np.count_nonzero(a != b)) for a, b in ((t, value), (h, fill), (r, rfill), (q, qfill)))
             if dump:
-                dump.write(disk_format.encode().ljust(16, b"\0") + t.tobytes() + h.tobytes())
+                dump.write(disk_format.encode().ljust(16, b"\0") + b"".join(a.tobytes() for a in (t, h, r, q)))
     if dump:
         dump.close()
     bad = comm.allreduce(bad, op=MPI.SUM)
