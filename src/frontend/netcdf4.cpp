@@ -11,6 +11,8 @@
 //                  sizes by its rule), never applied (no bytes are stored). They reach the readers as
 //                  a hidden attribute "_dtf_netCDF4" of each variable that has some (and of the file:
 //                  its format), put at the variable's first enddef and never shown.
+//   fill           nc_set_fill as netCDF-4's: in any mode, for the variables defined after it; a
+//                  variable not filled is marked so (its readers read zeros where nothing was written)
 //   define mode    NC_NETCDF4 without the classic model enters and leaves define mode by itself
 //   refused        groups, user-defined types, strings, quantize (it changes the values), a second
 //                  unlimited dimension: at the define call, naming the file, the feature and the rule
@@ -73,7 +75,10 @@ struct Var {
     bool cache_set = false;
     size_t cache_size = 0, cache_nelems = 0;
     float cache_preemption = 0;
-    bool hinted() const { return storage != -1 || endian != NC_ENDIAN_NATIVE || !filters.empty(); }
+    // Whether it is not filled, as netCDF-C answers it: NC_NOFILL from the file's fill mode at its
+    // definition, 1 from def_var_fill or in a file opened (model/netcdf4_mark.h: its readers).
+    int no_fill = 0;
+    bool hinted() const { return storage != -1 || endian != NC_ENDIAN_NATIVE || !filters.empty() || no_fill != 0; }
     const Filter *filter(unsigned id) const {
         for (const Filter &f : filters)
             if (f.id == id) return &f;
@@ -90,6 +95,7 @@ struct File {
     bool opened = false; // by nc_open_par (a file its writer defined): endianness as read back
     bool serial = false; // by nc_create or nc_open: no parallel access (nc_var_par_access)
     bool indef = false;
+    int fill_mode = NC_FILL; // netCDF-4's: for the variables defined after it is set, in any mode
     std::map<int, Var> vars;
     std::set<int> hidden; // the variables (NC_GLOBAL: the file) whose hidden attribute the inner file has
     std::string path, rule;
@@ -202,6 +208,7 @@ std::vector<long long> encode(const File &f, int varid) {
         e.push_back(static_cast<long long>(flt.params.size()));
         e.insert(e.end(), flt.params.begin(), flt.params.end());
     }
+    e.push_back(v.no_fill != 0 ? 1 : 0);
     return e;
 }
 
@@ -225,6 +232,9 @@ bool decode(const std::vector<long long> &e, Var *v) {
         }
         v->filters.push_back(std::move(flt));
     }
+    long long no_fill;
+    if (!next(&no_fill)) return false;
+    v->no_fill = no_fill != 0 ? 1 : 0;
     return i == e.size();
 }
 
@@ -385,10 +395,14 @@ int finish(int ncid, const char *call) {
 int t_abort(int ncid) { return finish(ncid, "nc_abort"); }
 int t_close(int ncid, void *) { return finish(ncid, "nc_close"); }
 
+// As netCDF-4: in any mode, for the variables defined after (t_def_var), not for those defined before.
 int t_set_fill(int ncid, int mode, int *old) {
     DTF_NC4_FILE;
     if (!f.writer) return NC_EPERM;
-    return f.d->set_fill(f.inner, mode, old);
+    if (mode != NC_FILL && mode != NC_NOFILL) return NC_EINVAL;
+    if (old) *old = f.fill_mode;
+    f.fill_mode = mode;
+    return NC_NOERR;
 }
 
 int t_inq_format(int ncid, int *format) {
@@ -501,9 +515,12 @@ int t_def_var(int ncid, const char *name, nc_type type, int ndims, const int *di
     if (type > NC_MAX_ATOMIC_TYPE) return refuse(f, "a variable of a user-defined type");
     if (int rc = for_define(f)) return rc;
     int varid = -1;
-    const int rc = f.d->def_var(f.inner, name, type, ndims, dimids, &varid);
+    int rc = f.d->def_var(f.inner, name, type, ndims, dimids, &varid);
+    // (the inner file's fill mode is PnetCDF's, which an opened file does not take from the writer)
+    if (rc == NC_NOERR) rc = f.d->def_var_fill(f.inner, varid, f.fill_mode == NC_NOFILL, nullptr);
     if (rc == NC_NOERR) {
         f.vars[varid] = Var{};
+        f.vars[varid].no_fill = f.fill_mode == NC_NOFILL ? NC_NOFILL : 0; // (netCDF-C's var->no_fill = fill_mode)
         if (varidp) *varidp = varid;
     }
     return rc;
@@ -581,10 +598,17 @@ int t_inq_var_all(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp,
                   size_t *chunksizesp, int *no_fill, void *fill_valuep, int *endiannessp, unsigned *idp,
                   size_t *nparamsp, unsigned *params) {
     DTF_NC4_FILE;
+    const auto known = f.vars.find(varid);
+    const int unfilled = known != f.vars.end() ? known->second.no_fill : 0;
+    // (netCDF-C's PnetCDF table reads the fill value only with the mode; netCDF-4 leaves the value of a
+    // variable it does not fill as it was)
+    int inner_no_fill = 0;
     int rc = f.d->inq_var_all(f.inner, varid, name, xtypep, ndimsp, dimidsp, nattsp, nullptr, nullptr, nullptr,
-                              nullptr, nullptr, nullptr, no_fill, fill_valuep, nullptr, nullptr, nullptr, nullptr);
+                              nullptr, nullptr, nullptr, fill_valuep && !unfilled ? &inner_no_fill : nullptr,
+                              unfilled ? nullptr : fill_valuep, nullptr, nullptr, nullptr, nullptr);
     if (rc) return rc;
     if (nattsp) *nattsp -= hidden_count(f, varid);
+    if (no_fill) *no_fill = unfilled;
     Shape s;
     if ((rc = shape_of(f, varid, &s))) return rc;
     const Var &v = f.vars[varid];
@@ -606,7 +630,9 @@ int t_def_var_fill(int ncid, int varid, int no_fill, const void *value) {
     DTF_NC4_FILE;
     Var *v = nullptr;
     if (int rc = for_hint(f, varid, &v)) return rc;
-    return f.d->def_var_fill(f.inner, varid, no_fill, value);
+    const int rc = f.d->def_var_fill(f.inner, varid, no_fill, value);
+    if (rc == NC_NOERR) v->no_fill = no_fill != 0 ? 1 : 0;
+    return rc;
 }
 
 int t_show_metadata(int) { return NC_NOERR; }

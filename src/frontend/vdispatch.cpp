@@ -416,14 +416,19 @@ void set_destination(Runtime &rt, ReadRecord &r) {
 }
 
 // A netCDF-4 file's get (model/netcdf4_mark.h): what no write covered reads as the fill value of each
-// part's variable in fill mode, as HDF5 gives it; a PnetCDF file's reads zeros there.
+// part's variable, as HDF5 gives it, but zeros in a fixed-size variable netCDF-4 does not fill; a
+// PnetCDF file's reads zeros there. (netCDF-C pads a record variable's records past the last one
+// written to it with the fill value, filled or not; HDF5 gives zeros below it in one not filled, where
+// dtf gives the fill value: the per-variable record count does not reach the readers.)
 void set_unwritten(VirtualFile &vf, ReadRecord &r) {
     int no_fill = 0;
     if (!netcdf4_file(vf)) return;
     for (const match::ReadReq &part : r.parts) {
         std::vector<char> fill = fill_value(vf.header, part.varid);
-        vf.header.inq_var_fill(part.varid, &no_fill, nullptr);
-        r.unwritten.push_back(no_fill ? std::vector<char>() : std::move(fill));
+        vf.header.inq_var_fill(part.varid, &no_fill, nullptr); // (a reader's says filled: ncmpi_open's)
+        const bool unfilled = (no_fill || model::netcdf4_unfilled(vf.header, part.varid)) &&
+                              !vf.header.is_record_var(part.varid);
+        r.unwritten.push_back(unfilled ? std::vector<char>() : std::move(fill));
     }
 }
 

@@ -1325,4 +1325,12 @@ long long netcdf4_format(const Header &h) {
     return mark[1];
 }
 
+bool netcdf4_unfilled(const Header &h, int varid) {
+    nc_type type = NC_NAT;
+    int64_t len = 0;
+    if (h.inq_att(varid, kNetcdf4Mark, &type, &len) != NC_NOERR || len < 1) return false;
+    std::vector<long long> mark(static_cast<size_t>(len));
+    return h.get_att(varid, kNetcdf4Mark, mark.data(), NC_INT64) == NC_NOERR && mark.back() != 0;
+}
+
 } // namespace dtf::model

@@ -85,7 +85,12 @@ static void define(int ncid, int classic, Text *rc) {
     add(rc, "i %d\n", nc_def_var(ncid, "i", NC_INT, 2, d + 2, &v));
     add(rc, "i fill %d\n", nc_def_var_fill(ncid, v, 0, &fill));
     add(rc, "i default chunks %d\n", nc_def_var_chunking(ncid, v, NC_CHUNKED, NULL));
+    add(rc, "n %d\n", nc_def_var(ncid, "n", NC_INT, 1, d + 3, &v));
+    add(rc, "n no fill %d\n", nc_def_var_fill(ncid, v, 1, NULL));
+    int old = -1; /* (netCDF-4's file fill mode: for the variables defined after it only) */
+    add(rc, "nofill %d", nc_set_fill(ncid, NC_NOFILL, &old)), add(rc, " old %d\n", old);
     add(rc, "u %d\n", nc_def_var(ncid, "u", NC_UBYTE, 2, (int[]){d[0], d[3]}, &v));
+    add(rc, "fill %d", nc_set_fill(ncid, NC_FILL, &old)), add(rc, " old %d\n", old);
     add(rc, "p %d\n", nc_def_var(ncid, "p", NC_FLOAT, 3, (int[]){d[0], d[2], d[3]}, &v));
     add(rc, "group %d\n", classic ? nc_def_grp(ncid, "g1", &v) : 0);
 }
@@ -232,8 +237,13 @@ static int writer(const char *path, int classic) {
     /* a variable and an attribute defined in data mode (NC_NETCDF4 redefines by itself, the classic
      * model refuses), then the values (NC_NETCDF4 ends define mode by itself) */
     r1.len = r2.len = 0;
+    int old = -1; /* (in data mode: netCDF-4 takes it) */
+    add(&r1, "nofill %d", nc_set_fill(ncid, NC_NOFILL, &old)), add(&r1, " old %d\n", old);
+    add(&r2, "nofill %d", nc_set_fill(twin, NC_NOFILL, &old)), add(&r2, " old %d\n", old);
     add(&r1, "late %d\n", nc_def_var(ncid, "late", NC_INT, 1, (int[]){3}, &v));
     add(&r2, "late %d\n", nc_def_var(twin, "late", NC_INT, 1, (int[]){3}, &v));
+    add(&r1, "fill %d", nc_set_fill(ncid, NC_FILL, &old)), add(&r1, " old %d\n", old);
+    add(&r2, "fill %d", nc_set_fill(twin, NC_FILL, &old)), add(&r2, " old %d\n", old);
     add(&r1, "late att %d\n", nc_put_att_text(ncid, NC_GLOBAL, "history", 4, "late"));
     add(&r2, "late att %d\n", nc_put_att_text(twin, NC_GLOBAL, "history", 4, "late"));
     ok &= same("the return codes of definitions in data mode", &r1, &r2);
