@@ -127,12 +127,10 @@ GROWTH = [("growth", m, 1, 1, (16, 16, 4), None, 1, 5,
 # netcdf4) beside the same through PnetCDF, at small blocks (16x16x20, 32x20x98 per rank: 2 members x
 # 2 ranks) and the default size, as two jobs and in one MPMD launch, and PnetCDF in netCDF-C's shape
 # (--api pnetcdf-blocking: blocking calls, files read in turn), and netCDF-4 one file per model rank
-# (--api netcdf4-serial: no replay, which dtf refuses for serial files); bench/netcdf4.py runs it and
-# reports file-sync / transfer and transfer netCDF-4 / transfer PnetCDF.
+# (--api netcdf4-serial); bench/netcdf4.py runs it and reports file-sync / transfer and transfer
+# netCDF-4 / transfer PnetCDF.
 NETCDF4_MODES = "transfer,transfer-replay,file-sync"
-SERIAL_MODES = "transfer,file-sync"
-NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6,
-            dict(modes=SERIAL_MODES if api == "netcdf4-serial" else NETCDF4_MODES, rotate=1, api=api, **launch))
+NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6, dict(modes=NETCDF4_MODES, rotate=1, api=api, **launch))
            for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (2, 1, (128, 128, 16)))
            for suffix, launch in (("", {}), (".mpmd", {"launch": "mpmd"}))
            for api in ("pnetcdf", "pnetcdf-blocking", "netcdf4", "netcdf4-serial")]
@@ -173,7 +171,8 @@ SWEEPS = {
               ("compute.off", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 0, "modes": COMPUTE}),
               ("compute.on", 1, 1, 1, (12, 10, 3), None, 1, 3, {"compute": 5, "thread": 1, "modes": COMPUTE}),
               ("netcdf4", 2, 2, 1, (12, 10, 3), None, 1, 3, {"modes": NETCDF4_MODES + ",file", "api": "netcdf4"}),
-              ("netcdf4-serial", 2, 2, 1, (12, 10, 3), None, 1, 3, {"modes": "transfer,file", "api": "netcdf4-serial"})],
+              ("netcdf4-serial", 2, 2, 1, (12, 10, 3), None, 1, 3,
+               {"modes": "transfer,transfer-replay,file", "api": "netcdf4-serial"})],
 }
 
 

@@ -34,8 +34,7 @@
  * rank's file alone (nc_open) and reads the part that meets its block (into its arrays through a buffer
  * when that is not its whole block; nothing when they do not meet); the write-back stays one parallel
  * file per member. Every rank of the assimilation opens each file, so dtf's default serial_readers=
- * (every rank of the reading component) is its count. Not with transfer-replay (dtf refuses replay_io=1
- * for serial files). --api pnetcdf-blocking: PnetCDF in that shape (blocking collective puts and gets, each
+ * (every rank of the reading component) is its count. --api pnetcdf-blocking: PnetCDF in that shape (blocking collective puts and gets, each
  * file read and closed in turn): the peer of netcdf4 that tells what netCDF-C and dtf's netCDF-4 layer
  * add from what blocking calls cost.
  *
@@ -1147,8 +1146,7 @@ static void usage(void) {
                 "  every cycle); not with transfer-persist\n"
                 "  --api netcdf4: netCDF-C on netCDF-4 files (classic model), blocking calls; pnetcdf-blocking:\n"
                 "  PnetCDF's blocking calls in that shape; netcdf4-serial: netCDF-4, one file per model rank\n"
-                "  (created and opened alone); not with --calls original nor transfer-persist (nor\n"
-                "  netcdf4-serial with transfer-replay)\n"
+                "  (created and opened alone); not with --calls original nor transfer-persist\n"
                 "  --grid: points per model rank (weak scaling, default 64 64 16); --global: a fixed grid per\n"
                 "  member split among px x py ranks (strong scaling; KMAX from --grid). Launch both roles\n"
                 "  with dtfrun (see bench/letkf.py); the model has members*px*py ranks, the assimilation as many.\n");
@@ -1270,8 +1268,6 @@ int main(int argc, char **argv) {
                 die("--calls original: not with mode transfer-persist (its analysis files are written back into)");
             if (g_blocking && (c.o.original || !strcmp(mode, "transfer-persist")))
                 die("--api %s: not with --calls original nor mode transfer-persist", api_name[c.o.api]);
-            if (g_serial && !strcmp(mode, "transfer-replay"))
-                die("--api netcdf4-serial: not with mode transfer-replay (dtf refuses replay_io=1 for serial files)");
             Links links, *raw = NULL;
             if (!strcmp(mode, "mpi-raw")) {
                 links = model ? model_links(&c) : assim_links(&c);

@@ -31,21 +31,24 @@ sys.path.insert(0, HERE)
 import plot  # noqa: E402
 
 
-def data_messages(samples, run, mode):
-    """Median per cycle of the data messages of the busiest rank (dtf_counters_read)."""
-    per = [plot.median(plot.seconds(samples, run, mode, c, "msg.data", "max")) for c in ("model", "assim")]
+def messages(samples, run, mode, counter="msg.data"):
+    """Median per cycle of the busiest rank's messages of `counter` (dtf_counters_read: msg.data, msg.control)."""
+    per = [plot.median(plot.seconds(samples, run, mode, c, counter, "max")) for c in ("model", "assim")]
     return max((x for x in per if x is not None), default=None)
 
 
 def table(samples, meta):
-    """Rows (size, launch, {api: ({mode: median s}, replay data messages)}), in the sweep's order."""
+    """Rows (size, launch, {api: ({mode: median s}, replay data messages, {mode: control messages})}), in the
+    sweep's order."""
     rows = {}
     for run in plot.runs(samples, meta):
         api, _, launch = run.label.partition(".")
         size = f"{run.members} x {run.px * run.py} ranks, {run.imax}x{run.jmax}x{run.kmax} per rank"
         cell = rows.setdefault((size, launch or "jobs"), {})
-        cell[api] = ({m: plot.median(plot.cycle_times(samples, run, m)) for m in plot.modes(samples, run)},
-                     data_messages(samples, run, "transfer-replay"))
+        modes = plot.modes(samples, run)
+        cell[api] = ({m: plot.median(plot.cycle_times(samples, run, m)) for m in modes},
+                     messages(samples, run, "transfer-replay"),
+                     {m: messages(samples, run, m, "msg.control") for m in modes})
     return [(size, launch, apis) for (size, launch), apis in rows.items()]
 
 
@@ -74,7 +77,8 @@ def report(samples, meta, command):
     verdict = {k: [] for k in ("sync", "matched.all", "matched.default", "replay.all", "replay.default", "shape.all",
                               "shape.default")}
     for size, launch, apis in table(samples, meta):
-        (n, nm), (p, pm), (b, bm) = (apis.get(a, ({}, None)) for a in ("netcdf4", "pnetcdf", "pnetcdf-blocking"))
+        (n, nm, _), (p, pm, _), (b, bm, _) = (apis.get(a, ({}, None, {})) for a in ("netcdf4", "pnetcdf",
+                                                                                  "pnetcdf-blocking"))
         ms = [x * 1e3 if x else None for x in (n.get("transfer"), n.get("transfer-replay"), n.get("file-sync"),
                                                 p.get("transfer"), p.get("transfer-replay"),
                                                 b.get("transfer"), b.get("transfer-replay"))]
@@ -140,29 +144,33 @@ def serial_report(samples, meta):
              "and analysis files alone (`nc_create`, its block, local dimensions) and every assimilation rank "
              "opens each of them alone (`nc_open`), reading the part that meets its block (dtf's default "
              "`serial_readers=`: every rank of the reading component); the write-back stays one parallel file "
-             "per member. No replay: dtf refuses `replay_io=1` for serial files (not built). Medians in ms as "
-             "above; nc4 and pnc transfer from the table above. With 2 ranks per member each assimilation rank "
-             "opens 8 files a cycle and each of its gets is a request, plan and data round trip with the "
-             "writer process (516 control messages a cycle on the busiest rank, 272 with one rank per member, "
-             "against 10-15 for the parallel files replayed); with 8 processes on 2 cores each round trip waits for the other "
-             "process to be scheduled, and those rows take longer than reading the synced files from disk. "
-             "Replay for serial files would take the round trips away.", "",
-             "| size | launch | nc4-s transfer | nc4-s file-sync | nc4-s file-sync / transfer | nc4-s / nc4 transfer "
-             "| nc4-s / pnc transfer |", "|---|---|---|---|---|---|---|"]
-    sync = []
+             "per member. Medians in ms as above; nc4 and pnc from the table above. Matched (transfer), each "
+             "get of an assimilation rank is a request, plan and data round trip with the writer process "
+             "(with 2 ranks per member each opens 8 files a cycle); replayed, none: each reader process holds "
+             "the plan of its reads and the writer process pushes their data (control messages: the busiest "
+             "rank's per cycle).", "",
+             "| size | launch | nc4-s transfer | nc4-s replay | nc4-s file-sync | nc4-s file-sync / transfer "
+             "| nc4-s file-sync / replay | nc4-s / nc4 replay | nc4-s / pnc replay | control messages transfer / "
+             "replay |", "|---|---|---|---|---|---|---|---|---|---|"]
+    sync = {"transfer": [], "transfer-replay": []}
     for size, launch, apis in table(samples, meta):
-        s = apis.get("netcdf4-serial", ({}, None))[0]
-        n, p = (apis.get(a, ({}, None))[0].get("transfer") for a in ("netcdf4", "pnetcdf"))
-        t, f = s.get("transfer"), s.get("file-sync")
+        s, _, counts = apis.get("netcdf4-serial", ({}, None, {}))
+        n, p = (apis.get(a, ({}, None, {}))[0].get("transfer-replay") for a in ("netcdf4", "pnetcdf"))
+        t, r, f = s.get("transfer"), s.get("transfer-replay"), s.get("file-sync")
         if "128x128" in size:
-            sync.append(ratio(f, t))
-        lines.append(f"| {size} | {launch} | " + " | ".join(plot.fmt_ms(x * 1e3) if x else "-" for x in (t, f)) +
-                     " | " + " | ".join(cell(x) for x in (ratio(f, t), ratio(t, n), ratio(t, p))) + " |")
-    ok = [x for x in sync if x is not None]
-    lines += ["", f"- file-sync / transfer at the default size, one file per model rank: "
-              f"{', '.join(cell(x) for x in sync)} (target >= 5: {'met' if ok and min(ok) >= 5 else 'not met'}).",
-              ""]
-    return lines
+            for m, x in (("transfer", t), ("transfer-replay", r)):
+                sync[m].append(ratio(f, x))
+        control = [counts.get(m) for m in ("transfer", "transfer-replay")]
+        lines.append(f"| {size} | {launch} | " + " | ".join(plot.fmt_ms(x * 1e3) if x else "-" for x in (t, r, f)) +
+                     " | " + " | ".join(cell(x) for x in (ratio(f, t), ratio(f, r), ratio(r, n), ratio(r, p))) +
+                     " | " + " / ".join(f"{x:g}" if x is not None else "-" for x in control) + " |")
+    lines += [""]
+    for m, name in (("transfer", "transfer"), ("transfer-replay", "replayed")):
+        ok = [x for x in sync[m] if x is not None]
+        met = "met" if ok and min(ok) >= 5 else "not met"
+        lines.append(f"- file-sync / transfer at the default size, one file per model rank, {name}: "
+                     f"{', '.join(cell(x) for x in sync[m])} (target >= 5: {met}).")
+    return lines + [""]
 
 
 def main():

@@ -224,11 +224,11 @@ int open_or_create(Runtime &rt, const OpenCall &open, int *ncidp) {
     const char *call = open.name;
     const int mode = open.mode;
     if (!open.pnetcdf && t.rule->mode == config::Mode::Transfer) {
-        if (open.serial && (t.rule->persist || t.rule->falls_back() || t.rule->replay_io))
+        if (open.serial && (t.rule->persist || t.rule->falls_back()))
             fail(DTF_ERR_UNSUPPORTED, "%s of '%s' by one process: %s:%d serves it in transfer mode with %s, which dtf "
                  "does not build for serial files yet: leave it out, or serve the file in file mode (mode=\"file\")",
                  call, t.path.c_str(), rt.config().path.c_str(), t.rule->line,
-                 t.rule->persist ? "persist=1" : t.rule->replay_io ? "replay_io=1" : "fallback=");
+                 t.rule->persist ? "persist=1" : "fallback=");
         if (create && (mode & NC_NETCDF4) && (t.rule->persist || t.rule->falls_back()))
             fail(DTF_ERR_UNSUPPORTED, "%s of '%s' as a netCDF-4 (HDF5) file: %s:%d serves it in transfer mode with %s, "
                  "which dtf does not build for netCDF-4 files yet (it would write a CDF-5 file): leave it out, or "

@@ -544,7 +544,7 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
             }
             PayloadReader r(m->payload, "reader-opened");
             std::vector<int> ranks = r.ints(1 << 24);
-            side.plan = r.i64();
+            const int64_t plan = r.i64();
             const int64_t stamp = r.i64();
             if (ranks.empty())
                 fail(DTF_ERR_PEER, "'%s': component '%s' opened it with no rank", ws.path.c_str(),
@@ -558,13 +558,13 @@ bool learn_readers(Runtime &rt, WriterSession &ws) {
                      static_cast<long long>(stamp), static_cast<long long>(ws.stamp));
             }
             // A serial file's readers open it one process at a time: the group is their union, known
-            // once serial_readers of them came.
+            // once serial_readers of them came, and the plan theirs if each holds the same one.
+            side.plan = !ws.serial || side.serial_opened.empty() || side.plan == plan ? plan : 0;
             std::vector<int> &into = ws.serial ? side.serial_opened : side.ranks;
             into.insert(into.end(), ranks.begin(), ranks.end());
             if (ws.serial) {
                 std::sort(into.begin(), into.end());
                 into.erase(std::unique(into.begin(), into.end()), into.end());
-                side.plan = 0;
                 if (into.size() < static_cast<size_t>(rt.serial_readers(ws.serial_readers, side.component))) continue;
                 side.ranks = into;
             }
@@ -654,8 +654,10 @@ void take_done(Runtime &rt, WriterSession &ws) {
             if (r.i32() == 0) { // its writer rank in a replay, and whether its data would bring it no verdict
                 const int own = r.i32(), no_verdict = r.i32() == 0;
                 ws.own_writers_log.insert(ws.own_writers_log.end(), {done->source, own, no_verdict});
-            } else { // a replayed session's: which reader ranks it read with, and the plan it holds
-                const bool same_ranks = static_cast<uint64_t>(r.i64()) == ranks_hash(side.ranks);
+            } else { // a replayed session's: which reader ranks it read with, and the plan it holds (a
+                // serial file's reader processes each read alone)
+                const bool same_ranks = static_cast<uint64_t>(r.i64()) ==
+                                        ranks_hash(ws.serial ? std::vector<int>{done->source} : side.ranks);
                 const int64_t plan = r.i64();
                 if (!same_ranks || plan != side.plan)
                     fail(DTF_ERR_UNSUPPORTED, "'%s' (session %d): %s than in %s, whose transfer pattern it replays, "

@@ -16,9 +16,10 @@ Scenarios
            it back (comp1=/comp2=, num_sessions=2: SCALE-LETKF's analysis file). --access serial: a
            file per writer process, front.<rank>.nc, written and read by one process each (nc_create,
            nc_open), every reader rank reading every file; --versions N: each written N times, the
-           reader ranks reading each version.
+           reader ranks reading each version (--named: each in a file of its own name); --replay:
+           replay_io=1 (the later versions replay).
   refused  what dtf does not serve yet (in transfer mode a group in a netCDF-4 file: --format netcdf4;
-           serial files with replay_io=1: --access serial) refused at the writer's call,
+           serial files with persist=1: --access serial) refused at the writer's call,
            naming the config line; the reader fails naming the lost writer, nothing hangs.
   unaware  dtfrun without --preload on programs not linked with libdtf that the config names: stops
            before launching, with the fix.
@@ -65,6 +66,7 @@ readers="reader"
 mode="{mode}"
 """
 SKIP = 77
+REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+) matched")
 
 
 def expect(cond, message):
@@ -138,7 +140,8 @@ def scenario_pair(args, work):
         return SKIP
     oracle = os.path.join(work, "oracle")
     os.mkdir(oracle)
-    serial = {"NCPAIR_WRITERS": str(args.writer_ranks), "NCPAIR_VERSIONS": str(args.versions)}
+    serial = {"NCPAIR_WRITERS": str(args.writer_ranks), "NCPAIR_VERSIONS": str(args.versions),
+              "NCPAIR_NAMED": str(int(args.named))}
     # The oracle: the same programs one after the other on a plain file, without dtf (the inquire
     # reader, which checks every value itself, is not run; nor a reader of several versions of a file,
     # of which only the last is on disk then).
@@ -153,6 +156,8 @@ def scenario_pair(args, work):
         text = (WRITEBACK_CONFIG if args.writeback else CONFIG).format(mode=args.mode)
         if args.access == "serial":  # (a file per writer process)
             text = text.replace('filename="front.nc"', 'filename="front.%.nc"')
+        if args.replay:
+            text += "replay_io=1\n"
         if args.reader == "model":  # (and a classic file beside it)
             text += CLASSIC_SECTION.format(mode=args.mode)
         f.write(text)
@@ -160,6 +165,8 @@ def scenario_pair(args, work):
     os.mkdir(data)
     env = {"DTF_TIMEOUT": "30", "NCPAIR_DELAY": str(args.delay), "NCPAIR_DUMP": os.path.join(work, "dtf.dump"),
            "NCPAIR_WRITEBACK": str(int(args.writeback)), "NCPAIR_READBACK": str(int(args.writeback)), **serial}
+    if args.replay:
+        env["DTF_PRINT_STATS"] = "2"
     env.update(kv.split("=", 1) for kv in args.env)
     status, out = run(dtfrun(args, ini, program(args, args.writer, "writer", data),
                              program(args, args.reader, "reader", data)), env)
@@ -169,6 +176,11 @@ def scenario_pair(args, work):
     expect(verified in out, "the reader must verify every value (nc4model: dump them, compared below)")
     if args.writeback:
         expect("ncpair writer: write-back verified" in out, "the writer must read back what the reader wrote back")
+    if args.replay:  # (the first version's batches are matched, each later version's replayed)
+        replayed, matched = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REPLAYED.finditer(out)}.get(
+            "reader", (0, 0))
+        expect(matched > 0 and replayed >= (args.versions - 1) * matched,
+               f"the reader must replay every version after the first: {replayed} batches replayed, {matched} matched")
     if args.quiet:
         expect("[dtf " not in out, "DTF_VERBOSE_LEVEL=-1 (quiet): dtf must print nothing but errors")
     if args.mode == "transfer":
@@ -193,16 +205,16 @@ def scenario_pair(args, work):
 
 def scenario_refused(args, work):
     """What dtf does not serve yet, refused at the call, naming the config line: a group defined in a
-    netCDF-4 file in transfer mode; serial files (--access serial) with replay_io=1."""
+    netCDF-4 file in transfer mode; serial files (--access serial) with persist=1."""
     ini = os.path.join(work, "dtf.ini")
     with open(ini, "w") as f:
         text = CONFIG.format(mode=args.mode).replace('filename="front.nc"', 'filename="front.%nc"')
-        f.write(text + ("replay_io=1\n" if args.access == "serial" else ""))
+        f.write(text + ("persist=1\n" if args.access == "serial" else ""))
     status, out = run(dtfrun(args, ini, program(args, "nc", "writer", work), program(args, "nc", "reader", work)),
                       {"DTF_TIMEOUT": "60", "NCPAIR_GROUP": "1"})
     expect(status != 0, "the run must fail")
     if args.access == "serial":  # (each side's first serial call is refused: whichever comes first ends the run)
-        why = f"by one process: {ini}:5 serves it in transfer mode with replay_io=1, which dtf does not build for " \
+        why = f"by one process: {ini}:5 serves it in transfer mode with persist=1, which dtf does not build for " \
               "serial files yet"
         expect(f"nc_create of '{work}/front.0.nc' {why}" in out or f"nc_open of '{work}/front.0.nc' {why}" in out,
                f"the writer's nc_create or the reader's nc_open must be refused, saying: {why}")
@@ -249,6 +261,8 @@ def main():
     ap.add_argument("--delay", type=float, default=1, help="seconds the writer waits before it creates the file")
     ap.add_argument("--versions", type=int, default=1,
                     help="--access serial: the writer writes each file this many times (the same path again)")
+    ap.add_argument("--named", action="store_true", help="--versions: version v of a file named front.<w>.v<v>.nc")
+    ap.add_argument("--replay", action="store_true", help="replay_io=1 for the file (its later versions replay)")
     ap.add_argument("--writeback", action="store_true",
                     help="the reader writes t + 1 back (NC_WRITE), the writer reads it back (C programs)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for both components")

@@ -26,7 +26,8 @@
  * every record variable), asking nc_set_fill in data mode for the default; each reader rank reads
  * every writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader
  * rank holding each file of the first version open a second before it reads (a writer that
- * overwrote it meanwhile would show). NCPAIR_WRITEBACK=1: then reader rank k writes back the files
+ * overwrote it meanwhile would show); NCPAIR_NAMED=1: version v of writer w is DIR/front.<w>.v<v>.nc (a
+ * name per cycle). NCPAIR_WRITEBACK=1: then reader rank k writes back the files
  * k, k + size, ... alone (NC_WRITE): a variable c(x) added by nc_redef of which it writes c[0], and
  * record 3 of r; NCPAIR_READBACK=1: each writer rank reads its file back alone and checks them, the
  * fill values where nothing was written included (c, and record 3 of q).
@@ -244,7 +245,8 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
     char path[4096];
     for (int v = 1; v <= versions; v++)
         for (int w = writer ? rank : 0; w < (writer ? rank + 1 : writers); w++) {
-            snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
+            if (env_on("NCPAIR_NAMED")) snprintf(path, sizeof path, "%s/front.%d.v%d.nc", dir, w, v);
+            else snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
             if (!writer) {
                 read_serial(path, v, w, versions, ny, nx, cmode, tb);
                 continue;
