@@ -426,8 +426,8 @@ void set_unwritten(VirtualFile &vf, ReadRecord &r) {
     for (const match::ReadReq &part : r.parts) {
         std::vector<char> fill = fill_value(vf.header, part.varid);
         vf.header.inq_var_fill(part.varid, &no_fill, nullptr); // (a reader's says filled: ncmpi_open's)
-        const bool unfilled = (no_fill || model::netcdf4_unfilled(vf.header, part.varid)) &&
-                              !vf.header.is_record_var(part.varid);
+        const bool unfilled = !vf.header.is_record_var(part.varid) &&
+                              (no_fill || model::netcdf4_unfilled(vf.header, part.varid));
         r.unwritten.push_back(unfilled ? std::vector<char>() : std::move(fill));
     }
 }

@@ -762,7 +762,7 @@ void fill_from_att(const Att &a, nc_type var_type, void *out) {
 } // namespace
 
 int Header::set_fill(int fillmode, int *old_modep, bool data_mode) {
-    changed();
+    if (define_mode_) changed(); // (in data mode it changes no definition its readers take: a writer's own fills)
     if (read_only_) return NC_EPERM;
     if (!define_mode_ && !data_mode) return NC_ENOTINDEFINE;
     if (fillmode != NC_FILL && fillmode != NC_NOFILL) return NC_EINVAL;
