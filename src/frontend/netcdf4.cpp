@@ -630,8 +630,11 @@ int t_def_var_fill(int ncid, int varid, int no_fill, const void *value) {
     DTF_NC4_FILE;
     Var *v = nullptr;
     if (int rc = for_hint(f, varid, &v)) return rc;
-    const int rc = f.d->def_var_fill(f.inner, varid, no_fill, value);
+    int rc = f.d->def_var_fill(f.inner, varid, no_fill, value);
     if (rc == NC_NOERR) v->no_fill = no_fill != 0 ? 1 : 0;
+    // (netCDF-4 deletes the fill value of a variable it stops filling)
+    if (rc == NC_NOERR && no_fill && f.d->inq_attid(f.inner, varid, _FillValue, nullptr) == NC_NOERR)
+        rc = f.d->del_att(f.inner, varid, _FillValue);
     return rc;
 }
 

@@ -86,7 +86,8 @@ static void define(int ncid, int classic, Text *rc) {
     add(rc, "i fill %d\n", nc_def_var_fill(ncid, v, 0, &fill));
     add(rc, "i default chunks %d\n", nc_def_var_chunking(ncid, v, NC_CHUNKED, NULL));
     add(rc, "n %d\n", nc_def_var(ncid, "n", NC_INT, 1, d + 3, &v));
-    add(rc, "n no fill %d\n", nc_def_var_fill(ncid, v, 1, NULL));
+    add(rc, "n fill %d\n", nc_def_var_fill(ncid, v, 0, &fill));
+    add(rc, "n no fill %d\n", nc_def_var_fill(ncid, v, 1, NULL)); /* (netCDF-4 deletes its _FillValue then) */
     int old = -1; /* (netCDF-4's file fill mode: for the variables defined after it only) */
     add(rc, "nofill %d", nc_set_fill(ncid, NC_NOFILL, &old)), add(rc, " old %d\n", old);
     add(rc, "u %d\n", nc_def_var(ncid, "u", NC_UBYTE, 2, (int[]){d[0], d[3]}, &v));
