@@ -27,7 +27,7 @@
  * every writer's file (NCPAIR_WRITERS of them) alone (nc_open), version by version, the last reader
  * rank holding each file of the first version open a second before it reads (a writer that
  * overwrote it meanwhile would show); NCPAIR_NAMED=1: version v of writer w is DIR/front.<w>.v<v>.nc (a
- * name per cycle). NCPAIR_WRITEBACK=1: then reader rank k writes back the files
+ * name per cycle). NCPAIR_WRITEBACK=1: then reader rank k writes back the (last version's) files
  * k, k + size, ... alone (NC_WRITE): a variable c(x) added by nc_redef of which it writes c[0], and
  * record 3 of r; NCPAIR_READBACK=1: each writer rank reads its file back alone and checks them, the
  * fill values where nothing was written included (c, and record 3 of q).
@@ -236,6 +236,12 @@ static void read_back(const char *path, MPI_Offset nx, int rank) {
     free(buf);
 }
 
+/* Writer w's file of version v. */
+static void serial_path(char *path, size_t n, const char *dir, int w, int v) {
+    if (env_on("NCPAIR_NAMED")) snprintf(path, n, "%s/front.%d.v%d.nc", dir, w, v);
+    else snprintf(path, n, "%s/front.%d.nc", dir, w);
+}
+
 static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Offset nx) {
     int rank, size, all = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -245,8 +251,7 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
     char path[4096];
     for (int v = 1; v <= versions; v++)
         for (int w = writer ? rank : 0; w < (writer ? rank + 1 : writers); w++) {
-            if (env_on("NCPAIR_NAMED")) snprintf(path, sizeof path, "%s/front.%d.v%d.nc", dir, w, v);
-            else snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
+            serial_path(path, sizeof path, dir, w, v);
             if (!writer) {
                 read_serial(path, v, w, versions, ny, nx, cmode, tb);
                 continue;
@@ -255,7 +260,7 @@ static int serial(int writer, const char *dir, int cmode, MPI_Offset ny, MPI_Off
             write_serial(path, cmode, ny, nx, tb, rank);
         }
     for (int w = rank; w < (writer ? rank + 1 : writers); w += size) { /* (a writer: its own file) */
-        snprintf(path, sizeof path, "%s/front.%d.nc", dir, w);
+        serial_path(path, sizeof path, dir, w, versions);
         if (!writer && env_on("NCPAIR_WRITEBACK")) write_back(path, nx);
         if (writer && env_on("NCPAIR_READBACK")) read_back(path, nx, rank);
     }
