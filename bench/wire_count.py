@@ -11,7 +11,8 @@ Then the same for mpi-raw (the same pattern's messages by plain MPI), and the ra
 MPI 4.1's monitoring component crashes (SIGSEGV in mca_coll_monitoring or mca_pml_monitoring_del_comm
 as dtf_finalize frees a communicator, most runs here) is run again, up to 6 times.
 
-usage: bench/wire_count.py BUILD_DIR [--members N ...] [--md FILE]     (Open MPI 4 only)
+usage: bench/wire_count.py BUILD_DIR [--members N ...] [--api API] [--md FILE]     (Open MPI 4 only)
+--api: letkf_io's (default pnetcdf; netcdf4, netcdf4-serial: netCDF-C, a file per model rank)
 --md: replace the "Messages on the wire" section of FILE (appended if absent).
 """
 import argparse
@@ -46,13 +47,13 @@ def counted(prefix, members):
     return statistics.median(per_cycle.values()) if per_cycle else 0
 
 
-def run(build, members, cycles, mode):
+def run(build, members, cycles, mode, api):
     """Messages sent over the run: {'E': dtf's and the program's own, 'I': inside MPI}, the most one
     process sent, and what dtf's own counters counted per cycle (counted())."""
     with tempfile.TemporaryDirectory(prefix="wire_count-") as work:
         os.mkdir(os.path.join(work, "files"))
         os.mkdir(os.path.join(work, "mon"))
-        spec = ("wire", members, 1, 1, (16, 16, 4), None, 1, cycles, {"modes": mode, "launch": "mpmd"})
+        spec = ("wire", members, 1, 1, (16, 16, 4), None, 1, cycles, {"modes": mode, "launch": "mpmd", "api": api})
         cmd = letkf.command(build, os.path.join(work, "files"), spec, os.path.join(work, "csv"), 300,
                             letkf.config(spec, work))
         env = dict(os.environ, OMPI_MCA_pml_monitoring_enable="2", OMPI_MCA_pml_monitoring_enable_output="3",
@@ -85,8 +86,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("build", metavar="BUILD_DIR")
     p.add_argument("--members", type=int, nargs="+", default=[1, 4, 16])
+    p.add_argument("--api", default="pnetcdf", choices=["pnetcdf", "pnetcdf-blocking", "netcdf4", "netcdf4-serial"])
     p.add_argument("--md", help="replace the section of this markdown file")
     a = p.parse_args()
+    if a.md and a.api != "pnetcdf":
+        p.error("--md replaces the section of the PnetCDF pattern: not with --api")
     build = os.path.abspath(a.build)
     print("messages sent per replayed cycle: dtf's own (its collectives included), inside MPI's collectives, "
           "all; the busiest process's; mpi-raw's; dtf / mpi-raw")
@@ -95,7 +99,7 @@ def main():
     for n in a.members:
         per_cycle = {}
         for mode in ("transfer-replay", "mpi-raw"):
-            (t5, m5, _), (t15, m15, c15) = run(build, n, 5, mode), run(build, n, 15, mode)
+            (t5, m5, _), (t15, m15, c15) = run(build, n, 5, mode, a.api), run(build, n, 15, mode, a.api)
             per_cycle[mode] = ((t15["E"] - t5["E"]) / 10, (t15["I"] - t5["I"]) / 10, (m15 - m5) / 10, c15)
         own, inside, most, mine = per_cycle["transfer-replay"]
         raw = sum(per_cycle["mpi-raw"][:2])  # (mpi-raw counts only its data in letkf_io's rows)

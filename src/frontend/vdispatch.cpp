@@ -421,14 +421,11 @@ void set_destination(Runtime &rt, ReadRecord &r) {
 // written to it with the fill value, filled or not; HDF5 gives zeros below it in one not filled, where
 // dtf gives the fill value: the per-variable record count does not reach the readers.)
 void set_unwritten(VirtualFile &vf, ReadRecord &r) {
-    int no_fill = 0;
     if (!netcdf4_file(vf)) return;
-    for (const match::ReadReq &part : r.parts) {
-        std::vector<char> fill = fill_value(vf.header, part.varid);
-        vf.header.inq_var_fill(part.varid, &no_fill, nullptr); // (a reader's says filled: ncmpi_open's)
-        const bool unfilled = !vf.header.is_record_var(part.varid) &&
-                              (no_fill || model::netcdf4_unfilled(vf.header, part.varid));
-        r.unwritten.push_back(unfilled ? std::vector<char>() : std::move(fill));
+    for (const match::ReadReq &part : r.parts) { // (the mark, not the header's no_fill: a reader's is ncmpi_open's)
+        const bool unfilled =
+            !vf.header.is_record_var(part.varid) && model::netcdf4_unfilled(vf.header, part.varid);
+        r.unwritten.push_back(unfilled ? std::vector<char>() : fill_value(vf.header, part.varid));
     }
 }
 

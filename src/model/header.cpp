@@ -1315,22 +1315,26 @@ int Header::decode(const char *data, size_t size, Header *out) {
     return NC_NOERR;
 }
 
-long long netcdf4_format(const Header &h) {
+namespace {
+// The NC_INT64 values of the netCDF-4 mark of `varid` (NC_GLOBAL: the file's); none without a mark.
+std::vector<long long> netcdf4_mark(const Header &h, int varid) {
     nc_type type = NC_NAT;
     int64_t len = 0;
-    long long mark[2] = {0, 0};
-    if (h.inq_att(NC_GLOBAL, kNetcdf4Mark, &type, &len) != NC_NOERR || len != 2 ||
-        h.get_att(NC_GLOBAL, kNetcdf4Mark, mark, NC_INT64) != NC_NOERR)
-        return 0;
-    return mark[1];
+    if (h.inq_att(varid, kNetcdf4Mark, &type, &len) != NC_NOERR || len < 1) return {};
+    std::vector<long long> mark(static_cast<size_t>(len));
+    if (h.get_att(varid, kNetcdf4Mark, mark.data(), NC_INT64) != NC_NOERR) return {};
+    return mark;
+}
+} // namespace
+
+long long netcdf4_format(const Header &h) {
+    const std::vector<long long> mark = netcdf4_mark(h, NC_GLOBAL);
+    return mark.size() == 2 ? mark[1] : 0;
 }
 
 bool netcdf4_unfilled(const Header &h, int varid) {
-    nc_type type = NC_NAT;
-    int64_t len = 0;
-    if (h.inq_att(varid, kNetcdf4Mark, &type, &len) != NC_NOERR || len < 1) return false;
-    std::vector<long long> mark(static_cast<size_t>(len));
-    return h.get_att(varid, kNetcdf4Mark, mark.data(), NC_INT64) == NC_NOERR && mark.back() != 0;
+    const std::vector<long long> mark = netcdf4_mark(h, varid);
+    return !mark.empty() && mark.back() != 0;
 }
 
 } // namespace dtf::model
