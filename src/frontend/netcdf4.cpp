@@ -10,7 +10,8 @@
 //                  checked and recorded as the library does, answered as it would (the default chunk
 //                  sizes by its rule), never applied (no bytes are stored). They reach the readers as
 //                  a hidden attribute "_dtf_netCDF4" of each variable that has some (and of the file:
-//                  its format), put at the variable's first enddef and never shown.
+//                  its format and which variables have one), put at the variable's first enddef and
+//                  never shown.
 //   fill           nc_set_fill as netCDF-4's: in any mode, for the variables defined after it; a
 //                  variable not filled is marked so (its readers read zeros where nothing was written)
 //   define mode    NC_NETCDF4 without the classic model enters and leaves define mode by itself
@@ -95,6 +96,7 @@ struct File {
     bool opened = false; // by nc_open_par (a file its writer defined): endianness as read back
     bool serial = false; // by nc_create or nc_open: no parallel access (nc_var_par_access)
     bool indef = false;
+    int opened_vars = 0; // the variables the file had at its open (made in `vars` at their first use: var_of)
     int fill_mode = NC_FILL; // netCDF-4's: for the variables defined after it is set, in any mode
     std::map<int, Var> vars;
     std::set<int> hidden; // the variables (NC_GLOBAL: the file) whose hidden attribute the inner file has
@@ -110,6 +112,7 @@ const NC_Dispatch *g_pnetcdf = nullptr; // netCDF-C's PnetCDF table, once a file
 // What create and open hand to the table's create and open, which netCDF-C calls inside them.
 thread_local File *t_pending = nullptr;
 thread_local bool t_inner = false; // an inner file's open, handed to netCDF-C's PnetCDF table (open_inner)
+thread_local bool t_anchor = false; // the open of keep_file_list's file
 
 template <class F> F c_function(const char *name) {
     return reinterpret_cast<F>(netcdf_c_function(name));
@@ -198,7 +201,12 @@ int storage_of(const Var &v, const Shape &s) {
 // ---- the hidden attributes ------------------------------------------------------------------------
 
 std::vector<long long> encode(const File &f, int varid) {
-    if (varid == NC_GLOBAL) return {model::kNetcdf4MarkVersion, f.format};
+    if (varid == NC_GLOBAL) { // (and the variables that have a mark, which its readers then read alone)
+        std::vector<long long> e{model::kNetcdf4MarkVersion, f.format};
+        for (int marked : f.hidden)
+            if (marked != NC_GLOBAL) e.push_back(marked);
+        return e;
+    }
     const Var &v = f.vars.at(varid);
     std::vector<long long> e{v.storage, v.endian, static_cast<long long>(v.chunks.size())};
     e.insert(e.end(), v.chunks.begin(), v.chunks.end());
@@ -238,6 +246,17 @@ bool decode(const std::vector<long long> &e, Var *v) {
     return i == e.size();
 }
 
+// A variable's hints (null: no such variable). Those of a file opened are made at their first use,
+// not one per variable at every open.
+Var *var_of(File &f, int varid) {
+    auto it = f.vars.find(varid);
+    if (it != f.vars.end()) return &it->second;
+    if (varid < 0 || varid >= f.opened_vars) return nullptr;
+    Var &v = f.vars[varid];
+    v.created = true;
+    return &v;
+}
+
 int read_hidden(const File &f, int varid, std::vector<long long> *e) {
     nc_type type;
     size_t len;
@@ -246,36 +265,39 @@ int read_hidden(const File &f, int varid, std::vector<long long> *e) {
     return f.d->get_att(f.inner, varid, kHidden, e->data(), NC_INT64);
 }
 
-// Before the inner file's enddef: the hidden attributes of the file and of each hinted variable not
-// written yet. Hints are fixed at a variable's first enddef, so each is put once and never changed
-// (dtf's readers take a definition that only grows after the writer's first put).
+// Before the inner file's enddef: the hidden attributes of each hinted variable not marked yet, and
+// the file's, which lists them. Hints are fixed at a variable's first enddef, so each is put once and
+// never changed (dtf's readers take a definition that only grows after the writer's first put).
 int put_hidden(File &f) {
-    std::vector<int> ids{NC_GLOBAL};
-    for (const auto &[varid, v] : f.vars)
-        if (v.hinted()) ids.push_back(varid);
-    for (int varid : ids) {
-        if (f.hidden.count(varid)) continue;
+    bool added = false;
+    for (const auto &[varid, v] : f.vars) {
+        if (!v.hinted() || f.hidden.count(varid)) continue;
         const std::vector<long long> e = encode(f, varid);
         if (int rc = f.d->put_att(f.inner, varid, kHidden, NC_INT64, e.size(), e.data(), NC_INT64)) return rc;
         f.hidden.insert(varid);
+        added = true;
     }
+    if (!added && f.hidden.count(NC_GLOBAL)) return NC_NOERR;
+    const std::vector<long long> e = encode(f, NC_GLOBAL);
+    if (int rc = f.d->put_att(f.inner, NC_GLOBAL, kHidden, NC_INT64, e.size(), e.data(), NC_INT64)) return rc;
+    f.hidden.insert(NC_GLOBAL);
     return NC_NOERR;
 }
 
-// An opened file: its format and its variables' hints, from the hidden attributes.
+// An opened file: its format and the hints of the variables its mark lists.
 int load_hidden(File &f) {
-    std::vector<long long> e;
+    std::vector<long long> e, v;
     if (int rc = read_hidden(f, NC_GLOBAL, &e)) return rc;
-    if (e.size() != 2 || e[0] != model::kNetcdf4MarkVersion) return NC_ENOTNC;
+    if (e.size() < 2 || e[0] != model::kNetcdf4MarkVersion) return NC_ENOTNC;
     f.format = static_cast<int>(e[1]);
     f.hidden.insert(NC_GLOBAL);
     int nvars = 0;
     if (int rc = f.d->inq(f.inner, nullptr, &nvars, nullptr, nullptr)) return rc;
-    for (int varid = 0; varid < nvars; varid++) {
-        Var &v = f.vars[varid];
-        v.created = true;
-        if (read_hidden(f, varid, &e) != NC_NOERR) continue;
-        if (!decode(e, &v)) return NC_ENOTNC;
+    f.opened_vars = nvars;
+    for (size_t k = 2; k < e.size(); k++) {
+        const int varid = static_cast<int>(e[k]);
+        Var *var = var_of(f, varid);
+        if (!var || read_hidden(f, varid, &v) != NC_NOERR || !decode(v, var)) return NC_ENOTNC;
         f.hidden.insert(varid);
     }
     return NC_NOERR;
@@ -325,11 +347,11 @@ int for_data(File &f) {
 // A storage hint on a variable: only before its storage is fixed (its first enddef).
 int for_hint(File &f, int varid, Var **v) {
     if (!f.writer) return NC_EPERM;
-    auto it = f.vars.find(varid);
-    if (it == f.vars.end()) return NC_ENOTVAR;
-    if (it->second.created) return NC_ELATEDEF;
+    Var *var = var_of(f, varid);
+    if (!var) return NC_ENOTVAR;
+    if (var->created) return NC_ELATEDEF;
     if (int rc = for_define(f)) return rc;
-    *v = &it->second;
+    *v = var;
     return NC_NOERR;
 }
 
@@ -349,7 +371,7 @@ int for_hint(File &f, int varid, Var **v) {
 int t_create(const char *, int, size_t, int, size_t *, void *, const NC_Dispatch *, int ncid) {
     if (!t_pending) return NC_EINTERNAL;
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_files[ncid] = *t_pending;
+    g_files[ncid] = std::move(*t_pending);
     return NC_NOERR;
 }
 
@@ -357,6 +379,7 @@ int open_inner(const char *path, int mode, int basepe, size_t *hint, void *mpida
 
 int t_open(const char *path, int mode, int basepe, size_t *hint, void *mpidata, const NC_Dispatch *, int ncid) {
     if (t_inner) return open_inner(path, mode, basepe, hint, mpidata, ncid);
+    if (t_anchor) return NC_NOERR;
     return t_create(nullptr, 0, 0, 0, nullptr, nullptr, nullptr, ncid);
 }
 
@@ -598,8 +621,8 @@ int t_inq_var_all(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp,
                   size_t *chunksizesp, int *no_fill, void *fill_valuep, int *endiannessp, unsigned *idp,
                   size_t *nparamsp, unsigned *params) {
     DTF_NC4_FILE;
-    const auto known = f.vars.find(varid);
-    const int unfilled = known != f.vars.end() ? known->second.no_fill : 0;
+    const Var *known = var_of(f, varid);
+    const int unfilled = known ? known->no_fill : 0;
     // (netCDF-C's PnetCDF table reads the fill value only with the mode; netCDF-4 leaves the value of a
     // variable it does not fill as it was)
     int inner_no_fill = 0;
@@ -611,7 +634,8 @@ int t_inq_var_all(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp,
     if (no_fill) *no_fill = unfilled;
     Shape s;
     if ((rc = shape_of(f, varid, &s))) return rc;
-    const Var &v = f.vars[varid];
+    static const Var kNone;
+    const Var &v = known ? *known : kNone;
     answer_storage(f, v, s, shufflep, deflatep, levelp, fletcher32p, contiguousp, chunksizesp, endiannessp);
     const Filter *first = v.filters.empty() ? nullptr : &v.filters.front();
     if (idp) *idp = first ? first->id : 0;
@@ -832,19 +856,19 @@ int t_def_var_filter(int ncid, int varid, unsigned id, size_t nparams, const uns
 
 int t_set_var_chunk_cache(int ncid, int varid, size_t size, size_t nelems, float preemption) {
     DTF_NC4_FILE;
-    auto it = f.vars.find(varid);
-    if (it == f.vars.end()) return NC_ENOTVAR;
+    Var *var = var_of(f, varid);
+    if (!var) return NC_ENOTVAR;
     if (preemption < 0 || preemption > 1) return NC_EINVAL;
-    Var &v = it->second;
+    Var &v = *var;
     v.cache_set = true, v.cache_size = size, v.cache_nelems = nelems, v.cache_preemption = preemption;
     return NC_NOERR;
 }
 
 int t_get_var_chunk_cache(int ncid, int varid, size_t *size, size_t *nelems, float *preemption) {
     DTF_NC4_FILE;
-    auto it = f.vars.find(varid);
-    if (it == f.vars.end()) return NC_ENOTVAR;
-    const Var &v = it->second;
+    const Var *var = var_of(f, varid);
+    if (!var) return NC_ENOTVAR;
+    const Var &v = *var;
     size_t s = kOpenedCacheSize, n = kOpenedCacheNelems;
     float p = kOpenedCachePreemption;
     if (v.cache_set) {
@@ -861,18 +885,18 @@ int t_get_var_chunk_cache(int ncid, int varid, size_t *size, size_t *nelems, flo
 
 int t_inq_var_filter_ids(int ncid, int varid, size_t *n, unsigned *ids) {
     DTF_NC4_FILE;
-    auto it = f.vars.find(varid);
-    if (it == f.vars.end()) return NC_ENOTVAR;
-    if (n) *n = it->second.filters.size();
-    for (size_t i = 0; ids && i < it->second.filters.size(); i++) ids[i] = it->second.filters[i].id;
+    const Var *v = var_of(f, varid);
+    if (!v) return NC_ENOTVAR;
+    if (n) *n = v->filters.size();
+    for (size_t i = 0; ids && i < v->filters.size(); i++) ids[i] = v->filters[i].id;
     return NC_NOERR;
 }
 
 int t_inq_var_filter_info(int ncid, int varid, unsigned id, size_t *nparams, unsigned *params) {
     DTF_NC4_FILE;
-    auto it = f.vars.find(varid);
-    if (it == f.vars.end()) return NC_ENOTVAR;
-    const Filter *flt = it->second.filter(id);
+    const Var *v = var_of(f, varid);
+    if (!v) return NC_ENOTVAR;
+    const Filter *flt = v->filter(id);
     if (!flt) return NC_ENOFILTER;
     std::vector<unsigned> p = flt->params;
     // (HDF5 stores the element size as shuffle's parameter: a file read back shows it)
@@ -891,7 +915,7 @@ int t_def_var_quantize(int ncid, int, int, int) {
 
 int t_inq_var_quantize(int ncid, int varid, int *mode, int *nsd) {
     DTF_NC4_FILE;
-    if (!f.vars.count(varid)) return NC_ENOTVAR;
+    if (!var_of(f, varid)) return NC_ENOTVAR;
     if (mode) *mode = NC_NOQUANTIZE;
     if (nsd) *nsd = 0;
     return NC_NOERR;
@@ -991,6 +1015,26 @@ bool udf_open_reads_nothing() {
                major * 10000 + minor * 100 + patch <= 40900;
     }();
     return nothing;
+}
+
+// netCDF-C frees its list of open files (512 KiB, NCFILELISTLENGTH pointers) whenever its last file
+// closes, and allocates it zeroed at the next open: a program that opens and closes its files in turn
+// (a reader of one member's file after another) paid that at every open, more than the rest of the
+// open costs. A file of dtf's table opened once and never closed keeps the list (it takes one
+// ncid, as every virtual netCDF-4 file's inner file does): with a netCDF-C that opens such a file
+// without reading it (udf_open_reads_nothing; a later one would look for the path).
+void keep_file_list() {
+    static bool kept = false;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (kept || !g_slot || !udf_open_reads_nothing()) return;
+        kept = true;
+    }
+    const auto open = c_function<int (*)(const char *, int, int *)>("nc_open");
+    int ncid = -1;
+    t_anchor = true;
+    if (open) open("dtf: netCDF-C's list of open files", g_slot, &ncid);
+    t_anchor = false;
 }
 
 // The inner file's open through netCDF-C's PnetCDF table without netCDF-C's format probe (an
@@ -1097,6 +1141,7 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
         return NC_NOERR;
     });
     if (rc) return rc;
+    keep_file_list();
     const int keep = NC_NOCLOBBER | NC_SHARE;
     const auto create_par = c_function<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_create_par");
     if ((rc = create_par(path, (cmode & keep) | NC_64BIT_DATA, comm, info, &f.inner))) return rc;
@@ -1140,6 +1185,7 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
         register_table(path);
         return NC_NOERR;
     });
+    if (rc == NC_NOERR) keep_file_list();
     f.writer = (mode & NC_WRITE) != 0;
     f.opened = true;
     f.mode = mode | NC_NETCDF4;

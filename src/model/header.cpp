@@ -1329,7 +1329,7 @@ std::vector<long long> netcdf4_mark(const Header &h, int varid) {
 
 long long netcdf4_format(const Header &h) {
     const std::vector<long long> mark = netcdf4_mark(h, NC_GLOBAL);
-    return mark.size() == 2 ? mark[1] : 0;
+    return mark.size() >= 2 ? mark[1] : 0;
 }
 
 bool netcdf4_unfilled(const Header &h, int varid) {

@@ -6,10 +6,11 @@
 
 namespace dtf::model {
 constexpr char kNetcdf4Mark[] = "_dtf_netCDF4";
-// The file's mark holds two NC_INT64 values: its version and netCDF-C's format of the file,
+// The file's mark holds NC_INT64 values: its version, netCDF-C's format of the file,
 // NC_FORMAT_NETCDF4 (no classic model: its writer may define in data mode, which netCDF-C then
-// enters by itself) or NC_FORMAT_NETCDF4_CLASSIC.
-constexpr long long kNetcdf4MarkVersion = 2;
+// enters by itself) or NC_FORMAT_NETCDF4_CLASSIC, and the ids of the variables that have a mark (an
+// open reads those alone, not a probe per variable).
+constexpr long long kNetcdf4MarkVersion = 3;
 constexpr long long kNetcdf4Format = 3, kNetcdf4ClassicFormat = 4;
 class Header;
 // The format the header's mark holds (kNetcdf4Format or kNetcdf4ClassicFormat); 0: no mark, a
