@@ -42,55 +42,84 @@ using model::WriteRecord;
 // (plan_key); INT_MAX when they are not (session.cpp).
 int name_distance(const std::string &a, const std::string &b);
 
-// The replay plans of one role (replay_io=1), by plan_key(): a few per key, one per line of files
-// (e.g. per ensemble member when the names carry the member and the cycle); find() picks the plan
-// recorded from the most similar name, among those with the given peer ranks if they are known
-// (Plan::peers(): the other side's ranks). At most kPerKey per key (the oldest goes).
+// The replay plans of one role (replay_io=1), by plan_key(): one per line of files (e.g. per ensemble
+// member when the names carry the member and the cycle, or per writer process of files one per
+// process); find() picks the plan recorded from the most similar name, among those with the given peer
+// ranks if they are known (Plan::peers(): the other side's ranks), which are indexed: a reader rank
+// that reads thousands of members' files of one pattern a cycle finds each plan among its line's few.
+// At most kPerKey per key (the oldest goes).
 template <class Plan> class PlanShelf {
 public:
     using Ptr = std::shared_ptr<const Plan>;
-    static constexpr size_t kPerKey = 64;
+    static constexpr size_t kPerKey = 16384;
     // The plan recorded from the name nearest to `path` (fewest differing digit runs, ties: the newest)
     // and that distance (0: the same path), or nullptr.
     Ptr find(const std::string &key, const std::string &path, const std::vector<int> *peers, int *distance) const {
-        auto it = plans_.find(key);
-        if (it == plans_.end()) return nullptr;
+        auto it = shelves_.find(key);
+        if (it == shelves_.end()) return nullptr;
+        const std::map<uint64_t, Ptr> *candidates = &it->second.all;
+        if (peers) {
+            auto line = it->second.by_peers.find(*peers);
+            if (line == it->second.by_peers.end()) return nullptr;
+            candidates = &line->second;
+        }
         Ptr best;
         int best_d = 0;
-        for (const Ptr &p : it->second) {
-            if (peers && p->peers() != *peers) continue;
+        for (const auto &[age, p] : *candidates) {
             const int d = name_distance(path, p->path);
             if (!best || d <= best_d) best = p, best_d = d;
         }
         if (distance) *distance = best_d;
         return best;
     }
-    // Record `fresh` in place of a plan of the same path, or of `old` (the plan the session found)
+    // Record `fresh` in place of the plan of the same path, or of `old` (the plan the session found)
     // if it has the same peers (the next file of that line), else beside them.
     void keep(const std::string &key, const Ptr &old, Ptr fresh) {
-        auto &v = plans_[key];
-        for (Ptr &p : v)
-            if (p->path == fresh->path || (p == old && p->peers() == fresh->peers())) {
-                p = std::move(fresh);
-                return;
-            }
-        if (v.size() == kPerKey) v.erase(v.begin());
-        v.push_back(std::move(fresh));
+        Shelf &s = shelves_[key];
+        auto same = s.by_path.find(fresh->path);
+        if (same != s.by_path.end()) s.remove(Ptr(s.all.at(same->second)));
+        else if (s.holds(old) && old->peers() == fresh->peers()) s.remove(old);
+        else if (s.all.size() == kPerKey) s.remove(Ptr(s.all.begin()->second));
+        s.add(std::move(fresh));
     }
     size_t count(const std::string &key) const {
-        auto it = plans_.find(key);
-        return it == plans_.end() ? 0 : it->second.size();
+        auto it = shelves_.find(key);
+        return it == shelves_.end() ? 0 : it->second.all.size();
     }
     void drop(const std::string &key, const Ptr &old) {
-        auto it = plans_.find(key);
-        if (it == plans_.end()) return;
-        auto &v = it->second;
-        v.erase(std::remove(v.begin(), v.end(), old), v.end());
-        if (v.empty()) plans_.erase(it);
+        auto it = shelves_.find(key);
+        if (it == shelves_.end()) return;
+        it->second.remove(old);
+        if (it->second.all.empty()) shelves_.erase(it);
     }
 
 private:
-    std::map<std::string, std::vector<Ptr>> plans_;
+    struct Shelf {
+        uint64_t next_age = 0;
+        std::map<uint64_t, Ptr> all;                                  // by age, oldest first
+        std::map<std::string, uint64_t> by_path;                      // (one plan per path)
+        std::map<std::vector<int>, std::map<uint64_t, Ptr>> by_peers; // by Plan::peers(), by age
+        void add(Ptr p) {
+            const uint64_t age = next_age++;
+            by_path[p->path] = age;
+            by_peers[p->peers()].emplace(age, p);
+            all.emplace(age, std::move(p));
+        }
+        bool holds(const Ptr &p) const {
+            auto it = p ? by_path.find(p->path) : by_path.end();
+            return it != by_path.end() && all.at(it->second) == p;
+        }
+        void remove(const Ptr &p) { // (`p` is not one of the maps' own)
+            if (!holds(p)) return;
+            const uint64_t age = by_path.at(p->path);
+            by_path.erase(p->path);
+            all.erase(age);
+            auto line = by_peers.find(p->peers());
+            line->second.erase(age);
+            if (line->second.empty()) by_peers.erase(line);
+        }
+    };
+    std::map<std::string, Shelf> shelves_;
 };
 
 
