@@ -74,7 +74,7 @@ static void dump(const void *p, size_t n) {
     }
 }
 static void expect(int ok, const char *what, int rank) {
-    if (!ok && g_bad++ < 10) fprintf(stderr, "ncpair reader rank %d: wrong %s\n", rank, what);
+    if (!ok && g_bad++ < 10) fprintf(stderr, "ncpair rank %d: wrong %s\n", rank, what);
 }
 /* NCPAIR_DUMP=PREFIX: a reader rank writes every byte it read to PREFIX.<rank>. */
 static void open_dump(int rank) {
