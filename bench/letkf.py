@@ -125,13 +125,15 @@ GROWTH = [("growth", m, 1, 1, (16, 16, 4), None, 1, 5,
            {"modes": "transfer,transfer-replay,mpi-raw", "launch": "mpmd"}) for m in (1, 2, 4, 8, 16)]
 # netCDF-4 files (issue 45): the LETKF pattern through netCDF-C on netCDF-4 files (letkf_io --api
 # netcdf4) beside the same through PnetCDF, at small blocks (16x16x20, 32x20x98 per rank: 2 members x
-# 2 ranks) and the default size, as two jobs and in one MPMD launch, and PnetCDF in netCDF-C's shape
+# 2 ranks, 8 processes on this machine's 2 cores; 16x16x20 also with 2 members x 1 rank, 4 processes
+# as at the default size) and the default size, as two jobs and in one MPMD launch, and PnetCDF in netCDF-C's shape
 # (--api pnetcdf-blocking: blocking calls, files read in turn), and netCDF-4 one file per model rank
 # (--api netcdf4-serial); bench/netcdf4.py runs it and reports file-sync / transfer and transfer
 # netCDF-4 / transfer PnetCDF.
 NETCDF4_MODES = "transfer,transfer-replay,file-sync"
 NETCDF4 = [(f"{api}{suffix}", members, px, 1, grid, None, 3, 6, dict(modes=NETCDF4_MODES, rotate=1, api=api, **launch))
-           for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (2, 1, (128, 128, 16)))
+           for members, px, grid in ((2, 2, (16, 16, 20)), (2, 2, (32, 20, 98)), (2, 1, (16, 16, 20)),
+                                     (2, 1, (128, 128, 16)))
            for suffix, launch in (("", {}), (".mpmd", {"launch": "mpmd"}))
            for api in ("pnetcdf", "pnetcdf-blocking", "netcdf4", "netcdf4-serial")]
 # Every mode, for the smoke test.

@@ -7,8 +7,8 @@ Runs bench/letkf.py's sweep netcdf4 (letkf_io through netCDF-C on netCDF-4 files
 same through PnetCDF, and through PnetCDF's blocking calls in netCDF-C's shape, --api pnetcdf-blocking;
 each launch running transfer, transfer-replay and file-sync in turn; and netCDF-4 files one per model
 rank, --api netcdf4-serial, transfer and file-sync; 2
-members of 2 ranks at 16x16x20 and 32x20x98 points per rank, 2 members of 1 rank at the default
-128x128x16; as two jobs and in one MPMD launch), then reports per size and launch the median cycle
+members of 2 ranks at 16x16x20 and 32x20x98 points per rank, 2 members of 1 rank at 16x16x20 and at the
+default 128x128x16; as two jobs and in one MPMD launch), then reports per size and launch the median cycle
 time (the slowest model rank's, cycles 1 on) of each mode and:
   file-sync / transfer        netCDF-4 files written, synced and evicted, read back from disk, against
                               dtf moving them (both through netCDF-C): the target is >= 5 at the
@@ -112,14 +112,16 @@ def report(samples, meta, command):
               "blocking calls in the same shape pay it too: pnc-b); replayed, no control message travels "
               "(the same count as PnetCDF's) but each get takes a data message of its own (the last "
               "column), which weighs most at small blocks. In instructions (bench/callcost.py --api, default "
-              "size, replayed cycle) the assimilation rank's cycle is 1.32x PnetCDF's blocking one (18.1 M "
-              "against 13.7 M: netCDF-C's nc_open_par and nc_create_par, 0.83 M and 0.60 M against "
-              "ncmpi_open's 38 k and ncmpi_create's 44 k, of which about 0.5 M each is netCDF-C clearing its "
-              "512 KiB file list, which it frees whenever no file is open: a memset that callgrind counts "
-              "byte by byte, far less in time) and the model rank's 1.07x (30.9 M against 28.7 M: "
-              "nc_enddef's 152 k against 60 k, 657 k while the writer recorded the fills of netCDF-4's "
-              "default fill mode, which its readers give anyway); a get costs about as much (45 k against "
-              "42 k). netCDF-C's format probe (an MPI_File_open of a "
+              "size, replayed cycle) the assimilation rank's cycle is 1.01x PnetCDF's blocking one (13.9 M "
+              "against 13.8 M) and the model rank's 1.03x (29.7 M against 28.8 M): nc_open_par 83 k against "
+              "ncmpi_open's 42 k, nc_create_par 80 k against ncmpi_create's 44 k, nc_enddef 154 k against "
+              "60 k (it records the fills of netCDF-4's default fill mode), a get 45 k against 41 k. An open "
+              "cost 0.83 M before cdada6b: netCDF-C frees its 512 KiB list of open files whenever its last "
+              "file closes and clears a new one at the next open (dtf now keeps a file of its own table "
+              "open), and the open probed every variable for a hidden mark (the file's mark now lists the "
+              "variables that have one); at 16x16x20 with 2 x 1 ranks the assimilation rank's replayed cycle "
+              "went from 8.27 M to 4.76 M instructions (PnetCDF's blocking calls: 3.29 M). "
+              "netCDF-C's format probe (an MPI_File_open of a "
               "private copy of the header per open, its cost in the kernel and MPI-IO rather than in "
               "instructions) is no longer made once a process has served a netCDF-4 file: this report's "
               "nc4 replay row at 2 x 2 ranks, 32x20x98, two jobs, was 114 ms with it (the report on "
@@ -132,8 +134,8 @@ def report(samples, meta, command):
               "bimodal for both APIs, about 10-20 ms or 100-200 ms from launch to launch at 16x16x20 in one "
               "MPMD launch (4 launches each measured by hand: nc4 107-205 ms in three, 22 ms in one; pnc-b "
               "10-12 ms in two, 115-139 ms and 52 ms in the others), so they show the stalls of processes "
-              "waiting on oversubscribed cores more than the APIs; the default size (4 processes) is the "
-              "comparison.", ""]
+              "waiting on oversubscribed cores more than the APIs; the rows of 2 x 1 ranks (4 processes, "
+              "16x16x20 and the default size) are the comparison.", ""]
     return lines + serial_report(samples, meta)
 
 
