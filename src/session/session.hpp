@@ -73,14 +73,18 @@ public:
         return best;
     }
     // Record `fresh` in place of the plan of the same path, or of `old` (the plan the session found)
-    // if it has the same peers (the next file of that line), else beside them.
+    // if it has the same peers (the next file of that line), else beside them, as the newest. (In
+    // place: of the same age, so that a line keeps its rank among ties of name distance.)
     void keep(const std::string &key, const Ptr &old, Ptr fresh) {
         Shelf &s = shelves_[key];
+        Ptr replaced;
         auto same = s.by_path.find(fresh->path);
-        if (same != s.by_path.end()) s.remove(Ptr(s.all.at(same->second)));
-        else if (s.holds(old) && old->peers() == fresh->peers()) s.remove(old);
+        if (same != s.by_path.end()) replaced = s.all.at(same->second);
+        else if (s.holds(old) && old->peers() == fresh->peers()) replaced = old;
         else if (s.all.size() == kPerKey) s.remove(Ptr(s.all.begin()->second));
-        s.add(std::move(fresh));
+        const uint64_t age = replaced ? s.by_path.at(replaced->path) : s.next_age++;
+        s.remove(replaced);
+        s.add(std::move(fresh), age);
     }
     size_t count(const std::string &key) const {
         auto it = shelves_.find(key);
@@ -99,8 +103,7 @@ private:
         std::map<uint64_t, Ptr> all;                                  // by age, oldest first
         std::map<std::string, uint64_t> by_path;                      // (one plan per path)
         std::map<std::vector<int>, std::map<uint64_t, Ptr>> by_peers; // by Plan::peers(), by age
-        void add(Ptr p) {
-            const uint64_t age = next_age++;
+        void add(Ptr p, uint64_t age) {
             by_path[p->path] = age;
             by_peers[p->peers()].emplace(age, p);
             all.emplace(age, std::move(p));

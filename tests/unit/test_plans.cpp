@@ -59,7 +59,7 @@ int main() {
         const std::vector<int> nobody{-1};
         CHECK(shelf.find(key, member_file(7, 3), &nobody, nullptr) == nullptr);
     }
-    {   // without peers: the nearest name, ties to the newest; a path's plan replaced in place
+    {   // without peers: the nearest name, ties to the newest line; a path's plan replaced in place
         Shelf shelf;
         shelf.keep(key, nullptr, plan(1, 1));
         shelf.keep(key, nullptr, plan(2, 1));
@@ -71,10 +71,23 @@ int main() {
         int distance = -1;
         CHECK(nearest(member_file(3, 6), &distance) == member_file(3, 5) && distance == 1);
         CHECK(nearest(member_file(9, 1), &distance) == member_file(2, 1) && distance == 1);
-        shelf.keep(key, nullptr, plan(1, 1));
+        shelf.keep(key, nullptr, plan(1, 1)); // (in place: the tie still goes to member 2's)
         CHECK(shelf.count(key) == 3);
-        CHECK(nearest(member_file(9, 1), nullptr) == member_file(1, 1));
+        CHECK(nearest(member_file(9, 1), nullptr) == member_file(2, 1));
         CHECK(shelf.find("other|", member_file(1, 1), nullptr, nullptr) == nullptr);
+    }
+    {   // without peers (a writer's lookup), two members a cycle: member 0's next file renews its line in
+        // place, and member 1's next file, as near to that renewed plan as to its own line's, finds its own
+        Shelf shelf;
+        shelf.keep(key, nullptr, plan(0, 1));
+        shelf.keep(key, nullptr, plan(1, 1));
+        for (int cycle = 2; cycle <= 4; ++cycle)
+            for (int m = 0; m < 2; ++m) {
+                const Shelf::Ptr p = shelf.find(key, member_file(m, cycle), nullptr, nullptr);
+                CHECK(p && p->path == member_file(m, cycle - 1));
+                shelf.keep(key, p, plan(m, cycle));
+            }
+        CHECK(shelf.count(key) == 2);
     }
     {   // past the cap the oldest goes; a dropped plan is not found again
         Shelf shelf;
