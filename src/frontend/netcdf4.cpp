@@ -961,10 +961,36 @@ NC_Dispatch make_table(int model) {
 
 // ---- registration, create and open ----------------------------------------------------------------
 
+// Whether netCDF-C opens a file of a user-defined format without reading it (4.9.0 and before; 4.9.1
+// reads its magic number first, and would then take a CDF-5 file's own path).
+bool udf_open_reads_nothing() {
+    static const bool nothing = [] {
+        const auto libvers = c_function<const char *(*)()>("nc_inq_libvers");
+        int major = 0, minor = 0, patch = 0;
+        return libvers && std::sscanf(libvers(), "%d.%d.%d", &major, &minor, &patch) == 3 &&
+               major * 10000 + minor * 100 + patch <= 40900;
+    }();
+    return nothing;
+}
+
+// netCDF-C frees its list of open files (512 KiB, NCFILELISTLENGTH pointers) whenever its last file
+// closes, and allocates it zeroed at the next open: a program that opens and closes its files in turn
+// (a reader of one member's file after another) paid that at every open, more than the rest of the
+// open costs. A file of dtf's table opened once and never closed keeps the list (it takes one
+// ncid, as every virtual netCDF-4 file's inner file does): with a netCDF-C that opens such a file
+// without reading it (udf_open_reads_nothing; a later one would look for the path). Once, as the
+// table is registered.
+void keep_file_list() {
+    if (!udf_open_reads_nothing()) return;
+    const auto open = c_function<int (*)(const char *, int, int *)>("nc_open");
+    int ncid = -1;
+    t_anchor = true;
+    if (open) open("dtf: netCDF-C's list of open files", g_slot, &ncid);
+    t_anchor = false;
+}
+
 // The table in the first user-defined format slot no one else took (ParallelIO takes NC_UDF0).
-void register_table(const std::string &path) {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_slot) return;
+int define_table(const std::string &path) {
     const auto define = c_function<int (*)(int, NC_Dispatch *, char *)>("nc_def_user_format");
     const auto inquire = c_function<int (*)(int, NC_Dispatch **, char *)>("nc_inq_user_format");
     if (!define || !inquire)
@@ -979,11 +1005,20 @@ void register_table(const std::string &path) {
             fail(DTF_ERR_UNSUPPORTED, "netCDF-4 file '%s' in transfer mode: netCDF-C refused dtf's dispatch table "
                  "(nc_def_user_format: %d; dtf was built for dispatch version %d)", path.c_str(), rc,
                  NC_DISPATCH_VERSION);
-        g_slot = slot;
-        return;
+        return slot;
     }
     fail(DTF_ERR_UNSUPPORTED, "netCDF-4 file '%s' in transfer mode: both of netCDF-C's user-defined formats "
          "(NC_UDF0, NC_UDF1) are taken by another library", path.c_str());
+}
+
+// dtf's table, registered at the first netCDF-4 file (and netCDF-C's file list kept from then on).
+void register_table(const std::string &path) {
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (g_slot) return;
+        g_slot = define_table(path);
+    }
+    keep_file_list();
 }
 
 // netCDF-C's head of `ncid`, if netCDF-C knows it.
@@ -1003,38 +1038,6 @@ const NC_Dispatch *inner_table(int inner, const std::string &path) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_pnetcdf = head->dispatch;
     return head->dispatch;
-}
-
-// Whether netCDF-C opens a file of a user-defined format without reading it (4.9.0 and before; 4.9.1
-// reads its magic number first, and would then take a CDF-5 file's own path).
-bool udf_open_reads_nothing() {
-    static const bool nothing = [] {
-        const auto libvers = c_function<const char *(*)()>("nc_inq_libvers");
-        int major = 0, minor = 0, patch = 0;
-        return libvers && std::sscanf(libvers(), "%d.%d.%d", &major, &minor, &patch) == 3 &&
-               major * 10000 + minor * 100 + patch <= 40900;
-    }();
-    return nothing;
-}
-
-// netCDF-C frees its list of open files (512 KiB, NCFILELISTLENGTH pointers) whenever its last file
-// closes, and allocates it zeroed at the next open: a program that opens and closes its files in turn
-// (a reader of one member's file after another) paid that at every open, more than the rest of the
-// open costs. A file of dtf's table opened once and never closed keeps the list (it takes one
-// ncid, as every virtual netCDF-4 file's inner file does): with a netCDF-C that opens such a file
-// without reading it (udf_open_reads_nothing; a later one would look for the path).
-void keep_file_list() {
-    static bool kept = false;
-    {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        if (kept || !g_slot || !udf_open_reads_nothing()) return;
-        kept = true;
-    }
-    const auto open = c_function<int (*)(const char *, int, int *)>("nc_open");
-    int ncid = -1;
-    t_anchor = true;
-    if (open) open("dtf: netCDF-C's list of open files", g_slot, &ncid);
-    t_anchor = false;
 }
 
 // The inner file's open through netCDF-C's PnetCDF table without netCDF-C's format probe (an
@@ -1141,7 +1144,6 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
         return NC_NOERR;
     });
     if (rc) return rc;
-    keep_file_list();
     const int keep = NC_NOCLOBBER | NC_SHARE;
     const auto create_par = c_function<int (*)(const char *, int, MPI_Comm, MPI_Info, int *)>("nc_create_par");
     if ((rc = create_par(path, (cmode & keep) | NC_64BIT_DATA, comm, info, &f.inner))) return rc;
@@ -1185,7 +1187,6 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
         register_table(path);
         return NC_NOERR;
     });
-    if (rc == NC_NOERR) keep_file_list();
     f.writer = (mode & NC_WRITE) != 0;
     f.opened = true;
     f.mode = mode | NC_NETCDF4;
