@@ -20,7 +20,7 @@ struct Figures {
     enum Count {
         Written, Read, NoticesSent, NoticesReceived, Unused, Replayed, Matched, Copied, Referenced,
         RequestsMatched, RequestsReused, PathRecords, PushedEarly, PushedAtTransfer, Ahead, Persisted,
-        PersistBytes, Fallbacks, Dropped, NumCounts
+        PersistBytes, Fallbacks, Dropped, Bundled, NumCounts
     };
     double times[NumTimes] = {};
     long counts[NumCounts] = {};
@@ -41,7 +41,7 @@ Figures mine(const Stats &s) {
         s.sessions_written, s.sessions_read, s.notices_sent, s.notices_received, s.unused_messages,
         s.batches_replayed, s.batches_matched, s.put_bytes_copied, s.put_bytes_referenced, s.requests_matched,
         s.requests_reused, s.path_records, s.pushed_early, s.pushed_at_transfer, s.batches_ahead,
-        s.files_persisted, s.persist_bytes, s.fallbacks, s.definitions_dropped};
+        s.files_persisted, s.persist_bytes, s.fallbacks, s.definitions_dropped, s.batches_bundled};
     std::copy(counts, counts + Figures::NumCounts, f.counts);
     const counters::Totals c = counters::read(false);
     std::copy(c.messages, c.messages + counters::Count, f.messages);
@@ -112,16 +112,17 @@ std::string detail(const std::string &name, int size, const Figures &most, const
     std::string out = format(
         "[dtf %s] stats over %d ranks: dtf_init %.3f s (connect %.3f s); time in dtf by phase (max over ranks):%s; "
         "summed over ranks: %ld write and %ld read sessions closed, %ld notices sent, %ld received, %ld never used; "
-        "%ld definitions of files other ranks read dropped at the end; %ld get batches replayed, %ld matched; replay "
-        "ahead of dtf_transfer: %ld get batches posted, %ld of %ld data messages sent; requests served %ld by "
-        "matching, %ld with the last session's result; put values: %ld bytes copied, %ld referenced; %ld files "
-        "written (persist=1) from %ld bytes of values in %.3f s (max over ranks); %ld sessions went to the file "
+        "%ld definitions of files other ranks read dropped at the end; %ld get batches replayed, %ld matched; "
+        "%ld replayed batches took their data from an earlier one's message (bundled); replay ahead of "
+        "dtf_transfer: %ld get batches posted, %ld of %ld data messages sent; requests served %ld by matching, "
+        "%ld with the last session's result; put values: %ld bytes copied, %ld referenced; %ld files written "
+        "(persist=1) from %ld bytes of values in %.3f s (max over ranks); %ld sessions went to the file "
         "system (fallback=); progress thread %s; %ld path records kept\n",
         name.c_str(), size, most.times[F::Init], most.times[F::Connect], phases.c_str(), n[F::Written], n[F::Read],
         n[F::NoticesSent], n[F::NoticesReceived], n[F::Unused], n[F::Dropped], n[F::Replayed], n[F::Matched],
-        n[F::Ahead], n[F::PushedEarly], n[F::PushedEarly] + n[F::PushedAtTransfer], n[F::RequestsMatched],
-        n[F::RequestsReused], n[F::Copied], n[F::Referenced], n[F::Persisted], n[F::PersistBytes],
-        most.times[F::Persist], n[F::Fallbacks], thread.c_str(), n[F::PathRecords]);
+        n[F::Bundled], n[F::Ahead], n[F::PushedEarly], n[F::PushedEarly] + n[F::PushedAtTransfer],
+        n[F::RequestsMatched], n[F::RequestsReused], n[F::Copied], n[F::Referenced], n[F::Persisted],
+        n[F::PersistBytes], most.times[F::Persist], n[F::Fallbacks], thread.c_str(), n[F::PathRecords]);
     std::string line;
     for (int k = 0; k < counters::Count; ++k) {
         const char *sep = k ? "; " : "";

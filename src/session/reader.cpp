@@ -240,6 +240,37 @@ std::map<int, size_t> message_sizes(const FileSession &fs, const std::vector<mat
 // session each reader rank's own writer rank defined.
 bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_by_own_writer && carries_verdict(n); }
 
+// A plan being recorded: mark in its batches the bundles the writers will send its data messages in, in
+// a replay (kBundleMax; they group their orders alike: writer.cpp bundle_orders).
+void mark_bundles(const FileSession &fs, std::vector<ReaderPlan::Batch> &batches) {
+    std::map<int, std::vector<std::pair<size_t, size_t>>> of_writer; // each writer's messages: (batch, bytes)
+    for (size_t b = 0; b < batches.size(); ++b)
+        for (const auto &[writer, n] : message_sizes(fs, batches[b].pieces)) of_writer[writer].emplace_back(b, n);
+    for (const auto &[writer, list] : of_writer) {
+        std::vector<size_t> sizes;
+        for (const auto &m : list) sizes.push_back(m.second);
+        const std::vector<size_t> heads = bundle_heads(sizes);
+        for (size_t i = 0; i < list.size(); ++i) {
+            if (heads[i] == i) continue;
+            batches[list[i].first].bundled.insert(writer);
+            std::vector<size_t> &bundle = batches[list[heads[i]].first].bundles[writer];
+            if (bundle.empty()) bundle.push_back(list[heads[i]].second);
+            bundle.push_back(list[i].second);
+        }
+    }
+}
+
+// The bytes of writer `writer`'s message in a batch where its pieces have `n`: its bundle's where it
+// begins one there (`planned`: the batch of the replayed plan it is).
+size_t bundle_bytes(const ReaderPlan::Batch *planned, int writer, size_t n) {
+    if (!planned) return n;
+    auto it = planned->bundles.find(writer);
+    if (it == planned->bundles.end()) return n;
+    size_t total = 0;
+    for (size_t m : it->second) total += m;
+    return total;
+}
+
 // The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
 // the writers of its data in that batch, picked by the path (so that the reader ranks of a file fed by
 // the same writers are spread over them), or, with no data, the writer leader. It sends this rank the
@@ -275,6 +306,7 @@ struct PostedBatch {
     };
     std::vector<ReadRecord *> records; // posted ahead: the gets, in batch order
     std::vector<match::Piece> pieces;
+    const ReaderPlan::Batch *planned = nullptr; // the batch of the replayed plan it is (else matched)
     std::map<uint64_t, Part> by_id;
     std::map<int, std::vector<const match::Piece *>> by_writer; // into `pieces`, the data pieces
     // Pieces that overlap (ordered): each writer's message, received whole (`data`), and every piece
@@ -305,6 +337,21 @@ void fetch_whole(Runtime &rt, const FileSession &fs, PostedBatch &posted, int wr
     posted.recvs.push_back(rt.peer_link(fs.peer).data->fetch(writer, rt.data_tag(fs.peer, fs.reader.writer_stamp),
                                                               {{buf.data(), buf.size()}}, what));
     if (verdict) posted.verdicts[writer].first = posted.recvs.back();
+}
+
+// A batch of the replayed plan whose messages came: what the bundles among them brought for later
+// batches, kept for those (ReaderSession::stashed).
+void stash_bundles(Runtime &rt, FileSession &fs, const PostedBatch &posted) {
+    if (!posted.planned) return;
+    for (const auto &[writer, sizes] : posted.planned->bundles) {
+        const char *at = posted.data.at(writer).data() + sizes.front();
+        for (size_t i = 1; i < sizes.size(); ++i) {
+            std::vector<char> part = rt.buffers().take(sizes[i]);
+            if (sizes[i]) std::memcpy(part.data(), at, sizes[i]);
+            at += sizes[i];
+            fs.reader.stashed[writer].push_back(std::move(part));
+        }
+    }
 }
 
 // The writers' verdict of a batch of the replayed plan, once one of its messages that carry one came:
@@ -340,7 +387,10 @@ std::optional<Verdict> verdict_of(Runtime &rt, const FileSession &fs, const Post
 std::shared_ptr<PostedBatch> prefetch(Runtime &rt, FileSession &fs, const ReaderPlan &plan) {
     ReaderSession &rd = fs.reader;
     if (rd.plan_batch >= plan.batches.size()) return nullptr;
-    const auto sizes = message_sizes(fs, plan.batches[rd.plan_batch].pieces);
+    const ReaderPlan::Batch &next = plan.batches[rd.plan_batch];
+    std::map<int, size_t> sizes; // the messages that come in this batch (not in an earlier one's bundle)
+    for (const auto &[writer, n] : message_sizes(fs, next.pieces))
+        if (!next.bundled.count(writer)) sizes[writer] = bundle_bytes(&next, writer, n);
     if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(fs, w.second); }))
         return nullptr;
     auto pre = std::make_shared<PostedBatch>();
@@ -378,12 +428,19 @@ void leave_plan(Runtime &rt, FileSession &fs) {
         for (auto &[writer, buf] : pre->data) scratch.push_back(std::move(buf));
         for (auto &[writer, v] : pre->verdicts) scratch.push_back(std::move(v.second));
     }
-    for (size_t b = rd.plan_batch + (pre ? 1 : 0); b < rd.plan->batches.size(); ++b)
-        for (const auto &[writer, n] : message_sizes(fs, rd.plan->batches[b].pieces)) {
-            scratch.push_back(rt.buffers().take(n + (with_verdict(fs, n) ? kVerdictBytes : 0)));
+    for (size_t b = rd.plan_batch + (pre ? 1 : 0); b < rd.plan->batches.size(); ++b) {
+        const ReaderPlan::Batch &batch = rd.plan->batches[b];
+        for (const auto &[writer, n] : message_sizes(fs, batch.pieces)) {
+            if (batch.bundled.count(writer)) continue; // (it came, or comes, in an earlier batch's bundle)
+            const size_t whole = bundle_bytes(&batch, writer, n);
+            scratch.push_back(rt.buffers().take(whole + (with_verdict(fs, whole) ? kVerdictBytes : 0)));
             recvs.push_back(
                 data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
+    }
+    for (auto &[writer, queue] : rd.stashed)
+        for (auto &b : queue) scratch.push_back(std::move(b));
+    rd.stashed.clear();
     rd.plan_batch = rd.plan->batches.size();
     wait_receives(
         rt, fs, channel, recvs, [&] { for (auto &b : scratch) rt.keep_until_finalize(std::move(b)); },
@@ -672,9 +729,12 @@ std::vector<transport::Span> landing(const PostedBatch &out, const std::vector<c
 // go to buffers of dtf's too and every piece is applied in the order the writes took effect
 // (apply_messages), so that the last write wins, as in the file, whatever the order the messages
 // arrive in. `ahead`: only if every element of every get is covered by a data piece (nothing but the
-// writers' data is written into the user's buffers before they agreed); false if not.
+// writers' data is written into the user's buffers before they agreed); false if not. `planned`: the
+// batch of the replayed plan it is (or may be, before the writers said whether they replay it); a
+// message that begins a bundle there is received whole, one that came in an earlier batch's bundle is
+// taken from where that one left it (ReaderSession::stashed).
 bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch, std::vector<match::Piece> pieces,
-                bool ahead, bool replayed, PostedBatch &out, PostedBatch *from = nullptr) {
+                bool ahead, const ReaderPlan::Batch *planned, PostedBatch &out, PostedBatch *from = nullptr) {
     bool ordered = from != nullptr;
     std::vector<PostedBatch::Part> uncovered;
     // (fills that data written after them covers whole: in fill mode each variable's enddef fill
@@ -695,26 +755,42 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
     out.uncovered.insert(out.uncovered.end(), uncovered.begin(), uncovered.end());
     out.pieces = std::move(pieces);
     out.ordered = ordered;
+    out.planned = planned;
     for (const auto &p : out.pieces) {
         if (!p.fill) out.by_writer[p.writer].push_back(&p);
         else if (!ordered) fill_piece(fs, out, p); // (before any data lands)
     }
     transport::DataPlane &data = *rt.peer_link(fs.peer).data;
     const Tag tag = rt.data_tag(fs.peer, fs.reader.writer_stamp);
+    bool bundled_any = false;
     for (auto &[writer, list] : out.by_writer) {
         size_t n = 0;
-        const bool whole = ordered || std::any_of(list.begin(), list.end(), [&](const match::Piece *p) {
+        const bool bundled = planned && planned->bundled.count(writer);
+        const bool whole = ordered || bundled || (planned && planned->bundles.count(writer)) ||
+                           std::any_of(list.begin(), list.end(), [&](const match::Piece *p) {
                                return out.by_id.at(p->read_id).record->placed;
                            });
         std::vector<transport::Span> spans = landing(out, list, whole, &n);
         phase::add_bytes(phase::Transfer, n);
+        if (bundled) { // (received already, with an earlier batch)
+            auto &queue = fs.reader.stashed[writer];
+            if (queue.empty() || queue.front().size() != n)
+                fail(DTF_ERR_INTERNAL, "'%s' (session %d): the data of writer rank %d for batch %zu of the replayed "
+                     "pattern did not come with an earlier one", fs.path.c_str(), fs.session, writer,
+                     static_cast<size_t>(planned - fs.reader.plan->batches.data()) + 1);
+            out.data[writer] = std::move(queue.front());
+            queue.pop_front();
+            bundled_any = true;
+            continue;
+        }
         if (from) { // (received already: the batch was prefetched)
             out.data[writer] = std::move(from->data.at(writer));
             continue;
         }
         // A batch of the replayed plan (or posted before the writers said whether they replay it):
         // its messages that carry the writers' verdict end with it (with_verdict).
-        const bool verdict = replayed && with_verdict(fs, n);
+        n = bundle_bytes(planned, writer, n);
+        const bool verdict = planned && with_verdict(fs, n);
         if (whole) {
             fetch_whole(rt, fs, out, writer, n, verdict, "receiving data");
             continue;
@@ -731,6 +807,7 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
         out.recvs = std::move(from->recvs);
         out.verdicts = std::move(from->verdicts);
     }
+    if (bundled_any) ++rt.stats().batches_bundled;
     return true;
 }
 
@@ -761,7 +838,8 @@ void post_ahead(Runtime &rt, FileSession &fs) {
     }
     if (reqs != want) return;
     auto posted = std::make_shared<PostedBatch>();
-    if (!post_batch(rt, fs, batch, plan->batches[rd.plan_batch].pieces, true, true, *posted)) return;
+    const ReaderPlan::Batch &next = plan->batches[rd.plan_batch];
+    if (!post_batch(rt, fs, batch, next.pieces, true, &next, *posted)) return;
     posted->records = std::move(batch);
     rd.ahead = std::move(posted);
 }
@@ -779,6 +857,7 @@ void settle_ahead(Runtime &rt, FileSession &fs) {
                               fs.path.c_str(), fs.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
             }, fs.peer);
             ++rd.plan_batch;
+            stash_bundles(rt, fs, *posted);
         } else {
             channel.cancel(posted->recvs); // nothing was sent for them
         }
@@ -821,7 +900,8 @@ void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batc
     // once. They send ahead only what they replay: if they do not, nothing came for these receives.
     bool ahead = false, ready = false;
     if (rd.prefetched && rd.plan_batch < rd.plan->batches.size() && rd.plan->batches[rd.plan_batch].reads == reqs) {
-        post_batch(rt, fs, batch, rd.plan->batches[rd.plan_batch].pieces, false, true, posted, rd.prefetched.get());
+        const ReaderPlan::Batch &next = rd.plan->batches[rd.plan_batch];
+        post_batch(rt, fs, batch, next.pieces, false, &next, posted, rd.prefetched.get());
         rd.prefetched.reset();
         ahead = true;
     } else if (rd.ahead && rd.ahead->records == batch) {
@@ -832,7 +912,8 @@ void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batc
         settle_ahead(rt, fs);
     } else if (const ReaderPlan *plan = undecided_plan(fs)) {
         ahead = plan->batches.size() > rd.plan_batch && plan->batches[rd.plan_batch].reads == reqs &&
-                post_batch(rt, fs, batch, plan->batches[rd.plan_batch].pieces, true, true, posted);
+                post_batch(rt, fs, batch, plan->batches[rd.plan_batch].pieces, true, &plan->batches[rd.plan_batch],
+                           posted);
     }
     if (ahead) {
         try {
@@ -859,15 +940,17 @@ void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batc
         std::vector<match::Piece> pieces = plan_batch(rt, fs, reqs);
         const bool replayed = rd.replay == 1 && !rd.fell_back;
         std::shared_ptr<PostedBatch> pre = replayed ? std::move(rd.prefetched) : nullptr;
-        post_batch(rt, fs, batch, std::move(pieces), false, replayed, posted, pre.get());
+        post_batch(rt, fs, batch, std::move(pieces), false, replayed ? &rd.plan->batches[rd.plan_batch - 1] : nullptr,
+                   posted, pre.get());
     }
-    if (fs.rule->replay_io) rd.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces});
+    if (fs.rule->replay_io) rd.batches_log.push_back(ReaderPlan::Batch{reqs, posted.pieces, {}, {}});
     wait_receives(rt, fs, channel, posted.recvs, keep, [&] {
         return format("a get on '%s' (reader rank %d) waited for %zu of its bytes from %zu writer ranks of "
                       "component '%s'", fs.path.c_str(), rt.component_rank(), channel.pending_bytes(posted.recvs),
                       posted.by_writer.size(), rt.config().component_name(fs.peer).c_str());
     });
     phase::Scope convert(phase::Pack);
+    stash_bundles(rt, fs, posted);
     if (!posted.data.empty()) apply_messages(rt, fs, posted);
 }
 
@@ -1030,6 +1113,7 @@ void end_reader_session(Runtime &rt, FileSession &fs) {
         plan->defined = rd.defined;
         plan->own_writer = own_writer(fs).rank;
         plan->batches = std::move(rd.batches_log);
+        mark_bundles(fs, plan->batches);
         plans.keep(rd.plan_key, rd.plan, std::move(plan));
     }
 }

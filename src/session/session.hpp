@@ -192,6 +192,17 @@ std::string plan_key(const std::string &path, const std::vector<int> &ranks);
 constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16; // the record count (i64), whether the header changed, plan_check
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
+// In a replay, the data messages one writer rank sends one reader rank, in the plan's order, travel
+// together while they add up to at most kBundleMax bytes (a bundle: one message, which carries one
+// verdict, at its end): a program that gets one variable at a time (netCDF-C has no nonblocking gets)
+// receives a message per writer for several of its gets, at the first of them, and the others' from
+// dtf's buffer. Both sides hold the plan and group alike (bundle_heads): the writer its plan's orders
+// when it records it, the reader its plan's batches (ReaderPlan::Batch::bundles). No larger than
+// kVerdictMax, so that a bundle carries the verdict exactly where its first message would have.
+constexpr size_t kBundleMax = kVerdictMax;
+// For messages of `sizes` bytes, in order: the index of the first message of each one's bundle (its own
+// where it begins one, or travels alone).
+std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes);
 // 32 bits of a plan's stamp in the verdict: a reader that took the data by another plan than the
 // writers' says so instead of keeping values laid out by the other.
 inline int32_t plan_check(int64_t stamp) {
@@ -281,6 +292,10 @@ struct ReaderPlan {
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
+        // In a replay (kBundleMax): the writers whose message here begins a bundle, with the sizes of its
+        // messages (this batch's first), and those whose message here came in an earlier batch's bundle.
+        std::map<int, std::vector<size_t>> bundles;
+        std::set<int> bundled;
     };
     std::vector<Batch> batches;
     int own_writer = -1; // the writer rank that takes this rank's ReaderDone in a replay (reader.cpp: own_writer)
@@ -501,6 +516,8 @@ struct ReaderSession {
     // The plan's next batch, received into dtf's buffers before its gets came, since this rank needed
     // the writers' verdict first (kVerdictMax; e.g. the record count); its gets unpack it from there.
     std::shared_ptr<PostedBatch> prefetched;
+    // The messages of later batches of the plan that came in a bundle (kBundleMax), by writer, in order.
+    std::map<int, std::deque<std::vector<char>>> stashed;
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
     std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };

@@ -255,13 +255,15 @@ namespace {
 
 using Packing = WriterSession::Packing;
 
-// The bytes of the plan's data message `o`.
-size_t order_bytes(const WriterSession &ws, size_t o) {
+// The bytes of a data message of `pieces`, whose variables' elements have `elsize` bytes.
+size_t pieces_bytes(const std::vector<match::Piece> &pieces, const std::vector<size_t> &elsize) {
     size_t n = 0;
-    for (const auto &p : ws.plan->orders[o].pieces)
-        n += static_cast<size_t>(p.region.size()) * ws.elsize[static_cast<size_t>(p.varid)];
+    for (const auto &p : pieces) n += static_cast<size_t>(p.region.size()) * elsize[static_cast<size_t>(p.varid)];
     return n;
 }
+
+// The bytes of the plan's data message `o`.
+size_t order_bytes(const WriterSession &ws, size_t o) { return pieces_bytes(ws.plan->orders[o].pieces, ws.elsize); }
 
 // Whether the plan's data message `o` waits for the writers' agreement and carries their verdict.
 bool held(const WriterSession &ws, size_t o) {
@@ -1055,6 +1057,36 @@ void settle_given_up(Runtime &rt, WriterSession &ws) {
     }
 }
 
+namespace {
+
+// The data messages of a recorded session as a replay of its plan sends them: each reader rank's in
+// order, those that add up to at most kBundleMax bytes as one (bundle_heads), at the first one's place.
+std::vector<WriterPlan::Order> bundle_orders(std::vector<WriterPlan::Order> orders, const std::vector<size_t> &elsize) {
+    std::map<int, std::vector<size_t>> of_reader; // the orders to each reader rank
+    for (size_t o = 0; o < orders.size(); ++o) of_reader[orders[o].reader].push_back(o);
+    std::vector<size_t> head(orders.size());
+    for (const auto &[reader, list] : of_reader) {
+        std::vector<size_t> sizes;
+        for (size_t o : list) sizes.push_back(pieces_bytes(orders[o].pieces, elsize));
+        const std::vector<size_t> heads = bundle_heads(sizes);
+        for (size_t i = 0; i < list.size(); ++i) head[list[i]] = list[heads[i]];
+    }
+    std::vector<WriterPlan::Order> out;
+    std::vector<size_t> at(orders.size()); // where each head went in `out`
+    for (size_t o = 0; o < orders.size(); ++o) {
+        if (head[o] == o) {
+            at[o] = out.size();
+            out.push_back(std::move(orders[o]));
+            continue;
+        }
+        auto &pieces = out[at[head[o]]].pieces;
+        pieces.insert(pieces.end(), orders[o].pieces.begin(), orders[o].pieces.end());
+    }
+    return out;
+}
+
+} // namespace
+
 void end_writer_session(Runtime &rt, WriterSession &ws) {
     if (ws.is_matcher()) { // keep this session's match results for the next one
         auto &memos = sessions(rt).match_memos;
@@ -1099,7 +1131,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->next_stamp = ws.next_stamp;
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
-    plan->orders = std::move(ws.orders_log);
+    plan->orders = bundle_orders(std::move(ws.orders_log), ws.elsize);
     plans.keep(ws.plan_key, ws.plan, std::move(plan));
 }
 

@@ -66,7 +66,7 @@ readers="reader"
 mode="{mode}"
 """
 SKIP = 77
-REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+) matched")
+REPLAYED = re.compile(r"\[dtf (\w+)\] stats .* (\d+) get batches replayed, (\d+) matched; (\d+) replayed batches")
 
 
 def expect(cond, message):
@@ -177,10 +177,15 @@ def scenario_pair(args, work):
     if args.writeback:
         expect("ncpair writer: write-back verified" in out, "the writer must read back what the reader wrote back")
     if args.replay:  # (the first version's batches are matched, each later version's replayed)
-        replayed, matched = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REPLAYED.finditer(out)}.get(
-            "reader", (0, 0))
+        replayed, matched, bundled = {m.group(1): tuple(int(g) for g in m.groups()[1:])
+                                      for m in REPLAYED.finditer(out)}.get("reader", (0, 0, 0))
         expect(matched > 0 and replayed >= (args.versions - 1) * matched,
                f"the reader must replay every version after the first: {replayed} batches replayed, {matched} matched")
+        # (each get of a file is a batch of its own, its data small: a writer's messages to a reader go in
+        # bundles, so most replayed batches find theirs in an earlier batch's message)
+        expect(2 * bundled >= replayed,
+               f"the replayed gets must come in bundles: {bundled} of {replayed} replayed batches took their data "
+               "from an earlier one's message")
     if args.quiet:
         expect("[dtf " not in out, "DTF_VERBOSE_LEVEL=-1 (quiet): dtf must print nothing but errors")
     if args.mode == "transfer":

@@ -1,4 +1,5 @@
-// Unit test of the replay plans' shelf (src/session/session.hpp PlanShelf): which plan a session finds.
+// Unit test of the replay plans' shelf (src/session/session.hpp PlanShelf): which plan a session finds;
+// and of how a replay groups a plan's small data messages (bundle_heads).
 // A reader rank of an ensemble reads one file per member each cycle, every member's from other writer
 // ranks, under one name pattern: it must find each member's plan again however many members there are
 // (a shelf that kept 64 per pattern found none past that), each line's plan must be replaced by the
@@ -101,6 +102,17 @@ int main() {
         shelf.drop(key, p);
         CHECK(shelf.find(key, member_file(2, 2), &third, nullptr) == nullptr);
         CHECK(shelf.count(key) == Shelf::kPerKey - 1);
+    }
+    {   // a replay's bundles (bundle_heads): small messages go together while they add up to kBundleMax
+        using V = std::vector<size_t>;
+        const size_t max = kBundleMax, third = kBundleMax / 3;
+        CHECK(bundle_heads({}).empty());
+        CHECK(bundle_heads({10}) == V{0});
+        CHECK(bundle_heads({third, third, third, third}) == (V{0, 0, 0, 3}));
+        CHECK(bundle_heads({max, 1, 1}) == (V{0, 1, 1}));           // full: the next one begins anew
+        CHECK(bundle_heads({1, max + 1, 1, 1}) == (V{0, 1, 2, 2})); // a larger one travels alone
+        CHECK(bundle_heads({0, 0, max, 0}) == (V{0, 0, 0, 0}));     // (empty messages: no bytes)
+        CHECK(bundle_heads({max - 1, 2}) == (V{0, 1}));
     }
     return dtf::unit::check_result("unit.plans");
 }
