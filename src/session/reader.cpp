@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include "common/counters.hpp"
 #include "common/log.hpp"
@@ -260,15 +261,19 @@ void mark_bundles(const FileSession &fs, std::vector<ReaderPlan::Batch> &batches
     }
 }
 
-// The bytes of writer `writer`'s message in a batch where its pieces have `n`: its bundle's where it
-// begins one there (`planned`: the batch of the replayed plan it is).
-size_t bundle_bytes(const ReaderPlan::Batch *planned, int writer, size_t n) {
-    if (!planned) return n;
+// The sizes of the messages of the bundle writer `writer`'s message begins in a batch of the replayed
+// plan (`planned`), or nullptr.
+const std::vector<size_t> *bundle_of(const ReaderPlan::Batch *planned, int writer) {
+    if (!planned) return nullptr;
     auto it = planned->bundles.find(writer);
-    if (it == planned->bundles.end()) return n;
-    size_t total = 0;
-    for (size_t m : it->second) total += m;
-    return total;
+    return it == planned->bundles.end() ? nullptr : &it->second;
+}
+
+// The bytes of writer `writer`'s message in a batch where its pieces have `n`: its bundle's where it
+// begins one there.
+size_t bundle_bytes(const ReaderPlan::Batch *planned, int writer, size_t n) {
+    const std::vector<size_t> *sizes = bundle_of(planned, writer);
+    return sizes ? std::accumulate(sizes->begin(), sizes->end(), size_t{0}) : n;
 }
 
 // The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
@@ -314,6 +319,9 @@ struct PostedBatch {
     // except that those with pieces of a placed get are received whole too and applied as they are.
     bool ordered = false;
     std::map<int, std::vector<char>> data;
+    // The messages of writers whose data for this batch came in an earlier batch's bundle: where it is
+    // in ReaderSession::stashed.
+    std::map<int, const char *> stashed;
     std::vector<Ticket> recvs;
     std::vector<Part> uncovered; // parts some of whose elements no piece covers
     // The writers' verdict at the end of the messages that carry one (with_verdict), by writer, with
@@ -339,18 +347,27 @@ void fetch_whole(Runtime &rt, const FileSession &fs, PostedBatch &posted, int wr
     if (verdict) posted.verdicts[writer].first = posted.recvs.back();
 }
 
-// A batch of the replayed plan whose messages came: what the bundles among them brought for later
-// batches, kept for those (ReaderSession::stashed).
-void stash_bundles(Runtime &rt, FileSession &fs, const PostedBatch &posted) {
-    if (!posted.planned) return;
-    for (const auto &[writer, sizes] : posted.planned->bundles) {
-        const char *at = posted.data.at(writer).data() + sizes.front();
-        for (size_t i = 1; i < sizes.size(); ++i) {
-            std::vector<char> part = rt.buffers().take(sizes[i]);
-            if (sizes[i]) std::memcpy(part.data(), at, sizes[i]);
-            at += sizes[i];
-            fs.reader.stashed[writer].push_back(std::move(part));
+// A batch whose messages came and were applied: its buffers given back, but the bundles that begin
+// in it (a batch of the replayed plan), which are kept for the later batches they bring data for
+// (ReaderSession::stashed); a bundle those took all of is given back.
+void keep_bundles(Runtime &rt, FileSession &fs, PostedBatch &posted) {
+    auto &stashed = fs.reader.stashed;
+    for (auto &[writer, buf] : posted.data) {
+        const std::vector<size_t> *sizes = bundle_of(posted.planned, writer);
+        if (!sizes) {
+            rt.buffers().give(std::move(buf));
+            continue;
         }
+        ReaderSession::Stash &stash = stashed[writer];
+        stash.bytes = std::move(buf);
+        stash.at = sizes->front();
+        stash.parts.assign(sizes->begin() + 1, sizes->end());
+    }
+    for (const auto &[writer, at] : posted.stashed) {
+        auto it = stashed.find(writer);
+        if (it == stashed.end() || !it->second.parts.empty()) continue;
+        rt.buffers().give(std::move(it->second.bytes));
+        stashed.erase(it);
     }
 }
 
@@ -438,8 +455,7 @@ void leave_plan(Runtime &rt, FileSession &fs) {
                 data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
     }
-    for (auto &[writer, queue] : rd.stashed)
-        for (auto &b : queue) scratch.push_back(std::move(b));
+    for (auto &[writer, stash] : rd.stashed) scratch.push_back(std::move(stash.bytes));
     rd.stashed.clear();
     rd.plan_batch = rd.plan->batches.size();
     wait_receives(
@@ -617,17 +633,19 @@ void fill_piece(const FileSession &fs, const PostedBatch &posted, const match::P
 // writer's message into its get's destination, or straight into the user's buffer where the get is
 // placed; where they overlap (ordered), with the fills, in the order their writes took effect
 // (match::applies_before).
-void apply_messages(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
+void apply_messages(const FileSession &fs, PostedBatch &posted) {
     std::vector<std::pair<const match::Piece *, const char *>> order; // with where its values are
-    for (auto &[writer, buf] : posted.data) {
-        phase::add_bytes(phase::Pack, buf.size());
-        const char *src = buf.data();
+    auto message = [&](int writer, const char *src) {
+        const char *begin = src;
         for (const auto *p : posted.by_writer.at(writer)) {
             order.emplace_back(p, src);
             const ReadRecord &r = *posted.by_id.at(p->read_id).record;
             src += static_cast<size_t>(p->region.size()) * types::type_size(r.xtype);
         }
-    }
+        phase::add_bytes(phase::Pack, static_cast<uint64_t>(src - begin));
+    };
+    for (const auto &[writer, buf] : posted.data) message(writer, buf.data());
+    for (const auto &[writer, at] : posted.stashed) message(writer, at);
     if (posted.ordered) {
         for (const auto &p : posted.pieces)
             if (p.fill) order.emplace_back(&p, nullptr);
@@ -658,7 +676,6 @@ void apply_messages(Runtime &rt, const FileSession &fs, PostedBatch &posted) {
         }
         counters::copied(false, static_cast<uint64_t>(p->region.size()) * es);
     }
-    for (auto &[writer, buf] : posted.data) rt.buffers().give(std::move(buf));
 }
 
 // How the pieces of `batch` cover its gets: whether they must be applied in the order their writes took
@@ -766,20 +783,21 @@ bool post_batch(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &b
     for (auto &[writer, list] : out.by_writer) {
         size_t n = 0;
         const bool bundled = planned && planned->bundled.count(writer);
-        const bool whole = ordered || bundled || (planned && planned->bundles.count(writer)) ||
+        const bool whole = ordered || bundled || bundle_of(planned, writer) ||
                            std::any_of(list.begin(), list.end(), [&](const match::Piece *p) {
                                return out.by_id.at(p->read_id).record->placed;
                            });
         std::vector<transport::Span> spans = landing(out, list, whole, &n);
         phase::add_bytes(phase::Transfer, n);
         if (bundled) { // (received already, with an earlier batch)
-            auto &queue = fs.reader.stashed[writer];
-            if (queue.empty() || queue.front().size() != n)
+            auto stash = fs.reader.stashed.find(writer);
+            if (stash == fs.reader.stashed.end() || stash->second.parts.empty() || stash->second.parts.front() != n)
                 fail(DTF_ERR_INTERNAL, "'%s' (session %d): the data of writer rank %d for batch %zu of the replayed "
                      "pattern did not come with an earlier one", fs.path.c_str(), fs.session, writer,
                      static_cast<size_t>(planned - fs.reader.plan->batches.data()) + 1);
-            out.data[writer] = std::move(queue.front());
-            queue.pop_front();
+            out.stashed[writer] = stash->second.bytes.data() + stash->second.at;
+            stash->second.at += n;
+            stash->second.parts.pop_front();
             bundled_any = true;
             continue;
         }
@@ -857,16 +875,16 @@ void settle_ahead(Runtime &rt, FileSession &fs) {
                               fs.path.c_str(), fs.session, rt.component_rank(), channel.pending_bytes(posted->recvs));
             }, fs.peer);
             ++rd.plan_batch;
-            stash_bundles(rt, fs, *posted);
         } else {
             channel.cancel(posted->recvs); // nothing was sent for them
+            posted->planned = nullptr;     // (nor for the bundles that would begin in it)
         }
     } catch (...) {
         channel.cancel(posted->recvs);
         keep_buffers(rt, *posted, posted->records);
         throw;
     }
-    for (auto &[writer, buf] : posted->data) rt.buffers().give(std::move(buf));
+    keep_bundles(rt, fs, *posted);
 }
 
 bool ahead_includes(const FileSession &fs, const std::vector<int> &ids) {
@@ -950,8 +968,8 @@ void receive_batch(Runtime &rt, FileSession &fs, std::vector<ReadRecord *> &batc
                       posted.by_writer.size(), rt.config().component_name(fs.peer).c_str());
     });
     phase::Scope convert(phase::Pack);
-    stash_bundles(rt, fs, posted);
-    if (!posted.data.empty()) apply_messages(rt, fs, posted);
+    apply_messages(fs, posted);
+    keep_bundles(rt, fs, posted);
 }
 
 int finish_gets(Runtime &rt, FileSession &fs, const std::vector<ReadRecord *> &batch) {

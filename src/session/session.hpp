@@ -516,8 +516,14 @@ struct ReaderSession {
     // The plan's next batch, received into dtf's buffers before its gets came, since this rank needed
     // the writers' verdict first (kVerdictMax; e.g. the record count); its gets unpack it from there.
     std::shared_ptr<PostedBatch> prefetched;
-    // The messages of later batches of the plan that came in a bundle (kBundleMax), by writer, in order.
-    std::map<int, std::deque<std::vector<char>>> stashed;
+    // A bundle that came (kBundleMax), by writer: its message, where the next batch's part begins, and
+    // the sizes of the parts later batches take from it, in order (given back once they took them all).
+    struct Stash {
+        std::vector<char> bytes;
+        size_t at = 0;
+        std::deque<size_t> parts;
+    };
+    std::map<int, Stash> stashed;
     bool fell_back = false;        // a batch differed from the plan (the rest was matched again)
     std::vector<ReaderPlan::Batch> batches_log; // this session's batches (for a new plan)
 };
