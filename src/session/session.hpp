@@ -197,9 +197,11 @@ inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
 // verdict, at its end): a program that gets one variable at a time (netCDF-C has no nonblocking gets)
 // receives a message per writer for several of its gets, at the first of them, and the others' from
 // dtf's buffer. Both sides hold the plan and group alike (bundle_heads): the writer its plan's orders
-// when it records it, the reader its plan's batches (ReaderPlan::Batch::bundles). No larger than
-// kVerdictMax, so that a bundle carries the verdict exactly where its first message would have.
-constexpr size_t kBundleMax = kVerdictMax;
+// when it records it, the reader its plan's batches (ReaderPlan::Batch::bundles). Below kVerdictMax, so
+// that a bundle carries the verdict exactly where its first message would have; with the verdict at
+// most 64 KiB, Open MPI's eager limit over TCP: bundles of 64 KiB and a verdict each waited for the
+// receiver's handshake, and made letkf_io's netCDF-4 cycle at the default size, two jobs, 25 -> 30-35 ms.
+constexpr size_t kBundleMax = kVerdictMax - kVerdictBytes;
 // For messages of `sizes` bytes, in order: the index of the first message of each one's bundle (its own
 // where it begins one, or travels alone).
 std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes);
