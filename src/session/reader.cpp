@@ -276,6 +276,15 @@ size_t bundle_bytes(const ReaderPlan::Batch *planned, int writer, size_t n) {
     return sizes ? std::accumulate(sizes->begin(), sizes->end(), size_t{0}) : n;
 }
 
+// The messages that come in a batch of the replayed plan, by writer, with their bytes (a bundle's where
+// one begins there): none from a writer whose data for it comes in an earlier batch's bundle.
+std::map<int, size_t> arriving(const FileSession &fs, const ReaderPlan::Batch &batch) {
+    std::map<int, size_t> sizes;
+    for (const auto &[writer, n] : message_sizes(fs, batch.pieces))
+        if (!batch.bundled.count(writer)) sizes[writer] = bundle_bytes(&batch, writer, n);
+    return sizes;
+}
+
 // The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
 // the writers of its data in that batch, picked by the path (so that the reader ranks of a file fed by
 // the same writers are spread over them), or, with no data, the writer leader. It sends this rank the
@@ -404,10 +413,7 @@ std::optional<Verdict> verdict_of(Runtime &rt, const FileSession &fs, const Post
 std::shared_ptr<PostedBatch> prefetch(Runtime &rt, FileSession &fs, const ReaderPlan &plan) {
     ReaderSession &rd = fs.reader;
     if (rd.plan_batch >= plan.batches.size()) return nullptr;
-    const ReaderPlan::Batch &next = plan.batches[rd.plan_batch];
-    std::map<int, size_t> sizes; // the messages that come in this batch (not in an earlier one's bundle)
-    for (const auto &[writer, n] : message_sizes(fs, next.pieces))
-        if (!next.bundled.count(writer)) sizes[writer] = bundle_bytes(&next, writer, n);
+    const std::map<int, size_t> sizes = arriving(fs, plan.batches[rd.plan_batch]);
     if (std::none_of(sizes.begin(), sizes.end(), [&](const auto &w) { return with_verdict(fs, w.second); }))
         return nullptr;
     auto pre = std::make_shared<PostedBatch>();
@@ -445,16 +451,12 @@ void leave_plan(Runtime &rt, FileSession &fs) {
         for (auto &[writer, buf] : pre->data) scratch.push_back(std::move(buf));
         for (auto &[writer, v] : pre->verdicts) scratch.push_back(std::move(v.second));
     }
-    for (size_t b = rd.plan_batch + (pre ? 1 : 0); b < rd.plan->batches.size(); ++b) {
-        const ReaderPlan::Batch &batch = rd.plan->batches[b];
-        for (const auto &[writer, n] : message_sizes(fs, batch.pieces)) {
-            if (batch.bundled.count(writer)) continue; // (it came, or comes, in an earlier batch's bundle)
-            const size_t whole = bundle_bytes(&batch, writer, n);
-            scratch.push_back(rt.buffers().take(whole + (with_verdict(fs, whole) ? kVerdictBytes : 0)));
+    for (size_t b = rd.plan_batch + (pre ? 1 : 0); b < rd.plan->batches.size(); ++b)
+        for (const auto &[writer, n] : arriving(fs, rd.plan->batches[b])) {
+            scratch.push_back(rt.buffers().take(n + (with_verdict(fs, n) ? kVerdictBytes : 0)));
             recvs.push_back(
                 data.fetch(writer, tag, {{scratch.back().data(), scratch.back().size()}}, "receiving replayed data"));
         }
-    }
     for (auto &[writer, stash] : rd.stashed) scratch.push_back(std::move(stash.bytes));
     rd.stashed.clear();
     rd.plan_batch = rd.plan->batches.size();
