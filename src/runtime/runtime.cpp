@@ -457,7 +457,7 @@ void Runtime::connect_peers() {
             }
             continue;
         }
-        add_peer(p, inter, spec.acceptor);
+        add_peer(p, inter, spec.acceptor, false);
     }
 }
 
@@ -539,7 +539,7 @@ void Runtime::connect_in_launch(const std::vector<int> &peers) {
                  seen.empty() ? "none" : seen.c_str());
         MPI_Comm inter;
         check_mpi(MPI_Comm_dup(it->second.second, &inter), "MPI_Comm_dup of the launch's inter-communicator");
-        add_peer(p, inter, mpmd::context() < it->second.first);
+        add_peer(p, inter, mpmd::context() < it->second.first, true);
     }
 }
 
@@ -550,9 +550,10 @@ void Runtime::leave_launch(const std::string &why) {
             transport::tell_exchange_failed(inter, why);
 }
 
-void Runtime::add_peer(int p, MPI_Comm inter, bool acceptor) {
+void Runtime::add_peer(int p, MPI_Comm inter, bool acceptor, bool in_launch) {
     PeerLink link;
     link.component = p;
+    link.in_launch = in_launch;
     link.name = config_.components[p];
     link.inter = inter;
     MPI_Comm_remote_size(link.inter, &link.remote_size);

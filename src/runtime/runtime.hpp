@@ -74,6 +74,7 @@ struct PeerLink {
     int remote_size = 0;
     std::unique_ptr<transport::Channel> channel; // over `inter`
     std::unique_ptr<transport::DataPlane> data;  // the data messages, over `channel`
+    bool in_launch = false; // both components started by one MPMD launch (else connected by port)
 };
 
 // What this rank knows about one path: its own closed sessions and (file mode) the peers'.
@@ -325,7 +326,7 @@ private:
     // dtf_init failed in one launch: the programs not met yet are told why (they wait for this one).
     void leave_launch(const std::string &why);
     // A connected peer component: its link over `inter` (owned from now on), checked by handshake().
-    void add_peer(int component, MPI_Comm inter, bool acceptor);
+    void add_peer(int component, MPI_Comm inter, bool acceptor, bool in_launch);
     void handshake(PeerLink &link, double timeout_s);
     void teardown(bool orderly);
     // Whether a part serves session `session` (0: any) of `path` / has work for progress() now.

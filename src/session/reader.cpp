@@ -241,16 +241,32 @@ std::map<int, size_t> message_sizes(const FileSession &fs, const std::vector<mat
 // session each reader rank's own writer rank defined.
 bool with_verdict(const FileSession &fs, size_t n) { return fs.reader.defined_by_own_writer && carries_verdict(n); }
 
-// A plan being recorded: mark in its batches the bundles the writers will send its data messages in, in
-// a replay (kBundleMax; they group their orders alike: writer.cpp bundle_orders).
-void mark_bundles(const FileSession &fs, std::vector<ReaderPlan::Batch> &batches) {
-    std::map<int, std::vector<std::pair<size_t, size_t>>> of_writer; // each writer's messages: (batch, bytes)
+// Each writer's data messages to this rank in `batches`, in order: (batch, bytes), with the index of the
+// first message of each one's bundle in a replay (bundle_heads; the writers group their orders alike:
+// writer.cpp bundle_orders).
+struct WriterMessages {
+    std::vector<std::pair<size_t, size_t>> list;
+    std::vector<size_t> heads;
+};
+std::map<int, WriterMessages> writer_messages(Runtime &rt, const FileSession &fs,
+                                              const std::vector<ReaderPlan::Batch> &batches) {
+    std::map<int, WriterMessages> of_writer;
     for (size_t b = 0; b < batches.size(); ++b)
-        for (const auto &[writer, n] : message_sizes(fs, batches[b].pieces)) of_writer[writer].emplace_back(b, n);
-    for (const auto &[writer, list] : of_writer) {
+        for (const auto &[writer, n] : message_sizes(fs, batches[b].pieces)) of_writer[writer].list.emplace_back(b, n);
+    for (auto &[writer, m] : of_writer) {
         std::vector<size_t> sizes;
-        for (const auto &m : list) sizes.push_back(m.second);
-        const std::vector<size_t> heads = bundle_heads(sizes);
+        for (const auto &one : m.list) sizes.push_back(one.second);
+        m.heads = bundle_heads(sizes, bundle_max(rt, fs.peer));
+    }
+    return of_writer;
+}
+
+// A plan being recorded: mark in its batches the bundles the writers will send its data messages in, in
+// a replay.
+void mark_bundles(Runtime &rt, const FileSession &fs, std::vector<ReaderPlan::Batch> &batches) {
+    for (const auto &[writer, m] : writer_messages(rt, fs, batches)) {
+        const auto &list = m.list;
+        const std::vector<size_t> &heads = m.heads;
         for (size_t i = 0; i < list.size(); ++i) {
             if (heads[i] == i) continue;
             batches[list[i].first].bundled.insert(writer);
@@ -285,30 +301,29 @@ std::map<int, size_t> arriving(const FileSession &fs, const ReaderPlan::Batch &b
     return sizes;
 }
 
-// The writer rank this rank hears from in a replay of the plan whose first batch is `pieces`: one of
-// the writers of its data in that batch, picked by the path (so that the reader ranks of a file fed by
-// the same writers are spread over them), or, with no data, the writer leader. It sends this rank the
-// final header when no data message brings the writers' verdict (`verdict`: one does,
-// carries_verdict), and takes its ReaderDone of the replayed session. Its ReaderDone says both when
-// the plan is recorded.
+// The writer rank this rank hears from in a replay of the session being recorded: one of the writers of
+// its data in the plan's first batch, picked by the path (so that the reader ranks of a file fed by the
+// same writers are spread over them), or, with no data, the writer leader. It sends this rank the final
+// header when no data message brings the writers' verdict (`verdict`: the message, a bundle's, that one
+// of them begins in the first batch does, carries_verdict), and takes its ReaderDone of the replayed
+// session. Its ReaderDone says both when the plan is recorded.
 struct OwnWriter {
     int rank;
     bool verdict;
 };
-OwnWriter own_writer(const FileSession &fs, const std::vector<match::Piece> &pieces) {
-    const auto sizes = message_sizes(fs, pieces);
+OwnWriter own_writer(Runtime &rt, const FileSession &fs) {
+    std::map<int, size_t> sizes; // the writers of the first batch, with the bytes of the bundle each begins there
+    for (const auto &[writer, m] : writer_messages(rt, fs, fs.reader.batches_log)) {
+        if (m.list.front().first != 0) continue;
+        size_t &n = sizes[writer];
+        for (size_t i = 0; i < m.list.size() && m.heads[i] == 0; ++i) n += m.list[i].second;
+    }
     const bool verdict = std::any_of(sizes.begin(), sizes.end(), [](auto &w) { return carries_verdict(w.second); });
     if (!sizes.empty())
         return {std::next(sizes.begin(), leader_of(fs.path, static_cast<int>(sizes.size())))->first, verdict};
     const bool led = !fs.rule->persist && !fs.rule->falls_back(); // (WriterSession::leader)
     const auto &writers = fs.reader.writer_ranks;
     return {writers[static_cast<size_t>(led ? leader_of(fs.path, static_cast<int>(writers.size())) : 0)], false};
-}
-
-// The same for the session being recorded.
-OwnWriter own_writer(const FileSession &fs) {
-    const auto &log = fs.reader.batches_log;
-    return own_writer(fs, log.empty() ? std::vector<match::Piece>{} : log.front().pieces);
 }
 
 } // namespace
@@ -1092,7 +1107,7 @@ void send_done(Runtime &rt, FileSession &fs, int epoch, bool left, bool replayed
         done.i64(static_cast<int64_t>(ranks_hash(fs.ranks))); // (a hash: the list would be 4 bytes per reader)
         done.i64(rd.plan ? rd.plan->stamp : 0);
     } else { // (and its writer rank in a replay of this session: own_writer)
-        const OwnWriter own = own_writer(fs);
+        const OwnWriter own = own_writer(rt, fs);
         done.i32(own.rank);
         done.i32(own.verdict ? 1 : 0);
     }
@@ -1131,9 +1146,9 @@ void end_reader_session(Runtime &rt, FileSession &fs) {
         plan->writer_ranks = rd.writer_ranks;
         plan->numrecs = fs.header.numrecs();
         plan->defined = rd.defined;
-        plan->own_writer = own_writer(fs).rank;
+        plan->own_writer = own_writer(rt, fs).rank;
         plan->batches = std::move(rd.batches_log);
-        mark_bundles(fs, plan->batches);
+        mark_bundles(rt, fs, plan->batches);
         plans.keep(rd.plan_key, rd.plan, std::move(plan));
     }
 }

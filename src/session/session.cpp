@@ -47,22 +47,24 @@ int name_distance(const std::string &a, const std::string &b) {
     return i == a.size() && j == b.size() ? differ : std::numeric_limits<int>::max();
 }
 
-std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes) {
+std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes, size_t max) {
     std::vector<size_t> heads(sizes.size());
     size_t open = 0, total = 0; // the bundle messages may join, and its bytes so far
     bool any = false;
     for (size_t i = 0; i < sizes.size(); ++i) {
-        if (any && total + sizes[i] <= kBundleMax) {
+        if (any && total + sizes[i] <= max) {
             heads[i] = open;
             total += sizes[i];
             continue;
         }
         heads[i] = open = i;
         total = sizes[i];
-        any = sizes[i] <= kBundleMax; // (a larger message travels alone, and the next one begins anew)
+        any = sizes[i] <= max; // (a larger message travels alone, and the next one begins anew)
     }
     return heads;
 }
+
+size_t bundle_max(Runtime &rt, int peer) { return rt.peer_link(peer).in_launch ? kBundleMax : kBundleMaxJobs; }
 
 int session_transfer(Runtime &rt, FileSession &fs) {
     phase::Scope timer(phase::Transfer);

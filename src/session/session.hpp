@@ -193,18 +193,28 @@ constexpr size_t kVerdictMax = 64 * 1024;
 constexpr size_t kVerdictBytes = 16; // the record count (i64), whether the header changed, plan_check
 inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
 // In a replay, the data messages one writer rank sends one reader rank, in the plan's order, travel
-// together while they add up to at most kBundleMax bytes (a bundle: one message, which carries one
-// verdict, at its end): a program that gets one variable at a time (netCDF-C has no nonblocking gets)
-// receives a message per writer for several of its gets, at the first of them, and the others' from
-// dtf's buffer. Both sides hold the plan and group alike (bundle_heads): the writer its plan's orders
-// when it records it, the reader its plan's batches (ReaderPlan::Batch::bundles). Below kVerdictMax, so
-// that a bundle carries the verdict exactly where its first message would have; with the verdict at
-// most 64 KiB, Open MPI's eager limit over TCP: bundles of 64 KiB and a verdict each waited for the
-// receiver's handshake, and made letkf_io's netCDF-4 cycle at the default size, two jobs, 25 -> 30-35 ms.
+// together while they add up to at most the link's bundle size (a bundle: one message, which carries
+// the verdict at its end when it is at most kVerdictMax bytes): a program that gets one variable at a
+// time (netCDF-C has no nonblocking gets) receives a message per writer for several of its gets, at
+// the first of them, and the others' from dtf's buffer. Both sides hold the plan and group alike
+// (bundle_heads, bundle_max): the writer its plan's orders when it records it, the reader its plan's
+// batches (ReaderPlan::Batch::bundles). A bundle costs one more copy (a message alone is received
+// straight into the get's buffer), a message what the transport makes it cost; the bundle size is:
+// - kBundleMax between components of one launch (shared memory on a node: a message costs little):
+//   small messages only, with the verdict at most 64 KiB, Open MPI's eager limit over TCP (bundles of
+//   64 KiB and a verdict each waited for the receiver's handshake there);
+// - kBundleMaxJobs between separately launched jobs (TCP here: each message above the eager limit
+//   waits for a handshake with a writer rank that shares the cores): letkf_io's netCDF-4 cycle, two
+//   jobs, default size, 84 -> 6 data messages, 25-32 -> 18-22 ms (PnetCDF's: 19-23 ms); one launch,
+//   bundles that large made it slower, 15-20 -> 11-32 ms. Bounded, so that a reader holds at most that
+//   much of one writer's data before its gets take it.
 constexpr size_t kBundleMax = kVerdictMax - kVerdictBytes;
+constexpr size_t kBundleMaxJobs = size_t{16} << 20;
 // For messages of `sizes` bytes, in order: the index of the first message of each one's bundle (its own
-// where it begins one, or travels alone).
-std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes);
+// where it begins one, or travels alone), bundles of at most `max` bytes.
+std::vector<size_t> bundle_heads(const std::vector<size_t> &sizes, size_t max);
+// The bundle size of replayed data messages over the link to component `peer`.
+size_t bundle_max(Runtime &rt, int peer);
 // 32 bits of a plan's stamp in the verdict: a reader that took the data by another plan than the
 // writers' says so instead of keeping values laid out by the other.
 inline int32_t plan_check(int64_t stamp) {

@@ -1060,15 +1060,16 @@ void settle_given_up(Runtime &rt, WriterSession &ws) {
 namespace {
 
 // The data messages of a recorded session as a replay of its plan sends them: each reader rank's in
-// order, those that add up to at most kBundleMax bytes as one (bundle_heads), at the first one's place.
-std::vector<WriterPlan::Order> bundle_orders(std::vector<WriterPlan::Order> orders, const std::vector<size_t> &elsize) {
+// order, those that add up to at most `max` bytes as one (bundle_heads), at the first one's place.
+std::vector<WriterPlan::Order> bundle_orders(std::vector<WriterPlan::Order> orders, const std::vector<size_t> &elsize,
+                                             size_t max) {
     std::map<int, std::vector<size_t>> of_reader; // the orders to each reader rank
     for (size_t o = 0; o < orders.size(); ++o) of_reader[orders[o].reader].push_back(o);
     std::vector<size_t> head(orders.size());
     for (const auto &[reader, list] : of_reader) {
         std::vector<size_t> sizes;
         for (size_t o : list) sizes.push_back(pieces_bytes(orders[o].pieces, elsize));
-        const std::vector<size_t> heads = bundle_heads(sizes);
+        const std::vector<size_t> heads = bundle_heads(sizes, max);
         for (size_t i = 0; i < list.size(); ++i) head[list[i]] = list[heads[i]];
     }
     std::vector<WriterPlan::Order> out;
@@ -1131,7 +1132,7 @@ void end_writer_session(Runtime &rt, WriterSession &ws) {
     plan->next_stamp = ws.next_stamp;
     for (const auto &w : ws.writes) plan->writes.push_back(w.meta);
     if (ws.is_matcher()) plan->group_writes = std::move(ws.group_writes);
-    plan->orders = bundle_orders(std::move(ws.orders_log), ws.elsize);
+    plan->orders = bundle_orders(std::move(ws.orders_log), ws.elsize, bundle_max(rt, ws.readers.front().component));
     plans.keep(ws.plan_key, ws.plan, std::move(plan));
 }
 

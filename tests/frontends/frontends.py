@@ -17,7 +17,7 @@ Scenarios
            file per writer process, front.<rank>.nc, written and read by one process each (nc_create,
            nc_open), every reader rank reading every file; --versions N: each written N times, the
            reader ranks reading each version (--named: each in a file of its own name); --replay:
-           replay_io=1 (the later versions replay).
+           replay_io=1 (the later versions replay); --grid NY NX NREC: the C programs' sizes.
   refused  what dtf does not serve yet (in transfer mode a group in a netCDF-4 file: --format netcdf4;
            serial files with persist=1: --access serial) refused at the writer's call,
            naming the config line; the reader fails naming the lost writer, nothing hangs.
@@ -93,7 +93,8 @@ def program(args, kind, role, folder, linked=None):
     tail = [folder, args.format, args.access]
     if kind == "python":
         return [args.python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncpair.py"), role] + tail
-    return [args.ncpair_linked if (args.linked if linked is None else linked) else args.ncpair, role, kind] + tail
+    return [args.ncpair_linked if (args.linked if linked is None else linked) else args.ncpair, role, kind] + tail + \
+        [str(n) for n in args.grid or []]
 
 
 def sanitizer_runtimes(lib):
@@ -268,6 +269,8 @@ def main():
                     help="--access serial: the writer writes each file this many times (the same path again)")
     ap.add_argument("--named", action="store_true", help="--versions: version v of a file named front.<w>.v<v>.nc")
     ap.add_argument("--replay", action="store_true", help="replay_io=1 for the file (its later versions replay)")
+    ap.add_argument("--grid", type=int, nargs=3, metavar=("NY", "NX", "NREC"),
+                    help="the C programs' variables: NY x NX (default 7 x 9), NREC records")
     ap.add_argument("--writeback", action="store_true",
                     help="the reader writes t + 1 back (NC_WRITE), the writer reads it back (C programs)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for both components")

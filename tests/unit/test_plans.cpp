@@ -103,16 +103,23 @@ int main() {
         CHECK(shelf.find(key, member_file(2, 2), &third, nullptr) == nullptr);
         CHECK(shelf.count(key) == Shelf::kPerKey - 1);
     }
-    {   // a replay's bundles (bundle_heads): small messages go together while they add up to kBundleMax
+    // A replay's bundles (bundle_heads): small messages go together while they add up to the link's bundle size.
+    for (const size_t max : {kBundleMax, kBundleMaxJobs}) {
         using V = std::vector<size_t>;
-        const size_t max = kBundleMax, third = kBundleMax / 3;
-        CHECK(bundle_heads({}).empty());
-        CHECK(bundle_heads({10}) == V{0});
-        CHECK(bundle_heads({third, third, third, third}) == (V{0, 0, 0, 3}));
-        CHECK(bundle_heads({max, 1, 1}) == (V{0, 1, 1}));           // full: the next one begins anew
-        CHECK(bundle_heads({1, max + 1, 1, 1}) == (V{0, 1, 2, 2})); // a larger one travels alone
-        CHECK(bundle_heads({0, 0, max, 0}) == (V{0, 0, 0, 0}));     // (empty messages: no bytes)
-        CHECK(bundle_heads({max - 1, 2}) == (V{0, 1}));
+        const size_t third = max / 3;
+        CHECK(bundle_heads({}, max).empty());
+        CHECK(bundle_heads({10}, max) == V{0});
+        CHECK(bundle_heads({third, third, third, third}, max) == (V{0, 0, 0, 3}));
+        CHECK(bundle_heads({max, 1, 1}, max) == (V{0, 1, 1}));           // full: the next one begins anew
+        CHECK(bundle_heads({1, max + 1, 1, 1}, max) == (V{0, 1, 2, 2})); // a larger one travels alone
+        CHECK(bundle_heads({0, 0, max, 0}, max) == (V{0, 0, 0, 0}));     // (empty messages: no bytes)
+        CHECK(bundle_heads({max - 1, 2}, max) == (V{0, 1}));
+    }
+    {   // between jobs, the messages of letkf_io's netCDF-4 default size (a 64 KiB level, 1 MiB fields) go as one
+        using V = std::vector<size_t>;
+        const size_t level = 64 << 10, field = 1 << 20;
+        CHECK(bundle_heads({level, level, field, field}, kBundleMax) == (V{0, 1, 2, 3}));
+        CHECK(bundle_heads({level, level, field, field}, kBundleMaxJobs) == (V{0, 0, 0, 0}));
     }
     return dtf::unit::check_result("unit.plans");
 }
