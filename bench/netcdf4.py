@@ -136,8 +136,8 @@ def report(samples, meta, command):
               "for messages that add up to 64 KiB; between jobs (TCP, each large message a handshake with a "
               "writer rank that shares the cores) up to 16 MiB: the default size, 2 x 1 ranks, 27.3 -> 22.0 "
               "ms a replayed cycle (PnetCDF's blocking calls 28.7 -> 20.5, one file per model rank 28.8 -> "
-              "21.3; 4 x 1 ranks 227 -> 92 ms), while 16 MiB bundles in one launch made it slower (15-20 -> "
-              "11-32 ms).",
+              "21.3; 4 x 1 ranks 227 -> 92 ms), while bundles that large in one launch made it slower (18.0 -> "
+              "23.8 ms).",
               "- The rows of 2 x 2 ranks run 8 processes on this machine's 2 cores: their cycle time is "
               "bimodal for both APIs, about 10-20 ms or 100-200 ms from launch to launch at 16x16x20 in one "
               "MPMD launch (4 launches each measured by hand: nc4 107-205 ms in three, 22 ms in one; pnc-b "

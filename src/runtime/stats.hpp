@@ -16,7 +16,7 @@ struct Stats {
     long batches_replayed = 0, batches_matched = 0; // reader batches served from a plan / by matching
     long pushed_early = 0, pushed_at_transfer = 0;  // writer: replayed data messages sent before / at dtf_transfer
     long batches_ahead = 0; // reader: replayed batches posted before the writers' final header came
-    long batches_bundled = 0; // reader: replayed batches whose data came in an earlier one's message (kBundleMax)
+    long batches_bundled = 0; // reader: replayed batches whose data came in an earlier one's message (bundle_max)
     long put_bytes_copied = 0, put_bytes_referenced = 0; // values kept by writes: copied, or in the user's buffer
     long requests_matched = 0, requests_reused = 0; // matcher: read requests matched / answered from the memo
     long path_records = 0; // at dtf_finalize: paths this rank still keeps a record of (forget_finished)

@@ -265,8 +265,7 @@ std::map<int, WriterMessages> writer_messages(Runtime &rt, const FileSession &fs
 // a replay.
 void mark_bundles(Runtime &rt, const FileSession &fs, std::vector<ReaderPlan::Batch> &batches) {
     for (const auto &[writer, m] : writer_messages(rt, fs, batches)) {
-        const auto &list = m.list;
-        const std::vector<size_t> &heads = m.heads;
+        const auto &[list, heads] = m;
         for (size_t i = 0; i < list.size(); ++i) {
             if (heads[i] == i) continue;
             batches[list[i].first].bundled.insert(writer);

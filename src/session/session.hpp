@@ -205,9 +205,9 @@ inline bool carries_verdict(size_t bytes) { return bytes <= kVerdictMax; }
 //   64 KiB and a verdict each waited for the receiver's handshake there);
 // - kBundleMaxJobs between separately launched jobs (TCP here: each message above the eager limit
 //   waits for a handshake with a writer rank that shares the cores): letkf_io's netCDF-4 cycle, two
-//   jobs, default size, 84 -> 6 data messages, 25-32 -> 18-22 ms (PnetCDF's: 19-23 ms); one launch,
-//   bundles that large made it slower, 15-20 -> 11-32 ms. Bounded, so that a reader holds at most that
-//   much of one writer's data before its gets take it.
+//   jobs, default size, 84 -> 6 data messages, 27.3 -> 22.0 ms (PnetCDF's 18.5); one launch, bundles
+//   that large made it slower, 18.0 -> 23.8 ms (medians of 3 and 4 runs). Bounded, so that a reader
+//   holds at most that much of one writer's data before its gets take it.
 constexpr size_t kBundleMax = kVerdictMax - kVerdictBytes;
 constexpr size_t kBundleMaxJobs = size_t{16} << 20;
 // For messages of `sizes` bytes, in order: the index of the first message of each one's bundle (its own
@@ -304,7 +304,7 @@ struct ReaderPlan {
     struct Batch {
         std::vector<match::ReadReq> reads;
         std::vector<match::Piece> pieces; // from every matcher, writers as component ranks
-        // In a replay (kBundleMax): the writers whose message here begins a bundle, with the sizes of its
+        // In a replay (bundle_max): the writers whose message here begins a bundle, with the sizes of its
         // messages (this batch's first), and those whose message here came in an earlier batch's bundle.
         std::map<int, std::vector<size_t>> bundles;
         std::set<int> bundled;
@@ -528,7 +528,7 @@ struct ReaderSession {
     // The plan's next batch, received into dtf's buffers before its gets came, since this rank needed
     // the writers' verdict first (kVerdictMax; e.g. the record count); its gets unpack it from there.
     std::shared_ptr<PostedBatch> prefetched;
-    // A bundle that came (kBundleMax), by writer: its message, where the next batch's part begins, and
+    // A bundle that came (bundle_max), by writer: its message, where the next batch's part begins, and
     // the sizes of the parts later batches take from it, in order (given back once they took them all).
     struct Stash {
         std::vector<char> bytes;
