@@ -14,9 +14,10 @@ std::vector<char> BufferPool::take(size_t n) {
     // (std::vector), and a take shorter than that size loses the rest for the next take. So among those
     // that fit: the one given back with the fewest bytes but n or more, else the one given back with the
     // most (a take of 1 MB that shortened the 1.6 MB buffer of the message taken next zeroed 0.6 MB a cycle).
+    // One given back with exactly n bytes ends the search: a replayed cycle takes the sizes of the last.
     auto it = free_.lower_bound(n);
     if (it == free_.end() || it->first > 2 * n) return std::vector<char>(n);
-    for (auto j = std::next(it); j != free_.end() && j->first <= 2 * n; ++j) {
+    for (auto j = std::next(it); it->second.size() != n && j != free_.end() && j->first <= 2 * n; ++j) {
         const size_t have = it->second.size(), size = j->second.size();
         if (have >= n ? size >= n && size < have : size > have) it = j;
     }

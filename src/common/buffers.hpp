@@ -22,7 +22,9 @@ public:
     void clear();
 
 private:
-    static constexpr size_t kSmall = 64 << 10; // below this malloc is cheap: not pooled
+    // Below this a fresh buffer costs little (within one page), so it is not pooled. Once 64 KiB: every
+    // smaller take was a malloc and a memset, and a replayed cycle of small blocks makes dozens of them.
+    static constexpr size_t kSmall = 4 << 10;
     std::multimap<size_t, std::vector<char>> free_; // by capacity
     size_t pooled_ = 0, in_use_ = 0, peak_ = 0;
 };

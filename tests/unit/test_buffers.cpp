@@ -1,7 +1,7 @@
 // Unit test of the buffer pool (src/common/buffers): which pooled buffer a take gets. A std::vector
 // zeroes what it grows by, so a take should neither grow a buffer when one given back at least as long
 // fits, nor shorten a longer one when a shorter one fits (the next take of the longer size would then
-// grow it), and it should not waste a buffer more than twice as long.
+// grow it), and it should not waste a buffer more than twice as long. Buffers from 4 KiB are pooled.
 #include <cstdio>
 #include <vector>
 
@@ -51,6 +51,16 @@ int main() {
         CHECK(again.data() == pbig);
         std::vector<char> tiny = pool.take(100);
         CHECK(tiny.size() == 100);
+    }
+    {   // small blocks are pooled too: a 60 KiB buffer comes back as it was given (neither a fresh
+        // allocation nor zeroed), as a replayed cycle of small messages takes it again
+        BufferPool pool;
+        std::vector<char> m = pool.take(60 << 10);
+        const char *pm = m.data();
+        m.assign(m.size(), 'x');
+        pool.give(std::move(m));
+        std::vector<char> again = pool.take(60 << 10);
+        CHECK(again.data() == pm && again.size() == (60u << 10) && again.front() == 'x' && again.back() == 'x');
     }
     return unit::check_result("test_buffers");
 }
