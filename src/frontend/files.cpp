@@ -14,7 +14,9 @@
 #include <dlfcn.h>
 #include <pnetcdf.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "common/clock.hpp"
 #include "common/cwd.hpp"
@@ -27,6 +29,7 @@
 #include "pnc_info.h"
 #include "pnc/real.hpp"
 #include "frontend/files.hpp"
+#include "frontend/netcdf4.hpp"
 #include "runtime/runtime.hpp"
 #include "transport/mpi_util.hpp"
 
@@ -367,7 +370,6 @@ bool traced(int fn) {
         if (std::strncmp(name, local, std::strlen(local)) == 0) return false;
     return true;
 }
-} // namespace
 
 extern "C" int dtf_pnc_path_call(int fn, void **args) {
     if (dtf::runtime::Entry::nested()) return DTF_PNC_PASS;
@@ -390,24 +392,59 @@ extern "C" int dtf_pnc_path_call(int fn, void **args) {
     return dtf::guard([&] { return dtf::runtime::open_or_create(*rt, call, arg<int *>(args, 4)); });
 }
 
+// A call on a virtual ncid (inside an Entry).
+int virtual_call(Runtime *rt, int fn, int ncid, void **args) {
+    // As PnetCDF 1.12.3: a nonblocking call's request id is NC_REQ_NULL unless the call succeeds
+    // (and posts a request), so that a program may wait for a list of ids some of whose calls failed.
+    if (const struct dtf_pnc_info *in = dtf_pnc_info(fn); in && in->req >= 0 && !in->multi)
+        if (int *req = dtf::pnc::arg<int *>(args, in->req)) *req = NC_REQ_NULL;
+    dtf::runtime::VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
+    if (!vf) return NC_EBADID;
+    dtf::trace::Span span("pnetcdf", dtf::trace::on() && traced(fn) ? dtf_pnc_name(fn) : nullptr);
+    return dtf::guard([&] { return dtf::runtime::vfile_call(*rt, *vf, fn, args); });
+}
+} // namespace
+
 extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
     if (dtf::runtime::Entry::nested()) return DTF_PNC_PASS;
     dtf::runtime::Entry entry;
     Runtime *rt = Runtime::instance();
-    if (ncid >= DTF_PNC_VIRTUAL_BASE) {
-        // As PnetCDF 1.12.3: a nonblocking call's request id is NC_REQ_NULL unless the call succeeds
-        // (and posts a request), so that a program may wait for a list of ids some of whose calls failed.
-        if (const struct dtf_pnc_info *in = dtf_pnc_info(fn); in && in->req >= 0 && !in->multi)
-            if (int *req = dtf::pnc::arg<int *>(args, in->req)) *req = NC_REQ_NULL;
-        dtf::runtime::VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
-        if (!vf) return NC_EBADID;
-        dtf::trace::Span span("pnetcdf", dtf::trace::on() && traced(fn) ? dtf_pnc_name(fn) : nullptr);
-        return dtf::guard([&] { return dtf::runtime::vfile_call(*rt, *vf, fn, args); });
-    }
+    if (ncid >= DTF_PNC_VIRTUAL_BASE) return virtual_call(rt, fn, ncid, args);
     if (!rt || (fn != DTF_FN_ncmpi_close && fn != DTF_FN_ncmpi_abort)) return DTF_PNC_PASS;
     dtf::trace::Span span("pnetcdf", dtf_pnc_name(fn));
     return dtf::guard([&] {
         return dtf::runtime::close_file(*rt, true, ncid, fn == DTF_FN_ncmpi_abort,
                                         [&] { return dtf::pnc::real<int (*)(int)>(fn)(ncid); });
     });
+}
+
+// netCDF-4's nc_put_vara and nc_get_vara on a virtual file: the PnetCDF call netCDF-C's PnetCDF path
+// would make (ncmpi_put_vara_<type>, _all unless the file is in independent mode, which that path keeps
+// as netCDF-C's access mode), made here without the path's own inquiries and conversions.
+int dtf::runtime::nc4::vara(int ncid, int varid, const size_t *start, const size_t *count, void *value, int memtype,
+                            bool put) {
+    static_assert(kPass == DTF_PNC_PASS);
+#define DTF_VARA(type) {{DTF_FN_ncmpi_get_vara_##type, DTF_FN_ncmpi_get_vara_##type##_all}, \
+                        {DTF_FN_ncmpi_put_vara_##type, DTF_FN_ncmpi_put_vara_##type##_all}}
+    static const int kVara[][2][2] = { // by memtype (NC_BYTE .. NC_UINT64), put, collective
+        DTF_VARA(schar), DTF_VARA(text),  DTF_VARA(short),  DTF_VARA(int),      DTF_VARA(float),
+        DTF_VARA(double), DTF_VARA(uchar), DTF_VARA(ushort), DTF_VARA(uint), DTF_VARA(longlong),
+        DTF_VARA(ulonglong)};
+#undef DTF_VARA
+    static_assert(NC_BYTE == 1 && NC_UINT64 == NC_BYTE + std::size(kVara) - 1);
+    if (ncid < DTF_PNC_VIRTUAL_BASE || memtype < NC_BYTE || memtype > NC_UINT64 || Entry::nested()) return kPass;
+    Entry entry;
+    Runtime *rt = Runtime::instance();
+    VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
+    constexpr int kMaxDims = 1024; // netCDF-C's NC_MAX_VAR_DIMS (PnetCDF's is INT_MAX)
+    int ndims = 0;
+    if (!vf || vf->header.inq_var(varid, nullptr, nullptr, &ndims, nullptr, nullptr) != NC_NOERR || ndims > kMaxDims)
+        return kPass;
+    MPI_Offset s[kMaxDims], c[kMaxDims];
+    std::copy(start, start + ndims, s);
+    std::copy(count, count + ndims, c);
+    const int fn = kVara[memtype - NC_BYTE][put][!vf->header.in_indep_mode()];
+    MPI_Offset *sp = s, *cp = c;
+    void *args[] = {&ncid, &varid, &sp, &cp, &value};
+    return virtual_call(rt, fn, ncid, args);
 }

@@ -90,6 +90,7 @@ struct Var {
 struct File {
     int inner = -1;
     const NC_Dispatch *d = nullptr; // the inner file's table (netCDF-C's PnetCDF dispatch)
+    int pnc = -1;                   // the inner file's PnetCDF ncid (its puts and gets go there: vara)
     int format = NC_FORMAT_NETCDF4; // or NC_FORMAT_NETCDF4_CLASSIC
     int mode = 0;                   // what inq_format_extended answers
     bool writer = false;
@@ -98,6 +99,9 @@ struct File {
     bool indef = false;
     int opened_vars = 0; // the variables the file had at its open (made in `vars` at their first use: var_of)
     int fill_mode = NC_FILL; // netCDF-4's: for the variables defined after it is set, in any mode
+    // The inner file's (PnetCDF's: NC_NOFILL unless set, as in a file opened), which a variable defined
+    // takes unless it is given its own (t_def_var).
+    int inner_fill = NC_NOFILL;
     std::map<int, Var> vars;
     std::set<int> hidden; // the variables (NC_GLOBAL: the file) whose hidden attribute the inner file has
     std::string path, rule;
@@ -138,11 +142,12 @@ int refuse(const File &f, const char *feature) {
 struct Shape {
     std::vector<size_t> lens;
     std::vector<bool> unlimited;
+    nc_type type = NC_NAT;
     size_t type_size = 0;
 };
 
 int shape_of(const File &f, int varid, Shape *s) {
-    nc_type type;
+    nc_type &type = s->type;
     int ndims = 0, dimids[NC_MAX_VAR_DIMS], unlim = -1;
     int rc = f.d->inq_var_all(f.inner, varid, nullptr, &type, &ndims, dimids, nullptr, nullptr, nullptr, nullptr,
                               nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -539,8 +544,8 @@ int t_def_var(int ncid, const char *name, nc_type type, int ndims, const int *di
     if (int rc = for_define(f)) return rc;
     int varid = -1;
     int rc = f.d->def_var(f.inner, name, type, ndims, dimids, &varid);
-    // (the inner file's fill mode is PnetCDF's, which an opened file does not take from the writer)
-    if (rc == NC_NOERR) rc = f.d->def_var_fill(f.inner, varid, f.fill_mode == NC_NOFILL, nullptr);
+    if (rc == NC_NOERR && f.fill_mode != f.inner_fill)
+        rc = f.d->def_var_fill(f.inner, varid, f.fill_mode == NC_NOFILL, nullptr);
     if (rc == NC_NOERR) {
         f.vars[varid] = Var{};
         f.vars[varid].no_fill = f.fill_mode == NC_NOFILL ? NC_NOFILL : 0; // (netCDF-C's var->no_fill = fill_mode)
@@ -560,13 +565,15 @@ int t_rename_var(int ncid, int varid, const char *name) {
 int t_get_vara(int ncid, int varid, const size_t *start, const size_t *count, void *value, nc_type memtype) {
     DTF_NC4_FILE;
     if (int rc = for_data(f)) return rc;
-    return f.d->get_vara(f.inner, varid, start, count, value, memtype);
+    const int rc = vara(f.pnc, varid, start, count, value, memtype, false);
+    return rc != kPass ? rc : f.d->get_vara(f.inner, varid, start, count, value, memtype);
 }
 
 int t_put_vara(int ncid, int varid, const size_t *start, const size_t *count, const void *value, nc_type memtype) {
     DTF_NC4_FILE;
     if (int rc = for_data(f)) return rc;
-    return f.d->put_vara(f.inner, varid, start, count, value, memtype);
+    const int rc = vara(f.pnc, varid, start, count, const_cast<void *>(value), memtype, true);
+    return rc != kPass ? rc : f.d->put_vara(f.inner, varid, start, count, value, memtype);
 }
 
 int t_get_vars(int ncid, int varid, const size_t *start, const size_t *count, const ptrdiff_t *stride, void *value,
@@ -611,9 +618,10 @@ void answer_storage(const File &f, const Var &v, const Shape &s, int *shufflep, 
         const std::vector<size_t> c = v.chunks.empty() ? default_chunks(s) : v.chunks;
         std::copy(c.begin(), c.end(), chunksizesp);
     }
-    // (a file read back: the native order, as it was stored)
+    // (a file read back: the native order, as it was stored; text has none, HDF5's strings no order)
     const int native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? NC_ENDIAN_LITTLE : NC_ENDIAN_BIG;
-    if (endiannessp) *endiannessp = v.endian == NC_ENDIAN_NATIVE && f.opened ? native : v.endian;
+    if (endiannessp)
+        *endiannessp = v.endian == NC_ENDIAN_NATIVE && f.opened && s.type != NC_CHAR ? native : v.endian;
 }
 
 int t_inq_var_all(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp, int *dimidsp, int *nattsp,
@@ -1153,10 +1161,11 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
     f.path = path, f.rule = rule;
     rc = guard([&] {
         f.d = inner_table(f.inner, path);
+        f.pnc = head_of(f.inner)->int_ncid; // (netCDF-C's PnetCDF path keeps PnetCDF's ncid as its own)
         return NC_NOERR;
     });
     // netCDF-4 files are filled (PnetCDF's are not, by default)
-    if (rc == NC_NOERR) rc = f.d->set_fill(f.inner, NC_FILL, nullptr);
+    if (rc == NC_NOERR) rc = f.d->set_fill(f.inner, f.inner_fill = NC_FILL, nullptr);
     if (rc != NC_NOERR) {
         c_function<int (*)(int)>("nc_abort")(f.inner);
         return rc;
@@ -1175,6 +1184,7 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
     // a classic file is as its writer made it; a netCDF-4 one carries the hidden attribute
     int rc = guard([&] {
         f.d = inner_table(f.inner, path);
+        f.pnc = head_of(f.inner)->int_ncid; // (netCDF-C's PnetCDF path keeps PnetCDF's ncid as its own)
         return NC_NOERR;
     });
     int attid = -1;

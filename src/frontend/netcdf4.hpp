@@ -26,6 +26,11 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
 // nc_create of a classic file at such a path: made parallel over MPI_COMM_SELF (netCDF-C's PnetCDF
 // path, which dtf serves), answering and filling as netCDF-C's classic library (the one nc_create takes).
 int create_serial_classic(const char *path, int cmode, int *ncidp);
+// nc_put_vara (`put`) or nc_get_vara on the virtual file of PnetCDF ncid `ncid` (File::pnc), values of
+// netCDF type `memtype`, as netCDF-C's PnetCDF path would make it (files.cpp). kPass: not such a call
+// (another ncid or memtype, a variable the file does not have): netCDF-C's path makes it.
+constexpr int kPass = 0x7ff0dead; // (DTF_PNC_PASS)
+int vara(int ncid, int varid, const size_t *start, const size_t *count, void *value, int memtype, bool put);
 // The PnetCDF ncid under netCDF-C's `ncid` (a netCDF-4 file above, or a file netCDF-C's PnetCDF path
 // opened), for dtf_transfer; -1 if there is none.
 int pnetcdf_ncid(int ncid);

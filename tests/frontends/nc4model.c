@@ -93,6 +93,8 @@ static void define(int ncid, int classic, Text *rc) {
     add(rc, "u %d\n", nc_def_var(ncid, "u", NC_UBYTE, 2, (int[]){d[0], d[3]}, &v));
     add(rc, "fill %d", nc_set_fill(ncid, NC_FILL, &old)), add(rc, " old %d\n", old);
     add(rc, "p %d\n", nc_def_var(ncid, "p", NC_FLOAT, 3, (int[]){d[0], d[2], d[3]}, &v));
+    add(rc, "m %d\n", nc_def_var(ncid, "m", NC_INT, 2, d + 2, &v)); /* (written from six memory types) */
+    add(rc, "t %d\n", nc_def_var(ncid, "t", NC_CHAR, 1, d + 3, &v));
     add(rc, "group %d\n", classic ? nc_def_grp(ncid, "g1", &v) : 0);
 }
 
@@ -176,16 +178,22 @@ static int same(const char *what, const Text *a, const Text *b) {
 static double value(int var, size_t k) { return 100.0 * var + (double)k + 0.5; }
 
 /* The writer's values: rows [y0, y0 + ny) of a, b, e (records 0 .. NREC-1 of a), of the last record of
- * p (the rest of p is never written: fill values); rank 0 writes c (the twin: the same calls, serial). */
+ * p (the rest of p is never written: fill values); rank 0 writes c, t (in the file's first access mode,
+ * netCDF-4's independent one) and m, one row from each memory type that no other variable is written
+ * from (the twin: the same calls, serial). */
 static void write_values(int ncid, int parallel, size_t y0, size_t ny) {
-    int a, b, c, e, p;
+    int a, b, c, e, p, m, t, rank;
     NC(nc_inq_varid(ncid, "a", &a)), NC(nc_inq_varid(ncid, "b", &b)), NC(nc_inq_varid(ncid, "p", &p));
-    NC(nc_inq_varid(ncid, "c", &c)), NC(nc_inq_varid(ncid, "e", &e));
+    NC(nc_inq_varid(ncid, "c", &c)), NC(nc_inq_varid(ncid, "e", &e)), NC(nc_inq_varid(ncid, "m", &m));
+    NC(nc_inq_varid(ncid, "t", &t));
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const size_t t0 = 0, tn = rank == 0 ? NX : 0;
+    NC(nc_put_vara_text(ncid, t, &t0, &tn, "dtf-4"));
     float fa[NZ * NY * NX];
     double db[NZ * NY * NX];
     for (size_t k = 0; k < NZ * NY * NX; k++) fa[k] = (float)value(1, k), db[k] = value(2, k);
-    for (int var = 0; parallel && var < 5; var++)
-        NC(nc_var_par_access(ncid, (int[]){a, b, c, e, p}[var], NC_COLLECTIVE));
+    for (int var = 0; parallel && var < 6; var++)
+        NC(nc_var_par_access(ncid, (int[]){a, b, c, e, p, m}[var], NC_COLLECTIVE));
     for (size_t r = 0; r < NREC; r++) {
         size_t s[4] = {r, 0, y0, 0}, n[4] = {1, NZ, ny, NX};
         NC(nc_put_vara_float(ncid, a, s, n, fa));
@@ -195,10 +203,16 @@ static void write_values(int ncid, int parallel, size_t y0, size_t ny) {
     NC(nc_put_vara_float(ncid, e, s + 1, n + 1, fa));
     size_t ps[3] = {NREC - 1, y0, 0}, pn[3] = {1, ny, NX};
     NC(nc_put_vara_float(ncid, p, ps, pn, fa));
-    int rank, ci[NREC] = {3, 4};
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int ci[NREC] = {3, 4};
     size_t c0 = 0, cn = rank == 0 ? NREC : 0;
     NC(nc_put_vara_int(ncid, c, &c0, &cn, ci));
+    size_t ms[6][2] = {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}}, mn[2] = {rank == 0 ? 1 : 0, NX};
+    NC(nc_put_vara_schar(ncid, m, ms[0], mn, (const signed char[NX]){-128, -1, 0, 1, 127}));
+    NC(nc_put_vara_uchar(ncid, m, ms[1], mn, (const unsigned char[NX]){0, 1, 128, 200, 255}));
+    NC(nc_put_vara_ushort(ncid, m, ms[2], mn, (const unsigned short[NX]){0, 1, 32768, 60000, 65535}));
+    NC(nc_put_vara_uint(ncid, m, ms[3], mn, (const unsigned[NX]){0, 7, 65536, 1u << 30, 2147483647u}));
+    NC(nc_put_vara_longlong(ncid, m, ms[4], mn, (const long long[NX]){-2147483647LL - 1, -1, 0, 9, 2147483647LL}));
+    NC(nc_put_vara_ulonglong(ncid, m, ms[5], mn, (const unsigned long long[NX]){0, 3, 99, 1ull << 20, 2147483647ull}));
 }
 
 /* DIR/classic.nc beside DIR/front.nc: a CDF-5 file, which the reader opens after the netCDF-4 one */
@@ -287,12 +301,21 @@ static int reader(const char *path) {
         size_t start[8] = {0}, count[8];
         for (int k = 0; k < nd; k++) NC(nc_inq_dimlen(ncid, dims[k], &len)), count[k] = len, n *= len;
         if (n > 4096) n /= count[0], count[0] = 1; /* (h: its first row) */
-        double *x = malloc(sizeof(double) * (n + 1));
-        NC(nc_get_vara_double(ncid, v, start, count, x));
+        nc_type type;
+        NC(nc_inq_vartype(ncid, v, &type));
         add(&t, "values of %s:", name);
-        for (size_t k = 0; k < n; k++) add(&t, " %.17g", x[k]);
+        if (type == NC_CHAR) { /* (text reads only as text: NC_ECHAR) */
+            char *c = malloc(n + 1);
+            NC(nc_get_vara_text(ncid, v, start, count, c));
+            for (size_t k = 0; k < n; k++) add(&t, " %d", c[k]);
+            free(c);
+        } else {
+            double *x = malloc(sizeof(double) * (n + 1));
+            NC(nc_get_vara_double(ncid, v, start, count, x));
+            for (size_t k = 0; k < n; k++) add(&t, " %.17g", x[k]);
+            free(x);
+        }
         add(&t, "\n");
-        free(x);
     }
     NC(nc_close(ncid));
     /* a classic file, opened by a process that has opened a netCDF-4 one */
