@@ -353,7 +353,8 @@ int writer_enddef(Runtime &rt, VirtualFile &vf, const int64_t *minfree_and_align
                          format("ncmpi_enddef of '%s' (session %d)", vf.path.c_str(), vf.session));
         h.set_numrecs(numrecs);
     }
-    for (const model::Header::Region &f : h.enddef_fills()) record_fill(rt, vf, f);
+    if (!netcdf4_file(vf)) // (whose readers read the fill value where no write came: record_fill)
+        for (const model::Header::Region &f : h.enddef_fills()) record_fill(rt, vf, f);
     int64_t size = 0;
     h.inq_layout(&size, nullptr, nullptr);
     if (vf.rank == 0) vf.put_bytes += size; // PnetCDF's root writes the header
