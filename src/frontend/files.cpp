@@ -423,7 +423,6 @@ extern "C" int dtf_pnc_ncid_call(int fn, int ncid, void **args) {
 // as netCDF-C's access mode), made here without the path's own inquiries and conversions.
 int dtf::runtime::nc4::vara(int ncid, int varid, const size_t *start, const size_t *count, void *value, int memtype,
                             bool put) {
-    static_assert(kPass == DTF_PNC_PASS);
 #define DTF_VARA(type) {{DTF_FN_ncmpi_get_vara_##type, DTF_FN_ncmpi_get_vara_##type##_all}, \
                         {DTF_FN_ncmpi_put_vara_##type, DTF_FN_ncmpi_put_vara_##type##_all}}
     static const int kVara[][2][2] = { // by memtype (NC_BYTE .. NC_UINT64), put, collective
@@ -432,14 +431,15 @@ int dtf::runtime::nc4::vara(int ncid, int varid, const size_t *start, const size
         DTF_VARA(ulonglong)};
 #undef DTF_VARA
     static_assert(NC_BYTE == 1 && NC_UINT64 == NC_BYTE + std::size(kVara) - 1);
-    if (ncid < DTF_PNC_VIRTUAL_BASE || memtype < NC_BYTE || memtype > NC_UINT64 || Entry::nested()) return kPass;
+    if (ncid < DTF_PNC_VIRTUAL_BASE || memtype < NC_BYTE || memtype > NC_UINT64 || Entry::nested())
+        return DTF_PNC_PASS;
     Entry entry;
     Runtime *rt = Runtime::instance();
     VirtualFile *vf = rt ? files(*rt).virtual_file(ncid) : nullptr;
     constexpr int kMaxDims = 1024; // netCDF-C's NC_MAX_VAR_DIMS (PnetCDF's is INT_MAX)
     int ndims = 0;
     if (!vf || vf->header.inq_var(varid, nullptr, nullptr, &ndims, nullptr, nullptr) != NC_NOERR || ndims > kMaxDims)
-        return kPass;
+        return DTF_PNC_PASS;
     MPI_Offset s[kMaxDims], c[kMaxDims];
     std::copy(start, start + ndims, s);
     std::copy(count, count + ndims, c);

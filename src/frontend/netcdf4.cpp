@@ -90,7 +90,7 @@ struct Var {
 struct File {
     int inner = -1;
     const NC_Dispatch *d = nullptr; // the inner file's table (netCDF-C's PnetCDF dispatch)
-    int pnc = -1;                   // the inner file's PnetCDF ncid (its puts and gets go there: vara)
+    int pnc = -1;                   // the inner file's PnetCDF ncid (pnetcdf_ncid; its puts and gets: vara)
     int format = NC_FORMAT_NETCDF4; // or NC_FORMAT_NETCDF4_CLASSIC
     int mode = 0;                   // what inq_format_extended answers
     bool writer = false;
@@ -99,13 +99,13 @@ struct File {
     bool indef = false;
     int opened_vars = 0; // the variables the file had at its open (made in `vars` at their first use: var_of)
     int fill_mode = NC_FILL; // netCDF-4's: for the variables defined after it is set, in any mode
-    // The inner file's (PnetCDF's: NC_NOFILL unless set, as in a file opened), which a variable defined
-    // takes unless it is given its own (t_def_var).
-    int inner_fill = NC_NOFILL;
     std::map<int, Var> vars;
     std::set<int> hidden; // the variables (NC_GLOBAL: the file) whose hidden attribute the inner file has
     std::string path, rule;
     bool classic() const { return format == NC_FORMAT_NETCDF4_CLASSIC; }
+    // The inner file's fill mode, which a variable defined takes unless it is given its own (t_def_var):
+    // NC_FILL as create sets it, PnetCDF's NC_NOFILL in a file opened.
+    int inner_fill() const { return opened ? NC_NOFILL : NC_FILL; }
 };
 
 std::mutex g_mutex;
@@ -544,7 +544,7 @@ int t_def_var(int ncid, const char *name, nc_type type, int ndims, const int *di
     if (int rc = for_define(f)) return rc;
     int varid = -1;
     int rc = f.d->def_var(f.inner, name, type, ndims, dimids, &varid);
-    if (rc == NC_NOERR && f.fill_mode != f.inner_fill)
+    if (rc == NC_NOERR && f.fill_mode != f.inner_fill())
         rc = f.d->def_var_fill(f.inner, varid, f.fill_mode == NC_NOFILL, nullptr);
     if (rc == NC_NOERR) {
         f.vars[varid] = Var{};
@@ -566,14 +566,14 @@ int t_get_vara(int ncid, int varid, const size_t *start, const size_t *count, vo
     DTF_NC4_FILE;
     if (int rc = for_data(f)) return rc;
     const int rc = vara(f.pnc, varid, start, count, value, memtype, false);
-    return rc != kPass ? rc : f.d->get_vara(f.inner, varid, start, count, value, memtype);
+    return rc != DTF_PNC_PASS ? rc : f.d->get_vara(f.inner, varid, start, count, value, memtype);
 }
 
 int t_put_vara(int ncid, int varid, const size_t *start, const size_t *count, const void *value, nc_type memtype) {
     DTF_NC4_FILE;
     if (int rc = for_data(f)) return rc;
     const int rc = vara(f.pnc, varid, start, count, const_cast<void *>(value), memtype, true);
-    return rc != kPass ? rc : f.d->put_vara(f.inner, varid, start, count, value, memtype);
+    return rc != DTF_PNC_PASS ? rc : f.d->put_vara(f.inner, varid, start, count, value, memtype);
 }
 
 int t_get_vars(int ncid, int varid, const size_t *start, const size_t *count, const ptrdiff_t *stride, void *value,
@@ -1161,11 +1161,11 @@ int create(const char *path, int cmode, MPI_Comm comm, MPI_Info info, int *ncidp
     f.path = path, f.rule = rule;
     rc = guard([&] {
         f.d = inner_table(f.inner, path);
-        f.pnc = head_of(f.inner)->int_ncid; // (netCDF-C's PnetCDF path keeps PnetCDF's ncid as its own)
+        f.pnc = pnetcdf_ncid(f.inner);
         return NC_NOERR;
     });
     // netCDF-4 files are filled (PnetCDF's are not, by default)
-    if (rc == NC_NOERR) rc = f.d->set_fill(f.inner, f.inner_fill = NC_FILL, nullptr);
+    if (rc == NC_NOERR) rc = f.d->set_fill(f.inner, f.inner_fill(), nullptr);
     if (rc != NC_NOERR) {
         c_function<int (*)(int)>("nc_abort")(f.inner);
         return rc;
@@ -1184,7 +1184,7 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
     // a classic file is as its writer made it; a netCDF-4 one carries the hidden attribute
     int rc = guard([&] {
         f.d = inner_table(f.inner, path);
-        f.pnc = head_of(f.inner)->int_ncid; // (netCDF-C's PnetCDF path keeps PnetCDF's ncid as its own)
+        f.pnc = pnetcdf_ncid(f.inner);
         return NC_NOERR;
     });
     int attid = -1;

@@ -1,11 +1,14 @@
 // netCDF-4 files in transfer mode (netcdf4.cpp): what netCDF-C's open and create calls (netcdf.cpp)
 // hand over for a path the config serves in transfer mode. No PnetCDF or netCDF-C header here: the
-// two define the same names, and netcdf4.cpp is the one file that includes netCDF-C's.
+// two define the same names, and netcdf4.cpp is the one file that includes netCDF-C's (dtf's own
+// dispatch contract, pnc/hook.h, names neither's).
 #pragma once
 
 #include <mpi.h>
 
 #include <string>
+
+#include "pnc/hook.h"
 
 namespace dtf::runtime {
 
@@ -27,9 +30,8 @@ int open(const char *path, int mode, MPI_Comm comm, MPI_Info info, int *ncidp, c
 // path, which dtf serves), answering and filling as netCDF-C's classic library (the one nc_create takes).
 int create_serial_classic(const char *path, int cmode, int *ncidp);
 // nc_put_vara (`put`) or nc_get_vara on the virtual file of PnetCDF ncid `ncid` (File::pnc), values of
-// netCDF type `memtype`, as netCDF-C's PnetCDF path would make it (files.cpp). kPass: not such a call
-// (another ncid or memtype, a variable the file does not have): netCDF-C's path makes it.
-constexpr int kPass = 0x7ff0dead; // (DTF_PNC_PASS)
+// netCDF type `memtype`, as netCDF-C's PnetCDF path would make it (files.cpp). DTF_PNC_PASS: not such a
+// call (another ncid or memtype, a variable the file does not have): netCDF-C's path makes it.
 int vara(int ncid, int varid, const size_t *start, const size_t *count, void *value, int memtype, bool put);
 // The PnetCDF ncid under netCDF-C's `ncid` (a netCDF-4 file above, or a file netCDF-C's PnetCDF path
 // opened), for dtf_transfer; -1 if there is none.

@@ -9,7 +9,8 @@
  *           and after it wrote its row blocks; then a variable defined after the values, and
  *           DIR/classic.nc, a CDF-5 file (a definition, no values)
  *   reader  opens DIR/front.nc, writes every inquiry's answer and every value of every variable
- *           (fill values where nothing was written), then DIR/classic.nc's format, mode and numbers,
+ *           (fill values where nothing was written), m's rows in every memory type (read_typed),
+ *           then DIR/classic.nc's format, mode and numbers,
  *           to NCPAIR_DUMP.<rank> as text: the test compares it
  *           with the same programs run on a plain file
  * The reader prints "nc4model reader: dumped" (it checks nothing itself: frontends.py compares the dumps);
@@ -286,6 +287,34 @@ static int writer(const char *path, int classic) {
     return all ? 1 : 0;
 }
 
+/* m's rows read back each in the memory type it was written from, its first also as short, int and
+ * float (double and text: the dump above): every memory type of nc_get_vara. */
+static void read_typed(int ncid, Text *t) {
+    int m;
+    NC(nc_inq_varid(ncid, "m", &m));
+    size_t s[2] = {0, 0}, n[2] = {1, NX};
+    signed char sc[NX];
+    short sh[NX];
+    int in[NX];
+    float fl[NX];
+    unsigned char uc[NX];
+    unsigned short us[NX];
+    unsigned ui[NX];
+    long long ll[NX];
+    unsigned long long ul[NX];
+    NC(nc_get_vara_schar(ncid, m, s, n, sc)), NC(nc_get_vara_short(ncid, m, s, n, sh));
+    NC(nc_get_vara_int(ncid, m, s, n, in)), NC(nc_get_vara_float(ncid, m, s, n, fl));
+    s[0] = 1, NC(nc_get_vara_uchar(ncid, m, s, n, uc));
+    s[0] = 2, NC(nc_get_vara_ushort(ncid, m, s, n, us));
+    s[0] = 3, NC(nc_get_vara_uint(ncid, m, s, n, ui));
+    s[0] = 4, NC(nc_get_vara_longlong(ncid, m, s, n, ll));
+    s[0] = 5, NC(nc_get_vara_ulonglong(ncid, m, s, n, ul));
+    add(t, "m by type:");
+    for (int k = 0; k < NX; k++)
+        add(t, " %d/%d/%d/%g %u %u %u %lld %llu", sc[k], sh[k], in[k], fl[k], uc[k], us[k], ui[k], ll[k], ul[k]);
+    add(t, "\n");
+}
+
 static int reader(const char *path) {
     int rank, ncid, nvars;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -317,6 +346,7 @@ static int reader(const char *path) {
         }
         add(&t, "\n");
     }
+    read_typed(ncid, &t);
     NC(nc_close(ncid));
     /* a classic file, opened by a process that has opened a netCDF-4 one */
     char name[4096];
